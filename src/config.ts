@@ -1,0 +1,133 @@
+import os from 'node:os';
+import path from 'node:path';
+import { z } from 'zod';
+
+/** Parses `250ms`, `10s`, `5m`, `6h`, `7d` or a bare number of milliseconds. */
+export function parseDuration(raw: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$/.exec(raw);
+  if (!m) throw new Error(`"${raw}" is not a duration (use e.g. 500ms, 10s, 5m, 6h, 7d)`);
+  const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[(m[2] ?? 'ms') as 'ms'];
+  return Math.round(Number(m[1]) * unit);
+}
+
+const duration = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((v, ctx) => {
+      try {
+        return parseDuration(v);
+      } catch (e) {
+        ctx.addIssue({ code: 'custom', message: (e as Error).message });
+        return z.NEVER;
+      }
+    });
+
+const int = (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback);
+const bool = (fallback: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'])
+    .default(fallback ? 'true' : 'false')
+    .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const envSchema = z.object({
+  PORT: int(8080).pipe(z.number().max(65535)),
+  HOST: z.string().default('0.0.0.0'),
+  DATA_DIR: z.string().default('./data'),
+  DATABASE_URL: z.string().optional(),
+  PUBLIC_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  WORKER_CONCURRENCY: int(Math.max(1, Math.min(4, os.availableParallelism())), 0),
+  JOB_TIMEOUT: duration('10m'),
+  JOB_LEASE: duration('30s'),
+  JOB_MAX_ATTEMPTS: int(3, 1),
+  QUEUE_POLL_INTERVAL: duration('1s'),
+  MAX_MEDIA_BYTES: int(100 * 1024 * 1024, 1),
+  MEDIA_FETCH_TIMEOUT: duration('60s'),
+  MEDIA_ALLOW_PRIVATE_NETWORKS: bool(false),
+  MAX_BODY_BYTES: int(1024 * 1024, 1024),
+  RESULT_URL_TTL: duration('1h'),
+  RESULT_RETENTION: duration('7d'),
+  IDEMPOTENCY_TTL: duration('24h'),
+  WEBHOOK_RETRY_SCHEDULE: z.string().default('0,1m,5m,30m,6h'),
+  WEBHOOK_TIMEOUT: duration('10s'),
+  WEBHOOK_CONCURRENCY: int(16, 1),
+  MAINTENANCE_INTERVAL: duration('1m'),
+  SHUTDOWN_GRACE: duration('20s'),
+});
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** `sqlite:<file>` when DATABASE_URL is unset, else the PostgreSQL URL. */
+  databaseUrl: string;
+  publicBaseUrl: string;
+  logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
+  workerConcurrency: number;
+  jobTimeoutMs: number;
+  jobLeaseMs: number;
+  jobMaxAttempts: number;
+  queuePollIntervalMs: number;
+  maxMediaBytes: number;
+  mediaFetchTimeoutMs: number;
+  mediaAllowPrivateNetworks: boolean;
+  maxBodyBytes: number;
+  resultUrlTtlMs: number;
+  resultRetentionMs: number;
+  idempotencyTtlMs: number;
+  /** Delay before each webhook attempt; the first is normally 0. */
+  webhookRetryScheduleMs: number[];
+  webhookTimeoutMs: number;
+  webhookConcurrency: number;
+  maintenanceIntervalMs: number;
+  /** On SIGTERM, how long running jobs may take to finish before they are handed back. */
+  shutdownGraceMs: number;
+}
+
+export class ConfigError extends Error {}
+
+/** Reads and validates the environment; throws ConfigError with one clear line. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = envSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ConfigError(`invalid configuration: ${issue.path.join('.')}: ${issue.message}`);
+  }
+  const e = parsed.data;
+  let schedule: number[];
+  try {
+    schedule = e.WEBHOOK_RETRY_SCHEDULE.split(',').map(parseDuration);
+  } catch (err) {
+    throw new ConfigError(`invalid configuration: WEBHOOK_RETRY_SCHEDULE: ${(err as Error).message}`);
+  }
+  if (schedule.length === 0) throw new ConfigError('invalid configuration: WEBHOOK_RETRY_SCHEDULE is empty');
+  if (e.JOB_LEASE < 1000) throw new ConfigError('invalid configuration: JOB_LEASE must be at least 1s');
+  const dataDir = path.resolve(e.DATA_DIR);
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    dataDir,
+    databaseUrl: e.DATABASE_URL ?? `sqlite:${path.join(dataDir, 'media-jobs.sqlite')}`,
+    publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
+    logLevel: e.LOG_LEVEL,
+    workerConcurrency: e.WORKER_CONCURRENCY,
+    jobTimeoutMs: e.JOB_TIMEOUT,
+    jobLeaseMs: e.JOB_LEASE,
+    jobMaxAttempts: e.JOB_MAX_ATTEMPTS,
+    queuePollIntervalMs: e.QUEUE_POLL_INTERVAL,
+    maxMediaBytes: e.MAX_MEDIA_BYTES,
+    mediaFetchTimeoutMs: e.MEDIA_FETCH_TIMEOUT,
+    mediaAllowPrivateNetworks: e.MEDIA_ALLOW_PRIVATE_NETWORKS,
+    maxBodyBytes: e.MAX_BODY_BYTES,
+    resultUrlTtlMs: e.RESULT_URL_TTL,
+    resultRetentionMs: e.RESULT_RETENTION,
+    idempotencyTtlMs: e.IDEMPOTENCY_TTL,
+    webhookRetryScheduleMs: schedule,
+    webhookTimeoutMs: e.WEBHOOK_TIMEOUT,
+    webhookConcurrency: e.WEBHOOK_CONCURRENCY,
+    maintenanceIntervalMs: e.MAINTENANCE_INTERVAL,
+    shutdownGraceMs: e.SHUTDOWN_GRACE,
+  };
+}

@@ -1,0 +1,27 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import { ownerOfKey } from '../store/keys.js';
+import type { Database } from '../store/schema.js';
+import { ApiError } from './api-error.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The owner of the API key that made the request (set by the auth hook). */
+    owner: string;
+  }
+}
+
+const CHALLENGE = { 'www-authenticate': 'Bearer realm="media-jobs"' };
+
+/** Bearer API keys; missing, malformed, unknown and revoked keys all get 401. */
+export function authHook(db: Kysely<Database>) {
+  return async (request: FastifyRequest, _reply: FastifyReply) => {
+    const header = request.headers.authorization;
+    if (!header) throw new ApiError(401, 'missing Authorization header: use "Authorization: Bearer <API key>"', CHALLENGE);
+    const m = /^Bearer +([\x21-\x7e]{1,200})\s*$/i.exec(header);
+    if (!m) throw new ApiError(401, 'malformed Authorization header: use "Authorization: Bearer <API key>"', CHALLENGE);
+    const owner = await ownerOfKey(db, m[1]!);
+    if (owner === undefined) throw new ApiError(401, 'invalid or revoked API key', CHALLENGE);
+    request.owner = owner;
+  };
+}

@@ -1,0 +1,37 @@
+import type { FastifyInstance } from 'fastify';
+import type { Clock } from '../../clock.js';
+import type { LocalResultStore } from '../../storage/local.js';
+import { verifyResultPath } from '../../storage/signing.js';
+import { ApiError } from '../api-error.js';
+
+const TYPES: Record<string, string> = {
+  jpg: 'image/jpeg',
+  png: 'image/png',
+  webp: 'image/webp',
+  avif: 'image/avif',
+  gif: 'image/gif',
+  mp4: 'video/mp4',
+  mp3: 'audio/mpeg',
+  wav: 'audio/wav',
+  json: 'application/json',
+};
+
+/** Downloads of local results: no API key, the HMAC-signed, expiring URL is the credential. */
+export function resultRoutes(app: FastifyInstance, store: LocalResultStore, secret: string, clock: Clock): void {
+  app.get('/results/:key', async (request, reply) => {
+    const { key } = request.params as { key: string };
+    const q = request.query as Record<string, unknown>;
+    const check = verifyResultPath(secret, key, q.expires, q.signature, clock.now());
+    if (check === 'invalid') throw new ApiError(403, 'result URL signature is invalid');
+    if (check === 'expired') throw new ApiError(403, 'result URL has expired; fetch a new one from GET /api/v1/jobs/{uuid}/result');
+    const blob = await store.open(key);
+    if (!blob) throw new ApiError(410, 'result is no longer available');
+    const expiresIn = Math.max(0, Number(q.expires) - Math.floor(clock.now() / 1000));
+    return reply
+      .header('content-type', TYPES[key.split('.').pop()!] ?? 'application/octet-stream')
+      .header('content-length', blob.size)
+      .header('cache-control', `private, max-age=${expiresIn}`)
+      .header('x-content-type-options', 'nosniff')
+      .send(blob.stream);
+  });
+}

@@ -1,0 +1,111 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { JobService } from '../jobs/service.js';
+import type { Catalogue } from '../processors/catalogue.js';
+import type { LocalResultStore } from '../storage/local.js';
+import type { Store } from '../store/db.js';
+import { ApiError } from './api-error.js';
+import { authHook } from './auth.js';
+import { fail } from './envelope.js';
+import { jobTypeRoutes } from './routes/job-types.js';
+import { jobRoutes } from './routes/jobs.js';
+import { resultRoutes } from './routes/results.js';
+
+export interface HttpDeps {
+  store: Store;
+  service: JobService;
+  catalogue: Catalogue;
+  log: Logger;
+  clock: Clock;
+  maxBodyBytes: number;
+  allowPrivate: boolean;
+  /** Present when results are served by this process (the local store). */
+  localResults?: { store: LocalResultStore; secret: string };
+}
+
+const REQUEST_ID_RE = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+
+/** Fastify's own client errors, in the envelope's words. */
+function describeFastifyError(err: FastifyError, maxBodyBytes: number): [number, string] {
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return [413, `body is larger than ${maxBodyBytes} bytes`];
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return [415, 'Content-Type must be application/json'];
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return [400, 'Content-Length does not match the body'];
+    default:
+      return [err.statusCode!, err.message];
+  }
+}
+
+export function buildServer(deps: HttpDeps): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: deps.log as FastifyBaseLogger,
+    logController: new Fastify.LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
+    bodyLimit: deps.maxBodyBytes,
+    // Echo a sane incoming X-Request-Id, else make one.
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : randomUUID();
+    },
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+
+  // JSON only. An empty body parses as undefined (cancel takes none); submit rejects it itself.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(/^application\/(.+\+)?json$/, { parseAs: 'string' }, (_req, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(new ApiError(400, 'body is not valid JSON'), undefined);
+    }
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
+    if (err instanceof ApiError) {
+      return reply.code(err.statusCode).headers(err.headers).send(fail(err.message));
+    }
+    if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
+      const [status, message] = describeFastifyError(err, deps.maxBodyBytes);
+      return reply.code(status).send(fail(message));
+    }
+    request.log.error({ err }, 'unhandled error');
+    return reply.code(500).send(fail('internal error'));
+  });
+
+  const known: Array<{ method: string; re: RegExp }> = [];
+  app.addHook('onRoute', (route) => {
+    const re = new RegExp(`^${route.url.replace(/:[^/]+/g, '[^/]+')}/?$`);
+    for (const m of [route.method].flat()) known.push({ method: m, re });
+  });
+  app.setNotFoundHandler(async (request, reply) => {
+    const path = request.url.split('?')[0]!;
+    const allowed = [...new Set(known.filter((k) => k.re.test(path)).map((k) => k.method))];
+    if (allowed.length > 0) {
+      return reply.code(405).header('allow', allowed.join(', ')).send(fail(`method ${request.method} is not allowed on ${path}`));
+    }
+    return reply.code(404).send(fail(`no route ${request.method} ${path}`));
+  });
+
+  app.register(
+    async (api) => {
+      api.addHook('onRequest', authHook(deps.store.db));
+      jobRoutes(api, deps.service);
+      jobTypeRoutes(api, deps.catalogue, deps.allowPrivate);
+    },
+    { prefix: '/api/v1' },
+  );
+
+  if (deps.localResults) resultRoutes(app, deps.localResults.store, deps.localResults.secret, deps.clock);
+  return app;
+}

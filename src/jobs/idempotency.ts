@@ -1,0 +1,24 @@
+import { createHash } from 'node:crypto';
+import canonicalizeModule from 'canonicalize';
+import { ApiError } from '../http/api-error.js';
+
+// The package is CommonJS with an ESM-style d.ts: its module.exports is the function itself.
+const canonicalize = canonicalizeModule as unknown as (input: unknown) => string | undefined;
+
+/** 1 to 255 printable ASCII characters (DESIGN.md §2). */
+export function checkIdempotencyKey(key: string | undefined): string | undefined {
+  if (key === undefined) return undefined;
+  if (!/^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$/.test(key)) {
+    throw new ApiError(400, 'Idempotency-Key: must be 1 to 255 printable ASCII characters');
+  }
+  return key;
+}
+
+/**
+ * Method, path and the body in RFC 8785 canonical JSON: two requests that differ only in key
+ * order or whitespace are the same request.
+ */
+export function requestFingerprint(method: string, path: string, body: unknown): string {
+  const canonical = canonicalize(body ?? null) ?? 'null';
+  return createHash('sha256').update(`${method.toUpperCase()} ${path}\n${canonical}`).digest('hex');
+}

@@ -1,0 +1,241 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { z } from 'zod';
+import type { Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import { ApiError } from '../http/api-error.js';
+import { checkUrl, type LookupAll } from '../media/index.js';
+import type { Catalogue } from '../processors/catalogue.js';
+import type { Signals } from '../signals.js';
+import type { ResultStore } from '../storage/types.js';
+import type { Store } from '../store/db.js';
+import { findIdempotencyKey, reserveIdempotencyKey } from '../store/idempotency.js';
+import { getJob, insertJob, transition } from '../store/jobs.js';
+import type { Database } from '../store/schema.js';
+import { requestFingerprint } from './idempotency.js';
+import { isTerminal } from './states.js';
+import { describeIssue, isSlotName, submitSchema, type SubmitBody } from './submit-schema.js';
+import { toApiJob, type ApiJob, type JobRow } from './view.js';
+
+export interface SubmitRequest {
+  owner: string;
+  jobType: string;
+  body: unknown;
+  idempotencyKey?: string;
+  requestId: string;
+  /** Method and path, for the idempotency fingerprint. */
+  method: string;
+  path: string;
+}
+
+/** What the HTTP layer sends back: stored verbatim for idempotent replays. */
+export interface SubmitOutcome {
+  statusCode: number;
+  body: { code: 0; message: 'ok'; data: ApiJob };
+  requestId: string;
+  replayed: boolean;
+}
+
+export interface ResultLink {
+  uuid: string;
+  url: string;
+  expires_at: string;
+  content_type: string;
+  size_bytes: number;
+}
+
+export interface JobServiceDeps {
+  store: Store;
+  catalogue: Catalogue;
+  config: Config;
+  clock: Clock;
+  results: ResultStore;
+  signals: Signals;
+  /** DNS for submit-time URL checks; tests inject one. */
+  lookup?: LookupAll;
+}
+
+const NOT_FOUND = 'job not found';
+
+/** The four operations of the public API, independent of HTTP. */
+export class JobService {
+  private readonly schemas = new Map<string, z.ZodType>();
+  private readonly db: Kysely<Database>;
+
+  constructor(private readonly deps: JobServiceDeps) {
+    this.db = deps.store.db;
+    for (const type of deps.catalogue.list()) {
+      this.schemas.set(type.name, submitSchema(type, { allowPrivate: deps.config.mediaAllowPrivateNetworks }));
+    }
+  }
+
+  async submit(req: SubmitRequest): Promise<SubmitOutcome> {
+    const { owner, idempotencyKey: key } = req;
+    const schema = this.schemas.get(req.jobType);
+    if (!schema) throw new ApiError(404, `unknown job type "${req.jobType}"; GET /api/v1/job-types lists them`);
+    const fingerprint = requestFingerprint(req.method, req.path, req.body);
+
+    if (key !== undefined) {
+      const prior = await findIdempotencyKey(this.db, owner, key, this.deps.clock.now());
+      if (prior) return this.replay(prior, fingerprint);
+    }
+
+    const body = await this.validate(req.jobType, schema, req.body);
+    const now = this.deps.clock.now();
+    const row: JobRow = {
+      uuid: randomUUID(),
+      owner,
+      job_type: body.job_type,
+      model: body.model,
+      input: JSON.stringify(body.input),
+      webhook: body.webhook ? JSON.stringify(body.webhook) : null,
+      status: 'queued',
+      status_detail: 'waiting for a worker',
+      error_type: null,
+      error_message: null,
+      result_key: null,
+      result_content_type: null,
+      result_size: null,
+      result_deleted_at: null,
+      attempts: 0,
+      lease_owner: null,
+      lease_expires_at: null,
+      created_at: now,
+      started_at: null,
+      finished_at: null,
+      updated_at: now,
+    };
+    const outcome: SubmitOutcome = {
+      statusCode: 200,
+      body: { code: 0, message: 'ok', data: toApiJob(row) },
+      requestId: req.requestId,
+      replayed: false,
+    };
+
+    const created = await this.db.transaction().execute(async (trx) => {
+      if (key !== undefined) {
+        const reserved = await reserveIdempotencyKey(trx, {
+          owner,
+          key,
+          fingerprint,
+          response_status: outcome.statusCode,
+          response_body: JSON.stringify(outcome.body),
+          request_id: req.requestId,
+          job_uuid: row.uuid,
+          created_at: now,
+          expires_at: now + this.deps.config.idempotencyTtlMs,
+        });
+        if (!reserved) return false;
+      }
+      await insertJob(trx, row);
+      return true;
+    });
+    if (!created) {
+      // A concurrent request with the same key won the race: answer as its replay.
+      const prior = await findIdempotencyKey(this.db, owner, key!, this.deps.clock.now());
+      if (!prior) throw new ApiError(409, 'Idempotency-Key: a request with this key is in progress; retry');
+      return this.replay(prior, fingerprint);
+    }
+    this.deps.signals.jobQueued();
+    return outcome;
+  }
+
+  private replay(
+    prior: { fingerprint: string; response_status: number; response_body: string; request_id: string },
+    fingerprint: string,
+  ): SubmitOutcome {
+    if (prior.fingerprint !== fingerprint) {
+      throw new ApiError(409, 'Idempotency-Key: already used with a different request; use a new key for a new request');
+    }
+    return {
+      statusCode: prior.response_status,
+      body: JSON.parse(prior.response_body) as SubmitOutcome['body'],
+      requestId: prior.request_id,
+      replayed: true,
+    };
+  }
+
+  /** Schema first (shape, models, URL syntax), then DNS for every URL: all or nothing. */
+  private async validate(jobType: string, schema: z.ZodType, raw: unknown): Promise<SubmitBody> {
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+      throw new ApiError(400, 'body must be a JSON object');
+    }
+    const bodyType = (raw as { job_type?: unknown }).job_type;
+    if (typeof bodyType === 'string' && bodyType !== jobType) {
+      throw new ApiError(400, `job_type: must equal the path's job type "${jobType}" (got "${bodyType}")`);
+    }
+    const parsed = schema.safeParse(raw);
+    if (!parsed.success) {
+      const messages = parsed.error.issues.slice(0, 3).map((i) => describeIssue(i, raw));
+      throw new ApiError(400, messages.join('; '));
+    }
+    const body = parsed.data as SubmitBody;
+    const urls: Array<[string, string]> = [];
+    for (const [slot, value] of Object.entries(body.input)) {
+      if (!isSlotName(slot)) continue;
+      const list = value as string[];
+      const single = !Array.isArray((raw as { input: Record<string, unknown> }).input[slot]);
+      list.forEach((u, i) => urls.push([single ? `input.${slot}` : `input.${slot}[${i}]`, u]));
+    }
+    if (body.webhook) urls.push(['webhook.url', body.webhook.url]);
+    const checks = await Promise.all(
+      urls.map(async ([field, u]) => {
+        const r = await checkUrl(u, { allowPrivate: this.deps.config.mediaAllowPrivateNetworks, lookup: this.deps.lookup });
+        return r.ok ? undefined : `${field}: must be a public http or https URL (${r.reason})`;
+      }),
+    );
+    const firstBad = checks.find((c) => c !== undefined);
+    if (firstBad) throw new ApiError(400, firstBad);
+    return body;
+  }
+
+  async status(owner: string, uuid: string): Promise<ApiJob> {
+    const row = await getJob(this.db, uuid, owner);
+    if (!row) throw new ApiError(404, NOT_FOUND);
+    return toApiJob(row);
+  }
+
+  async cancel(owner: string, uuid: string): Promise<ApiJob> {
+    const now = this.deps.clock.now();
+    const row = await transition(this.db, uuid, {
+      from: ['queued', 'processing'],
+      to: 'cancelled',
+      owner,
+      now,
+      set: { status_detail: 'cancelled by the client' },
+      firstWebhookDelayMs: this.deps.config.webhookRetryScheduleMs[0],
+    });
+    if (!row) {
+      const current = await getJob(this.db, uuid, owner);
+      if (!current) throw new ApiError(404, NOT_FOUND);
+      throw new ApiError(409, `job is already ${current.status}; only queued or processing jobs can be cancelled`);
+    }
+    this.deps.signals.jobCancelled(uuid);
+    this.deps.signals.jobFinished(uuid);
+    return toApiJob(row);
+  }
+
+  async result(owner: string, uuid: string): Promise<ResultLink> {
+    const row = await getJob(this.db, uuid, owner);
+    if (!row) throw new ApiError(404, NOT_FOUND);
+    if (row.status !== 'completed' || !row.result_key) {
+      throw new ApiError(
+        409,
+        isTerminal(row.status)
+          ? `job is ${row.status}; it has no result`
+          : `result is not ready: job is ${row.status}`,
+      );
+    }
+    if (row.result_deleted_at !== null) {
+      throw new ApiError(410, 'result was deleted at the end of its retention period');
+    }
+    const expiresAt = this.deps.clock.now() + this.deps.config.resultUrlTtlMs;
+    return {
+      uuid: row.uuid,
+      url: await this.deps.results.signedUrl(row.result_key, expiresAt),
+      expires_at: new Date(Math.floor(expiresAt / 1000) * 1000).toISOString(),
+      content_type: row.result_content_type ?? 'application/octet-stream',
+      size_bytes: Number(row.result_size ?? 0),
+    };
+  }
+}

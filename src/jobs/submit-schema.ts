@@ -1,0 +1,145 @@
+import { z } from 'zod';
+import { checkUrlSyntax } from '../media/policy.js';
+import { SLOT_NAMES, type JobType, type SlotName } from '../processors/types.js';
+import { EVENT_TYPES } from '../webhooks/events.js';
+
+/**
+ * The submit body schema of one job type, built from its catalogue entry. The same schema
+ * validates requests and is rendered to JSON Schema for GET /job-types and OpenAPI.
+ */
+export interface SchemaOptions {
+  allowPrivate: boolean;
+}
+
+/** Slot schemas, so the JSON Schema renderer can show them as "string or array of strings". */
+const slotSchemas = new WeakMap<z.ZodType, { min: number; max: number }>();
+
+function publicUrl(opts: SchemaOptions) {
+  return z
+    .string()
+    .max(4096)
+    .superRefine((s, ctx) => {
+      const r = checkUrlSyntax(s, { allowPrivate: opts.allowPrivate });
+      if (!r.ok) ctx.addIssue({ code: 'custom', message: `must be a public http or https URL (${r.reason})` });
+    });
+}
+
+function slotSchema(min: number, max: number, opts: SchemaOptions) {
+  // A bare string is one URL; normalising here keeps everything downstream array-shaped.
+  const s = z.preprocess((v) => (typeof v === 'string' ? [v] : v), z.array(publicUrl(opts)).min(Math.max(1, min)).max(max));
+  slotSchemas.set(s, { min, max });
+  return s;
+}
+
+export function webhookSchema(opts: SchemaOptions) {
+  return z.strictObject({
+    url: publicUrl(opts).describe('Receives a POST for each subscribed terminal event.'),
+    secret: z.string().min(1).max(256).optional().describe('When given, deliveries carry X-Service-Signature.'),
+    events: z
+      .array(z.enum(EVENT_TYPES))
+      .min(1)
+      .refine((a) => new Set(a).size === a.length, { message: 'must not repeat an event' })
+      .optional()
+      .describe('Events to deliver; all three when omitted.'),
+  });
+}
+
+export function submitSchema(type: JobType, opts: SchemaOptions) {
+  const slots: Record<string, z.ZodType> = {};
+  for (const name of SLOT_NAMES) {
+    const spec = type.slots[name];
+    if (!spec) continue;
+    const s = slotSchema(spec.min, spec.max, opts).describe(spec.description);
+    slots[name] = spec.required ? s : s.optional();
+  }
+  const input = z.strictObject({ ...slots, ...type.options.shape });
+  return z.strictObject({
+    job_type: z.literal(type.name).describe('Must equal the {jobType} path segment.'),
+    model: z.enum(type.models.map((m) => m.name) as [string, ...string[]]),
+    input,
+    webhook: webhookSchema(opts).optional(),
+  });
+}
+
+export type SubmitBody = {
+  job_type: string;
+  model: string;
+  input: Record<string, unknown>;
+  webhook?: { url: string; secret?: string; events?: (typeof EVENT_TYPES)[number][] };
+};
+
+/** JSON Schema (draft 2020-12) of a zod schema, with media slots shown as string-or-array. */
+export function toJsonSchema(schema: z.ZodType, io: 'input' | 'output' = 'input'): Record<string, unknown> {
+  return z.toJSONSchema(schema, {
+    io,
+    unrepresentable: 'any',
+    override: (ctx) => {
+      const slot = slotSchemas.get(ctx.zodSchema as unknown as z.ZodType);
+      if (!slot) return;
+      const url = { type: 'string', format: 'uri' };
+      for (const k of Object.keys(ctx.jsonSchema)) delete (ctx.jsonSchema as Record<string, unknown>)[k];
+      Object.assign(ctx.jsonSchema, {
+        anyOf: [url, { type: 'array', items: url, minItems: Math.max(1, slot.min), maxItems: slot.max }],
+        description: (ctx.zodSchema as unknown as z.ZodType).description,
+      });
+    },
+  }) as Record<string, unknown>;
+}
+
+/** Field path in the style of the messages: input.source[1]. */
+function fieldPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out ? `.${String(p)}` : String(p);
+  return out;
+}
+
+const isSlotPath = (path: readonly PropertyKey[]) =>
+  path.length === 2 && path[0] === 'input' && (SLOT_NAMES as readonly PropertyKey[]).includes(path[1]!);
+
+/** One clear sentence per problem, naming the field. */
+export function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
+  const field = fieldPath(issue.path);
+  const at = (msg: string) => (field ? `${field}: ${msg}` : msg);
+  switch (issue.code) {
+    case 'unrecognized_keys': {
+      const keys = issue.keys.map((k) => (field ? `${field}.${k}` : k));
+      return `${keys.join(', ')}: unknown field${keys.length > 1 ? 's' : ''}`;
+    }
+    case 'invalid_type': {
+      const value = valueAt(input, issue.path);
+      if (value === undefined) return at('is required');
+      if (isSlotPath(issue.path)) return at('must be a URL string or a non-empty array of URL strings');
+      const expected = issue.expected === 'int' ? 'an integer' : /^[aeiou]/.test(issue.expected) ? `an ${issue.expected}` : `a ${issue.expected}`;
+      return at(`must be ${expected}`);
+    }
+    case 'invalid_value':
+      return at(
+        issue.values.length === 1
+          ? `must be ${JSON.stringify(issue.values[0])}`
+          : `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`,
+      );
+    case 'too_small':
+      if (issue.origin === 'array') return at(isSlotPath(issue.path) ? `must have at least ${issue.minimum} URL${Number(issue.minimum) > 1 ? 's' : ''}` : `must have at least ${issue.minimum} item${Number(issue.minimum) > 1 ? 's' : ''}`);
+      if (issue.origin === 'string') return at(Number(issue.minimum) <= 1 ? 'must not be empty' : `must be at least ${issue.minimum} characters`);
+      return at(`must be at least ${issue.minimum}`);
+    case 'too_big':
+      if (issue.origin === 'array') return at(isSlotPath(issue.path) ? `takes at most ${issue.maximum} URL${Number(issue.maximum) > 1 ? 's' : ''}` : `must have at most ${issue.maximum} items`);
+      if (issue.origin === 'string') return at(`must be at most ${issue.maximum} characters`);
+      return at(`must be at most ${issue.maximum}`);
+    default:
+      return at(issue.message);
+  }
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let v: unknown = root;
+  for (const p of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<PropertyKey, unknown>)[p];
+  }
+  return v;
+}
+
+export function isSlotName(k: string): k is SlotName {
+  return (SLOT_NAMES as readonly string[]).includes(k);
+}

@@ -1,0 +1,42 @@
+import type { Selectable } from 'kysely';
+import type { JobsTable } from '../store/schema.js';
+import type { JobStatus } from './states.js';
+
+export type JobRow = Selectable<JobsTable>;
+
+/** The job object of the public API (DESIGN.md §2): `data` of submit, status and cancel. */
+export interface ApiJob {
+  uuid: string;
+  job_type: string;
+  model: string;
+  status: JobStatus;
+  status_detail: string;
+  error_type: string | null;
+  error_message: string | null;
+  result_ready: boolean;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
+
+export function isResultReady(row: Pick<JobRow, 'status' | 'result_key' | 'result_deleted_at'>): boolean {
+  return row.status === 'completed' && row.result_key !== null && row.result_deleted_at === null;
+}
+
+export function toApiJob(row: JobRow): ApiJob {
+  return {
+    uuid: row.uuid,
+    job_type: row.job_type,
+    model: row.model,
+    status: row.status,
+    status_detail: row.status_detail,
+    error_type: row.error_type,
+    error_message: row.error_message,
+    result_ready: isResultReady(row),
+    created_at: iso(row.created_at)!,
+    started_at: iso(row.started_at),
+    finished_at: iso(row.finished_at),
+  };
+}

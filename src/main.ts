@@ -1,0 +1,108 @@
+import { parseArgs } from 'node:util';
+import { createApp, type Role } from './app.js';
+import { ConfigError, loadConfig } from './config.js';
+import { openStore } from './store/db.js';
+import { countKeys, createKey, listKeys, revokeKey } from './store/keys.js';
+
+const USAGE = `usage:
+  media-jobs serve [--role api|worker|all]   run the service (default: all in one process)
+  media-jobs migrate                         apply database migrations and exit
+  media-jobs keys create --owner NAME        create an API key (printed alone on the last line)
+  media-jobs keys list                       list keys (never the keys themselves)
+  media-jobs keys revoke KEY_ID              revoke a key`;
+
+async function serve(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { role: { type: 'string', default: 'all' } } });
+  const role = values.role as Role;
+  if (!['api', 'worker', 'all'].includes(role)) throw new ConfigError(`--role must be api, worker or all (got "${role}")`);
+  const config = loadConfig();
+  const app = await createApp(config, { role });
+  if ((await countKeys(app.store.db)) === 0) {
+    const k = await createKey(app.store.db, 'default', Date.now());
+    process.stdout.write(
+      `\nNo API key existed, so one was created for owner "default" (id ${k.id}).\n` +
+        `It is shown only this once; use it as "Authorization: Bearer <key>":\n${k.key}\n\n`,
+    );
+  }
+  await app.start();
+  app.log.info({ role, url: `${config.publicBaseUrl}/api/v1`, workers: app.workers ? config.workerConcurrency : 0 }, 'media-jobs started');
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, 'shutting down');
+    app.stop(config.shutdownGraceMs).then(
+      () => process.exit(0),
+      (err) => {
+        app.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+async function keys(args: string[]): Promise<void> {
+  const [sub, ...rest] = args;
+  const config = loadConfig();
+  const store = await openStore(config.databaseUrl);
+  try {
+    if (sub === 'create') {
+      const { values } = parseArgs({ args: rest, options: { owner: { type: 'string' } } });
+      const owner = values.owner?.trim();
+      if (!owner || owner.length > 200) throw new ConfigError('keys create needs --owner NAME (1 to 200 characters)');
+      const k = await createKey(store.db, owner, Date.now());
+      process.stdout.write(`created key ${k.id} for owner "${k.owner}"; it is shown only this once:\n${k.key}\n`);
+    } else if (sub === 'list') {
+      const rows = await listKeys(store.db);
+      if (rows.length === 0) process.stdout.write('no keys\n');
+      for (const r of rows) {
+        const state = r.revoked_at ? `revoked ${new Date(Number(r.revoked_at)).toISOString()}` : 'active';
+        process.stdout.write(`${r.id}\t${r.prefix}…\t${r.owner}\t${new Date(Number(r.created_at)).toISOString()}\t${state}\n`);
+      }
+    } else if (sub === 'revoke') {
+      const id = rest[0];
+      if (!id) throw new ConfigError('keys revoke needs a KEY_ID (see keys list)');
+      if (!(await revokeKey(store.db, id, Date.now()))) throw new ConfigError(`no active key with id ${id}`);
+      process.stdout.write(`revoked ${id}\n`);
+    } else {
+      throw new ConfigError(USAGE);
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+async function migrate(): Promise<void> {
+  const config = loadConfig();
+  const store = await openStore(config.databaseUrl);
+  await store.close();
+  process.stdout.write('migrations applied\n');
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [cmd, ...rest] = argv;
+  switch (cmd ?? 'serve') {
+    case 'serve':
+      return serve(rest);
+    case 'keys':
+      return keys(rest);
+    case 'migrate':
+      return migrate();
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(`${USAGE}\n`);
+      return;
+    default:
+      throw new ConfigError(`unknown command "${cmd}"\n${USAGE}`);
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  // Bad configuration or usage: one clear line, no stack trace.
+  if (err instanceof ConfigError) process.stderr.write(`media-jobs: ${err.message}\n`);
+  else process.stderr.write(`media-jobs: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,171 @@
+/**
+ * Downloads one media input safely: every hop is checked against the URL policy and connected
+ * through the guarded agent, redirects are followed by hand (at most 5), and size and time are
+ * bounded. The media type is sniffed from the bytes, never taken from Content-Type.
+ *
+ * Failures throw JobError('media_fetch_failed', 'download failed: …'); the caller prefixes the
+ * slot ("input.source: download failed: HTTP 404"). A cancel through `signal` rethrows the
+ * signal's reason unchanged.
+ */
+import { fileTypeFromBuffer } from 'file-type';
+import { request, type Dispatcher } from 'undici';
+import { JobError } from '../jobs/errors.js';
+import type { FetchedMedia } from '../processors/types.js';
+import { createGuardedAgent } from './guarded-agent.js';
+import { checkUrlSyntax, REASON_PRIVATE, type IsPublic, type LookupAll } from './policy.js';
+
+export interface FetchMediaOptions {
+  allowPrivate: boolean;
+  maxBytes: number;
+  /** Bounds the whole download, every hop's headers and body included. */
+  timeoutMs: number;
+  maxRedirects?: number;
+  signal?: AbortSignal;
+  lookup?: LookupAll;
+  isPublic?: IsPublic;
+  /**
+   * A shared guarded agent (createGuardedAgent with the same allowPrivate/lookup/isPublic).
+   * When omitted, one is created for this call and closed afterwards.
+   */
+  dispatcher?: Dispatcher;
+}
+
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+
+function fail(message: string): JobError {
+  return new JobError('media_fetch_failed', `download failed: ${message}`);
+}
+
+function formatDuration(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+}
+
+/** Short client-facing text for network errors (no internal addresses or stack traces). */
+function describeNetworkError(err: unknown, isRedirect: boolean): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  switch (code) {
+    case 'ERR_BLOCKED_ADDRESS':
+      return isRedirect ? 'redirect to a private address is not allowed' : 'host resolves to a private address';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'EAI_NONAME':
+      return 'host does not resolve';
+    case 'ECONNREFUSED':
+      return 'connection refused';
+    case 'ECONNRESET':
+    case 'UND_ERR_SOCKET':
+      return 'connection closed by the server';
+    case 'UND_ERR_CONNECT_TIMEOUT':
+    case 'ETIMEDOUT':
+      return 'connection timed out';
+    default:
+      if (typeof code === 'string' && /CERT|TLS|SSL/.test(code)) return 'TLS error';
+      return 'network error';
+  }
+}
+
+export async function fetchMedia(url: string, opts: FetchMediaOptions): Promise<FetchedMedia> {
+  const maxRedirects = opts.maxRedirects ?? 5;
+  const external = opts.signal;
+  external?.throwIfAborted();
+
+  // One controller for the whole download: fired by the deadline or by the caller's signal.
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new Error('download timed out'));
+  }, opts.timeoutMs);
+  const onExternalAbort = () => controller.abort(external!.reason);
+  external?.addEventListener('abort', onExternalAbort, { once: true });
+
+  const ownDispatcher = opts.dispatcher
+    ? undefined
+    : createGuardedAgent({ allowPrivate: opts.allowPrivate, lookup: opts.lookup, isPublic: opts.isPublic });
+  const dispatcher = opts.dispatcher ?? ownDispatcher!;
+
+  let current = url;
+  let hop = 0;
+  try {
+    for (;;) {
+      const checked = checkUrlSyntax(current, { allowPrivate: opts.allowPrivate, isPublic: opts.isPublic });
+      if (!checked.ok) {
+        if (hop === 0) throw fail(checked.reason);
+        throw fail(
+          checked.reason === REASON_PRIVATE
+            ? 'redirect to a private address is not allowed'
+            : `redirect target is not allowed (${checked.reason})`,
+        );
+      }
+
+      let res: Dispatcher.ResponseData;
+      try {
+        res = await request(checked.url, {
+          method: 'GET',
+          dispatcher,
+          signal: controller.signal,
+          // identity: the bytes counted against maxBytes are the bytes we keep.
+          headers: { accept: '*/*', 'accept-encoding': 'identity', 'user-agent': 'media-jobs' },
+        });
+      } catch (err) {
+        if (controller.signal.aborted) throw err; // mapped below
+        throw fail(describeNetworkError(err, hop > 0));
+      }
+
+      if (REDIRECT_STATUSES.has(res.statusCode) && res.headers.location !== undefined) {
+        await res.body.dump();
+        if (hop >= maxRedirects) throw fail('too many redirects');
+        const location = res.headers.location;
+        try {
+          current = new URL(Array.isArray(location) ? location[0]! : location, checked.url).href;
+        } catch {
+          throw fail('invalid redirect location');
+        }
+        hop++;
+        continue;
+      }
+
+      if (res.statusCode < 200 || res.statusCode > 299) {
+        await res.body.dump();
+        throw fail(`HTTP ${res.statusCode}`);
+      }
+
+      const tooLarge = `larger than ${opts.maxBytes} bytes`;
+      const declared = Number(res.headers['content-length']);
+      if (Number.isFinite(declared) && declared > opts.maxBytes) {
+        res.body.destroy();
+        throw fail(tooLarge);
+      }
+
+      const chunks: Buffer[] = [];
+      let total = 0;
+      try {
+        for await (const chunk of res.body) {
+          total += (chunk as Buffer).length;
+          if (total > opts.maxBytes) {
+            res.body.destroy();
+            throw fail(tooLarge);
+          }
+          chunks.push(chunk as Buffer);
+        }
+      } catch (err) {
+        if (err instanceof JobError || controller.signal.aborted) throw err;
+        throw fail(describeNetworkError(err, false));
+      }
+
+      const bytes = Buffer.concat(chunks, total);
+      const type = await fileTypeFromBuffer(bytes);
+      // `url` is the URL as given (what the client knows), not the final redirect target.
+      return { url, bytes, mime: type?.mime };
+    }
+  } catch (err) {
+    // A cancel wins over everything and keeps its own reason; the deadline becomes a JobError.
+    if (external?.aborted) throw external.reason;
+    if (timedOut) throw fail(`timed out after ${formatDuration(opts.timeoutMs)}`);
+    throw err;
+  } finally {
+    clearTimeout(timer);
+    external?.removeEventListener('abort', onExternalAbort);
+    if (ownDispatcher) void ownDispatcher.destroy().catch(() => {});
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * An undici Agent that only ever connects to public addresses (unless allowPrivate).
+ *
+ * The check sits in the connector, i.e. on the address the socket actually connects to, so DNS
+ * rebinding (public at submit, private at fetch) and redirects to private hosts cannot get
+ * through: the name is resolved once, every resolved address is checked, and net.connect uses
+ * exactly those addresses. IP-literal hosts skip `lookup` inside net.connect, so they are checked
+ * before connecting, and the connected socket's remote address is checked once more afterwards.
+ *
+ * Used by fetchMedia and meant to be reused by the webhook dispatcher (one Agent per process).
+ */
+import type { LookupAddress, LookupOptions } from 'node:dns';
+import { isIP, type LookupFunction } from 'node:net';
+import { Agent, buildConnector } from 'undici';
+import { defaultLookupAll, isPublicAddress, type IsPublic, type LookupAll } from './policy.js';
+
+/** Thrown (as the connection error) when a host is or resolves to a non-public address. */
+export class BlockedAddressError extends Error {
+  readonly code = 'ERR_BLOCKED_ADDRESS';
+  constructor(
+    readonly hostname: string,
+    readonly address: string,
+  ) {
+    super(`connection to ${hostname} refused: ${address} is not a public address`);
+    this.name = 'BlockedAddressError';
+  }
+}
+
+/** Thrown when a name resolves to no address at all. */
+export class UnresolvableHostError extends Error {
+  readonly code = 'ENOTFOUND';
+  constructor(readonly hostname: string) {
+    super(`${hostname} does not resolve`);
+    this.name = 'UnresolvableHostError';
+  }
+}
+
+export interface GuardedAgentOptions {
+  allowPrivate: boolean;
+  lookup?: LookupAll;
+  isPublic?: IsPublic;
+  /** TCP + TLS handshake limit; default 10 s. */
+  connectTimeoutMs?: number;
+}
+
+/** Adapts a promise-based LookupAll to net.connect's callback `lookup`, refusing non-public answers. */
+function guardedLookup(lookupAll: LookupAll, isPublic: IsPublic | undefined): LookupFunction {
+  return (hostname: string, options: LookupOptions, callback) => {
+    lookupAll(hostname).then(
+      (found) => {
+        let addresses: LookupAddress[] = found.map((a) => ({ address: a.address, family: a.family }));
+        if (options.family === 4 || options.family === 6) {
+          addresses = addresses.filter((a) => a.family === options.family);
+        }
+        if (addresses.length === 0) return callback(new UnresolvableHostError(hostname), '');
+        // All-or-nothing: a name with any non-public address is refused, whichever one
+        // net.connect (or happy eyeballs) would have picked.
+        const bad = isPublic ? addresses.find((a) => !isPublic(a.address)) : undefined;
+        if (bad) return callback(new BlockedAddressError(hostname, bad.address), '');
+        // With autoSelectFamily (default on Node 20) net asks for all addresses.
+        if (options.all) return callback(null, addresses);
+        const first = addresses[0]!;
+        callback(null, first.address, first.family);
+      },
+      (err: NodeJS.ErrnoException) => callback(err, ''),
+    );
+  };
+}
+
+export function createGuardedAgent(opts: GuardedAgentOptions): Agent {
+  const isPublic = opts.allowPrivate ? undefined : (opts.isPublic ?? isPublicAddress);
+  const base = buildConnector({
+    timeout: opts.connectTimeoutMs ?? 10_000,
+    lookup: guardedLookup(opts.lookup ?? defaultLookupAll, isPublic),
+  });
+  if (!isPublic) return new Agent({ connect: base });
+
+  const connect: buildConnector.connector = (options, callback) => {
+    // undici passes IPv6 literals without brackets.
+    if (isIP(options.hostname) !== 0 && !isPublic(options.hostname)) {
+      callback(new BlockedAddressError(options.hostname, options.hostname), null);
+      return;
+    }
+    base(options, (err, socket) => {
+      if (err) return callback(err, null);
+      // Defence in depth: judge the address the socket really reached.
+      const remote = socket!.remoteAddress;
+      if (remote === undefined || !isPublic(remote)) {
+        socket!.destroy();
+        return callback(new BlockedAddressError(options.hostname, remote ?? 'unknown'), null);
+      }
+      callback(null, socket!);
+    });
+  };
+  return new Agent({ connect });
+}

@@ -1,0 +1,183 @@
+/**
+ * The one public-address rule of the service (DESIGN.md §2 "Media URLs"), shared by media URLs
+ * and webhook URLs: an absolute http(s) URL without credentials whose host is, and resolves to,
+ * globally routable unicast addresses only.
+ *
+ * `allowPrivate` (MEDIA_ALLOW_PRIVATE_NETWORKS) lifts only the address rule; schemes and
+ * credentials stay forbidden.
+ */
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+
+/** Resolves a host name to all of its addresses (shape of `dns.promises.lookup(host, {all:true})`). */
+export type LookupAll = (hostname: string) => Promise<Array<{ address: string; family: number }>>;
+
+export type IsPublic = (ip: string) => boolean;
+
+export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string };
+
+export interface UrlPolicyOptions {
+  allowPrivate: boolean;
+  /** Replaces `isPublicAddress` (tests use it to treat one loopback address as "public"). */
+  isPublic?: IsPublic;
+}
+
+/** Longer URLs are refused before parsing (presigned S3/GCS URLs stay well below this). */
+export const MAX_URL_LENGTH = 8192;
+export const DNS_TIMEOUT_MS = 5000;
+
+/** Reasons complete "input.source: must be a public http or https URL (REASON)". */
+export const REASON_PRIVATE = 'host is a private address';
+export const REASON_RESOLVES_PRIVATE = 'host resolves to a private address';
+
+export const defaultLookupAll: LookupAll = (hostname) =>
+  dnsLookup(hostname, { all: true, verbatim: true });
+
+// 2000::/3 is the only block IANA has allocated for global unicast; everything outside it
+// (ULA fc00::/7 incl. fd00:ec2::254, link-local, site-local, multicast, ::/8 incl. the deprecated
+// IPv4-compatible ::a.b.c.d, 100::/64 discard, 5f00::/16 …) is not public.
+const GLOBAL_UNICAST_V6 = ipaddr.IPv6.parse('2000::');
+const NAT64_WELL_KNOWN = ipaddr.IPv6.parse('64:ff9b::');
+
+function isPublicV4(addr: ipaddr.IPv4): boolean {
+  // ipaddr.js names every special-purpose block (private, loopback, linkLocal incl. 169.254.169.254,
+  // carrierGradeNat, multicast, broadcast, unspecified 0/8, reserved incl. documentation 192.0.2/24,
+  // 198.51.100/24, 203.0.113/24, benchmarking 198.18/15, 240/4, 192.0.0/24, 192.88.99/24 …).
+  // Only the leftover 'unicast' is public; anycast services (as112, amt) are refused too: fail closed.
+  return addr.range() === 'unicast';
+}
+
+function v4FromWords(hi: number, lo: number): ipaddr.IPv4 {
+  return new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
+}
+
+function isPublicV6(addr: ipaddr.IPv6): boolean {
+  const p = addr.parts;
+  // Forms that carry an IPv4 address and can reach it: judge the embedded IPv4.
+  if (addr.isIPv4MappedAddress()) return isPublicV4(addr.toIPv4Address()); // ::ffff:a.b.c.d
+  if (addr.match(NAT64_WELL_KNOWN, 96)) return isPublicV4(v4FromWords(p[6]!, p[7]!)); // 64:ff9b::a.b.c.d
+  if (p[0] === 0x2002) return isPublicV4(v4FromWords(p[1]!, p[2]!)); // 6to4 2002:AABB:CCDD::/48
+  if (!addr.match(GLOBAL_UNICAST_V6, 3)) return false;
+  // Inside 2000::/3 ipaddr.js names the non-global blocks: teredo 2001::/32 (its IPv4 is
+  // obfuscated; refused), 2001::/23 protocol assignments, benchmarking, orchid, documentation
+  // 2001:db8::/32 and 3fff::/20, as112v6, amt.
+  return addr.range() === 'unicast';
+}
+
+/**
+ * True only for a globally routable unicast address. Anything that is not a valid IP address
+ * (including zone-scoped IPv6 link-local) is not public.
+ */
+export function isPublicAddress(ip: string): boolean {
+  // net.isIP accepts only canonical dotted-quad / RFC 4291 text, never "127.1" or "0x7f.1" forms.
+  const family = isIP(ip);
+  if (family === 0) return false;
+  try {
+    const addr = ipaddr.parse(ip);
+    return addr.kind() === 'ipv4' ? isPublicV4(addr as ipaddr.IPv4) : isPublicV6(addr as ipaddr.IPv6);
+  } catch {
+    return false;
+  }
+}
+
+/** URL.hostname of an IPv6 literal keeps its brackets. */
+function bareHost(hostname: string): string {
+  return hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
+}
+
+/** The IP address a URL's host names literally, or undefined when the host is a DNS name. */
+export function ipLiteralOf(url: URL): string | undefined {
+  const host = bareHost(url.hostname);
+  return isIP(host) !== 0 ? host : undefined;
+}
+
+const LOCAL_SUFFIXES = ['localhost', 'local', 'internal', 'localdomain', 'home.arpa', 'lan'];
+
+/**
+ * Names that only mean something inside a network. Single-label names ("metadata", "intranet")
+ * are refused as well: they resolve through search domains, never publicly.
+ */
+function isLocalName(hostname: string): boolean {
+  const name = hostname.replace(/\.$/, '');
+  if (!name.includes('.')) return true;
+  return LOCAL_SUFFIXES.some((s) => name === s || name.endsWith(`.${s}`));
+}
+
+/** Everything that can be decided without DNS. */
+export function checkUrlSyntax(raw: unknown, opts: UrlPolicyOptions): UrlCheck {
+  if (typeof raw !== 'string') return { ok: false, reason: 'not a string' };
+  if (raw.length === 0) return { ok: false, reason: 'empty string' };
+  if (raw.length > MAX_URL_LENGTH) {
+    return { ok: false, reason: `longer than ${MAX_URL_LENGTH} characters` };
+  }
+  // The URL parser silently strips edge whitespace and inner tabs/newlines; refuse them instead
+  // so what the client sent is what is fetched.
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(raw) || raw.trim() !== raw) {
+    return { ok: false, reason: 'contains whitespace or control characters' };
+  }
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return { ok: false, reason: 'not an absolute URL' };
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    return { ok: false, reason: 'scheme must be http or https' };
+  }
+  if (url.username !== '' || url.password !== '') {
+    return { ok: false, reason: 'credentials are not allowed' };
+  }
+  if (url.hostname === '') return { ok: false, reason: 'host is missing' };
+  if (opts.allowPrivate) return { ok: true, url };
+
+  // WHATWG parsing has already normalised 2130706433, 0177.0.0.1, 0x7f.1 … to 127.0.0.1
+  // and IPv6 literals to their compressed form, so a literal is judged as an address here.
+  const literal = ipLiteralOf(url);
+  if (literal !== undefined) {
+    return (opts.isPublic ?? isPublicAddress)(literal) ? { ok: true, url } : { ok: false, reason: REASON_PRIVATE };
+  }
+  if (isLocalName(url.hostname)) return { ok: false, reason: 'host is a local name' };
+  return { ok: true, url };
+}
+
+/**
+ * Submit-time check: the syntax rule plus DNS. A name must resolve, and (unless allowPrivate)
+ * every address it resolves to must be public. Fetching re-checks the address actually
+ * connected to (see guarded-agent.ts), so this is not the only line of defence.
+ */
+export async function checkUrl(
+  raw: unknown,
+  opts: UrlPolicyOptions & { lookup?: LookupAll; timeoutMs?: number },
+): Promise<UrlCheck> {
+  const syntax = checkUrlSyntax(raw, opts);
+  if (!syntax.ok) return syntax;
+  const { url } = syntax;
+  if (ipLiteralOf(url) !== undefined) return syntax;
+
+  const lookup = opts.lookup ?? defaultLookupAll;
+  const timeoutMs = opts.timeoutMs ?? DNS_TIMEOUT_MS;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), timeoutMs);
+  });
+  let addresses: Array<{ address: string }>;
+  try {
+    const result = await Promise.race([lookup(url.hostname), timeout]);
+    if (result === 'timeout') return { ok: false, reason: 'host lookup timed out' };
+    addresses = result;
+  } catch {
+    return { ok: false, reason: 'host does not resolve' };
+  } finally {
+    clearTimeout(timer);
+  }
+  if (addresses.length === 0) return { ok: false, reason: 'host does not resolve' };
+  if (!opts.allowPrivate) {
+    const isPublic = opts.isPublic ?? isPublicAddress;
+    if (!addresses.every((a) => isPublic(a.address))) {
+      return { ok: false, reason: REASON_RESOLVES_PRIVATE };
+    }
+  }
+  return syntax;
+}

@@ -1,0 +1,62 @@
+import type { z } from 'zod';
+
+/** The media slots the seed names; they live under `input`. */
+export const SLOT_NAMES = ['source', 'target', 'reference', 'audio'] as const;
+export type SlotName = (typeof SLOT_NAMES)[number];
+
+export interface SlotSpec {
+  required: boolean;
+  /** How many URLs the slot takes (a bare string counts as one). */
+  min: number;
+  max: number;
+  /** Kind of media expected; checked against the sniffed type after download. */
+  accepts: 'image' | 'audio' | 'video';
+  description: string;
+}
+
+/** A downloaded input: bytes plus the type sniffed from the bytes (never from headers). */
+export interface FetchedMedia {
+  url: string;
+  bytes: Buffer;
+  /** e.g. `image/jpeg`; `undefined` when the bytes match no known type. */
+  mime: string | undefined;
+}
+
+export interface RunContext<O> {
+  model: string;
+  options: O;
+  /** Every slot the client filled, in the order given. */
+  media: Partial<Record<SlotName, FetchedMedia[]>>;
+  /** Aborted on cancel, on JOB_TIMEOUT and on shutdown: stop work promptly when it fires. */
+  signal: AbortSignal;
+  /** Sets the job's `status_detail` (e.g. "detecting faces"). Cheap; call it per stage. */
+  progress(detail: string): void;
+}
+
+export interface ProcessorResult {
+  bytes: Buffer;
+  contentType: string;
+  /** File extension without the dot, used in the result file name. */
+  extension: string;
+}
+
+export interface ModelSpec {
+  name: string;
+  description: string;
+}
+
+/**
+ * One entry of the job-type catalogue. This single declaration drives submit validation,
+ * GET /job-types, the OpenAPI document and the README's job-type docs.
+ */
+export interface JobType<S extends z.ZodObject = z.ZodObject> {
+  name: string;
+  description: string;
+  slots: Partial<Record<SlotName, SlotSpec>>;
+  models: readonly ModelSpec[];
+  /** Non-media fields of `input`. Must be a strict object so unknown keys are rejected. */
+  options: S;
+  run(ctx: RunContext<z.infer<S>>): Promise<ProcessorResult>;
+  /** Optional release of resources (worker threads) at shutdown. */
+  close?(): Promise<void>;
+}

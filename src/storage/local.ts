@@ -1,0 +1,55 @@
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { ResultStore } from './types.js';
+import { signResultPath } from './signing.js';
+
+// <uuid>.<attempt>.<ext>: one key per attempt, so a late attempt never overwrites another's.
+const KEY_RE = /^[0-9a-f-]{36}\.\d{1,4}\.[a-z0-9]{1,5}$/;
+
+/** Result files under DATA_DIR/results, served by this service on HMAC-signed expiring URLs. */
+export class LocalResultStore implements ResultStore {
+  constructor(
+    readonly dir: string,
+    private readonly publicBaseUrl: string,
+    private readonly secret: string,
+  ) {
+    fs.mkdirSync(dir, { recursive: true });
+  }
+
+  private file(key: string): string {
+    // Keys come from our own rows, but the download route parses them from a URL: stay inside dir.
+    if (!KEY_RE.test(key)) throw new Error(`bad result key ${key}`);
+    return path.join(this.dir, key);
+  }
+
+  async put(key: string, bytes: Buffer): Promise<void> {
+    // Write then rename, so a crash never leaves a half-written result under the real name.
+    const tmp = path.join(this.dir, `.${key}.${randomBytes(4).toString('hex')}.tmp`);
+    await fsp.writeFile(tmp, bytes);
+    await fsp.rename(tmp, this.file(key));
+  }
+
+  async delete(key: string): Promise<void> {
+    await fsp.rm(this.file(key), { force: true });
+  }
+
+  async signedUrl(key: string, expiresAtMs: number): Promise<string> {
+    const expires = Math.floor(expiresAtMs / 1000);
+    const sig = signResultPath(this.secret, key, expires);
+    return `${this.publicBaseUrl}/results/${key}?expires=${expires}&signature=${sig}`;
+  }
+
+  /** Opens a blob for the download route; undefined when the key is malformed or missing. */
+  async open(key: string): Promise<{ stream: fs.ReadStream; size: number } | undefined> {
+    if (!KEY_RE.test(key)) return undefined;
+    try {
+      const handle = await fsp.open(this.file(key), 'r');
+      const { size } = await handle.stat();
+      return { stream: handle.createReadStream(), size };
+    } catch {
+      return undefined;
+    }
+  }
+}

@@ -1,0 +1,94 @@
+import type { Generated } from 'kysely';
+import type { JobStatus } from '../jobs/states.js';
+
+/** Times are Unix milliseconds in BIGINT columns on both dialects; JSON is stored as TEXT. */
+export interface ApiKeysTable {
+  id: string;
+  owner: string;
+  key_hash: string;
+  /** First characters of the key, shown by `keys list` so an operator can tell keys apart. */
+  prefix: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export interface JobsTable {
+  uuid: string;
+  owner: string;
+  job_type: string;
+  model: string;
+  input: string;
+  webhook: string | null;
+  status: JobStatus;
+  status_detail: string;
+  error_type: string | null;
+  error_message: string | null;
+  result_key: string | null;
+  result_content_type: string | null;
+  result_size: number | null;
+  result_deleted_at: number | null;
+  attempts: Generated<number>;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  created_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+  updated_at: number;
+}
+
+export interface IdempotencyKeysTable {
+  owner: string;
+  key: string;
+  fingerprint: string;
+  response_status: number;
+  response_body: string;
+  request_id: string;
+  job_uuid: string;
+  created_at: number;
+  expires_at: number;
+}
+
+export interface SettingsTable {
+  name: string;
+  value: string;
+}
+
+export interface WebhookEventsTable {
+  event_id: string;
+  job_uuid: string;
+  owner: string;
+  event_type: string;
+  url: string;
+  secret: string | null;
+  /** The exact bytes every attempt sends. */
+  body: string;
+  state: 'pending' | 'delivered' | 'failed';
+  attempts: Generated<number>;
+  next_attempt_at: number | null;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface WebhookAttemptsTable {
+  id: Generated<number>;
+  event_id: string;
+  attempt: number;
+  started_at: number;
+  duration_ms: number;
+  http_status: number | null;
+  error: string | null;
+  ok: number;
+  /** Set when the attempt was asked for by POST …/redeliver rather than the schedule. */
+  manual: number;
+}
+
+export interface Database {
+  api_keys: ApiKeysTable;
+  jobs: JobsTable;
+  idempotency_keys: IdempotencyKeysTable;
+  settings: SettingsTable;
+  webhook_events: WebhookEventsTable;
+  webhook_attempts: WebhookAttemptsTable;
+}
