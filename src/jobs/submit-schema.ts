@@ -24,9 +24,11 @@ function publicUrl(opts: SchemaOptions) {
     });
 }
 
-function slotSchema(min: number, max: number, opts: SchemaOptions) {
+function slotSchema(min: number, max: number, description: string, opts: SchemaOptions) {
   // A bare string is one URL; normalising here keeps everything downstream array-shaped.
-  const s = z.preprocess((v) => (typeof v === 'string' ? [v] : v), z.array(publicUrl(opts)).min(Math.max(1, min)).max(max));
+  const s = z
+    .preprocess((v) => (typeof v === 'string' ? [v] : v), z.array(publicUrl(opts)).min(Math.max(1, min)).max(max))
+    .describe(description);
   slotSchemas.set(s, { min, max });
   return s;
 }
@@ -49,7 +51,7 @@ export function submitSchema(type: JobType, opts: SchemaOptions) {
   for (const name of SLOT_NAMES) {
     const spec = type.slots[name];
     if (!spec) continue;
-    const s = slotSchema(spec.min, spec.max, opts).describe(spec.description);
+    const s = slotSchema(spec.min, spec.max, spec.description, opts);
     slots[name] = spec.required ? s : s.optional();
   }
   const input = z.strictObject({ ...slots, ...type.options.shape });
@@ -98,7 +100,12 @@ const isSlotPath = (path: readonly PropertyKey[]) =>
 
 /** One clear sentence per problem, naming the field. */
 export function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
-  const field = fieldPath(issue.path);
+  // A slot given as a bare string was normalised to an array of one: name the slot, not [0].
+  const path =
+    issue.path.length === 3 && isSlotPath(issue.path.slice(0, 2)) && typeof valueAt(input, issue.path.slice(0, 2)) === 'string'
+      ? issue.path.slice(0, 2)
+      : issue.path;
+  const field = fieldPath(path);
   const at = (msg: string) => (field ? `${field}: ${msg}` : msg);
   switch (issue.code) {
     case 'unrecognized_keys': {
@@ -113,6 +120,7 @@ export function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
       return at(`must be ${expected}`);
     }
     case 'invalid_value':
+      if (valueAt(input, issue.path) === undefined) return at('is required');
       return at(
         issue.values.length === 1
           ? `must be ${JSON.stringify(issue.values[0])}`

@@ -4,7 +4,7 @@ import { JobError } from '../../src/jobs/errors.js';
 import { fetchMedia, type FetchMediaOptions } from '../../src/media/fetch.js';
 import { createGuardedAgent } from '../../src/media/guarded-agent.js';
 import { checkUrl } from '../../src/media/policy.js';
-import { fakeLookup, startServer, type TestServer } from './helpers.js';
+import { fakeLookup, startServer, type TestServer } from '../helpers/servers.js';
 
 let png: Buffer;
 beforeAll(async () => {

@@ -1,7 +1,7 @@
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BlockedAddressError, createGuardedAgent } from '../../src/media/guarded-agent.js';
-import { fakeLookup, startServer, type TestServer } from './helpers.js';
+import { fakeLookup, startServer, type TestServer } from '../helpers/servers.js';
 
 // The agent on its own, used the way the webhook dispatcher will use it (POST, no redirects).
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkUrl, checkUrlSyntax, isPublicAddress, MAX_URL_LENGTH } from '../../src/media/policy.js';
-import { fakeLookup } from './helpers.js';
+import { fakeLookup } from '../helpers/servers.js';
 
 const deny = { allowPrivate: false };
 const allow = { allowPrivate: true };
