@@ -10,6 +10,8 @@ export type Dialect = 'sqlite' | 'postgres';
 export interface Store {
   db: Kysely<Database>;
   dialect: Dialect;
+  /** The connection URL (PostgreSQL), for the LISTEN connection. */
+  url?: string;
   close(): Promise<void>;
 }
 

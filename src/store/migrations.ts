@@ -1,5 +1,7 @@
 import { Kysely, Migrator, type Migration, type MigrationProvider } from 'kysely';
 import type { Dialect } from './db.js';
+import type { Database } from './schema.js';
+import { destinationOf } from '../webhooks/events.js';
 
 /** Migrations live in code so the compiled service carries them; each works on both dialects. */
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -101,6 +103,17 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .addColumn('manual', 'integer', (c) => c.notNull().defaultTo(0))
           .execute();
         await db.schema.createIndex('webhook_attempts_event').on('webhook_attempts').column('event_id').execute();
+      },
+    },
+    '002_webhook_destination': {
+      // The delivery's origin, so the dispatcher can cap deliveries in flight per destination.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('webhook_events').addColumn('destination', 'text').execute();
+        const k = db as Kysely<Database>;
+        const rows = await k.selectFrom('webhook_events').select(['event_id', 'url']).where('destination', 'is', null).execute();
+        for (const r of rows) {
+          await k.updateTable('webhook_events').set({ destination: destinationOf(r.url) }).where('event_id', '=', r.event_id).execute();
+        }
       },
     },
   };

@@ -59,6 +59,8 @@ export interface WebhookEventsTable {
   owner: string;
   event_type: string;
   url: string;
+  /** Origin of `url` (scheme://host:port): the unit of per-destination fairness. */
+  destination: string | null;
   secret: string | null;
   /** The exact bytes every attempt sends. */
   body: string;

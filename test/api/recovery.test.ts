@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli, spawnService, type ChildService } from '../helpers/child.js';
 import { sleepJobType } from '../helpers/job-types.js';
 import { startMediaServer, type MediaServer } from '../helpers/media-server.js';
-import { startService, tempDir, waitFor, waitTerminal } from '../helpers/service.js';
+import { storeEnv, TEST_DB } from '../helpers/db.js';
+import { startService, waitFor, waitTerminal } from '../helpers/service.js';
 
 let media: MediaServer;
 const children: ChildService[] = [];
@@ -20,8 +21,9 @@ const transform = (src: string) => ({ job_type: 'image-transform', model: 'lancz
 
 describe('crash recovery (real process, kill -9)', () => {
   it('picks up a job that was processing when the process died, and finishes it once', async () => {
-    const dataDir = tempDir();
-    const env = { DATA_DIR: dataDir, JOB_LEASE: '2s', QUEUE_POLL_INTERVAL: '200ms' };
+    const base = await storeEnv();
+    const dataDir = base.DATA_DIR!;
+    const env = { ...base, JOB_LEASE: '2s', QUEUE_POLL_INTERVAL: '200ms' };
     const key = cli(['keys', 'create', '--owner', 'crash'], env).lastLine;
     expect(key).toMatch(/^mj_/);
 
@@ -54,8 +56,9 @@ describe('crash recovery (real process, kill -9)', () => {
   });
 
   it('fails a job whose worker died JOB_MAX_ATTEMPTS times with internal_error', async () => {
-    const dataDir = tempDir();
-    const env = { DATA_DIR: dataDir, JOB_LEASE: '1s', JOB_MAX_ATTEMPTS: '1', MAINTENANCE_INTERVAL: '300ms' };
+    const base = await storeEnv();
+    const dataDir = base.DATA_DIR!;
+    const env = { ...base, JOB_LEASE: '1s', JOB_MAX_ATTEMPTS: '1', MAINTENANCE_INTERVAL: '300ms' };
     const key = cli(['keys', 'create', '--owner', 'crash'], env).lastLine;
     const first = await spawnService(env, key);
     children.push(first);
@@ -72,8 +75,9 @@ describe('crash recovery (real process, kill -9)', () => {
   });
 
   it('hands running jobs back on SIGTERM after the grace period, losing nothing', async () => {
-    const dataDir = tempDir();
-    const env = { DATA_DIR: dataDir, SHUTDOWN_GRACE: '300ms', JOB_LEASE: '30s' };
+    const base = await storeEnv();
+    const dataDir = base.DATA_DIR!;
+    const env = { ...base, SHUTDOWN_GRACE: '300ms', JOB_LEASE: '30s' };
     const key = cli(['keys', 'create', '--owner', 'term'], env).lastLine;
     const first = await spawnService(env, key);
     children.push(first);
@@ -105,8 +109,8 @@ describe('JOB_TIMEOUT', () => {
 
 describe('CLI keys', () => {
   it('creates (key alone on the last line), lists without secrets, and revokes', async () => {
-    const dataDir = tempDir();
-    const env = { DATA_DIR: dataDir };
+    const env = await storeEnv();
+    const dataDir = env.DATA_DIR!;
     const created = cli(['keys', 'create', '--owner', 'acme'], env);
     expect(created.status).toBe(0);
     expect(created.lastLine).toMatch(/^mj_[A-Za-z0-9_-]{32}$/);
@@ -116,9 +120,11 @@ describe('CLI keys', () => {
     expect(listed.stdout).toContain(id);
     expect(listed.stdout).toContain('acme');
     expect(listed.stdout).not.toContain(created.lastLine);
-    // Stored hashed: the key itself is nowhere in the database file.
-    const dbBytes = fs.readFileSync(path.join(dataDir, 'media-jobs.sqlite'));
-    expect(dbBytes.includes(Buffer.from(created.lastLine))).toBe(false);
+    if (TEST_DB === 'sqlite') {
+      // Stored hashed: the key itself is nowhere in the database file.
+      const dbBytes = fs.readFileSync(path.join(dataDir, 'media-jobs.sqlite'));
+      expect(dbBytes.includes(Buffer.from(created.lastLine))).toBe(false);
+    }
 
     const svc = await spawnService(env, created.lastLine);
     children.push(svc);
@@ -134,8 +140,7 @@ describe('CLI keys', () => {
   });
 
   it('prints a key on first start and stops with one clear line on bad configuration', async () => {
-    const dataDir = tempDir();
-    const bad = cli(['serve'], { DATA_DIR: dataDir, JOB_TIMEOUT: 'soon' });
+    const bad = cli(['serve'], { ...(await storeEnv()), JOB_TIMEOUT: 'soon' });
     expect(bad.status).toBe(1);
     expect(bad.stderr.trim().split('\n')).toHaveLength(1);
     expect(bad.stderr).toMatch(/^media-jobs: invalid configuration: JOB_TIMEOUT: "soon" is not a duration/);

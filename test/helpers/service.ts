@@ -78,10 +78,11 @@ export async function startService(
 ): Promise<TestService> {
   const dataDir = opts.dataDir ?? tempDir();
   const port = await freePort();
+  const { storeEnv } = await import('./db.js');
   const config = loadConfig({
     HOST: '127.0.0.1',
     PORT: String(port),
-    DATA_DIR: dataDir,
+    ...(await storeEnv(dataDir)),
     LOG_LEVEL: 'silent',
     MEDIA_ALLOW_PRIVATE_NETWORKS: 'true',
     JOB_LEASE: '2s',

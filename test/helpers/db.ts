@@ -1,0 +1,41 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { tempDir } from './service.js';
+
+/** Which database the integration suite runs on: set per vitest project (see vitest.config.ts). */
+export const TEST_DB: 'sqlite' | 'postgres' = process.env.TEST_DB === 'postgres' ? 'postgres' : 'sqlite';
+export const ADMIN_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+const created: string[] = [];
+
+/** A fresh PostgreSQL database for one service under test; dropped by dropTestDatabases(). */
+export async function createTestDatabase(): Promise<string> {
+  const name = `mj_test_${randomBytes(5).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  created.push(name);
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+export async function dropTestDatabases(): Promise<void> {
+  if (created.length === 0) return;
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  try {
+    for (const name of created.splice(0)) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  } finally {
+    await admin.end();
+  }
+}
+
+/** DATA_DIR (results, and the SQLite file) plus DATABASE_URL when the suite runs on PostgreSQL. */
+export async function storeEnv(dataDir = tempDir()): Promise<Record<string, string>> {
+  return TEST_DB === 'postgres' ? { DATA_DIR: dataDir, DATABASE_URL: await createTestDatabase() } : { DATA_DIR: dataDir };
+}
