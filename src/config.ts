@@ -1,6 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { parseS3Url } from './storage/s3-url.js';
 
 /** Parses `250ms`, `10s`, `5m`, `6h`, `7d` or a bare number of milliseconds. */
 export function parseDuration(raw: string): number {
@@ -54,6 +55,10 @@ const envSchema = z.object({
   WEBHOOK_CONCURRENCY: int(16, 1),
   MAINTENANCE_INTERVAL: duration('1m'),
   SHUTDOWN_GRACE: duration('20s'),
+  RESULT_STORE: z.string().default('local'),
+  S3_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  S3_REGION: z.string().default('us-east-1'),
+  S3_FORCE_PATH_STYLE: bool(true),
 });
 
 export interface Config {
@@ -83,6 +88,8 @@ export interface Config {
   maintenanceIntervalMs: number;
   /** On SIGTERM, how long running jobs may take to finish before they are handed back. */
   shutdownGraceMs: number;
+  /** `local` (files under DATA_DIR, served by this service) or an S3-compatible bucket. */
+  resultStore: { kind: 'local' } | { kind: 's3'; bucket: string; prefix: string; endpoint?: string; region: string; forcePathStyle: boolean };
 }
 
 export class ConfigError extends Error {}
@@ -105,6 +112,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (schedule.length === 0) throw new ConfigError('invalid configuration: WEBHOOK_RETRY_SCHEDULE is empty');
   if (e.JOB_LEASE < 1000) throw new ConfigError('invalid configuration: JOB_LEASE must be at least 1s');
   const dataDir = path.resolve(e.DATA_DIR);
+  let resultStore: Config['resultStore'] = { kind: 'local' };
+  if (e.RESULT_STORE !== 'local') {
+    try {
+      resultStore = { kind: 's3', ...parseS3Url(e.RESULT_STORE), endpoint: e.S3_ENDPOINT, region: e.S3_REGION, forcePathStyle: e.S3_FORCE_PATH_STYLE };
+    } catch (err) {
+      throw new ConfigError(`invalid configuration: ${(err as Error).message}`);
+    }
+  }
   return {
     port: e.PORT,
     host: e.HOST,
@@ -129,5 +144,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookConcurrency: e.WEBHOOK_CONCURRENCY,
     maintenanceIntervalMs: e.MAINTENANCE_INTERVAL,
     shutdownGraceMs: e.SHUTDOWN_GRACE,
+    resultStore,
   };
 }
