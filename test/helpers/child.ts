@@ -28,16 +28,23 @@ export interface ChildService {
 }
 
 /** Starts `media-jobs serve` in a child process and waits until it answers. */
-export async function spawnService(env: Record<string, string>, key: string, port?: number): Promise<ChildService> {
+export async function spawnService(
+  env: Record<string, string>,
+  key: string,
+  opts: { port?: number; role?: 'api' | 'worker' | 'all' } = {},
+): Promise<ChildService> {
+  let port = opts.port;
   port ??= await freePort();
+  const role = opts.role ?? 'all';
   let out = '';
-  const proc = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve'], {
+  const proc = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve', '--role', role], {
     cwd: root,
     env: {
       ...process.env,
       HOST: '127.0.0.1',
       PORT: String(port),
-      LOG_LEVEL: 'warn',
+      // Workers have no HTTP port to probe: readiness is their start-up log line.
+      LOG_LEVEL: role === 'worker' ? 'info' : 'warn',
       MEDIA_ALLOW_PRIVATE_NETWORKS: 'true',
       ...env,
     },
@@ -50,6 +57,7 @@ export async function spawnService(env: Record<string, string>, key: string, por
   const call = client(base, key);
   await waitFor(async () => {
     if (proc.exitCode !== null) throw new Error(`service exited early:\n${out}`);
+    if (role === 'worker') return out.includes('media-jobs started');
     try {
       return (await call('GET', '/api/v1/job-types')).status === 200;
     } catch {

@@ -10,6 +10,8 @@ export interface TestServer {
   requests: string[];
   /** TCP connections accepted (a refusal before connecting leaves this at 0). */
   connections(): number;
+  /** TCP connections open right now. */
+  openConnections(): number;
   close(): Promise<void>;
 }
 
@@ -37,6 +39,7 @@ export async function startServer(
     port,
     requests,
     connections: () => connections,
+    openConnections: () => sockets.size,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
