@@ -56,6 +56,8 @@ const envSchema = z.object({
   MAINTENANCE_INTERVAL: duration('1m'),
   SHUTDOWN_GRACE: duration('20s'),
   RESULT_STORE: z.string().default('local'),
+  RATE_LIMIT_SUBMIT: int(600, 0),
+  RATE_LIMIT_READ: int(3000, 0),
   S3_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
   S3_REGION: z.string().default('us-east-1'),
   S3_FORCE_PATH_STYLE: bool(true),
@@ -88,6 +90,9 @@ export interface Config {
   maintenanceIntervalMs: number;
   /** On SIGTERM, how long running jobs may take to finish before they are handed back. */
   shutdownGraceMs: number;
+  /** Requests per minute per API key (0: unlimited): submits, and every other API request. */
+  rateLimitSubmit: number;
+  rateLimitRead: number;
   /** `local` (files under DATA_DIR, served by this service) or an S3-compatible bucket. */
   resultStore: { kind: 'local' } | { kind: 's3'; bucket: string; prefix: string; endpoint?: string; region: string; forcePathStyle: boolean };
 }
@@ -145,5 +150,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maintenanceIntervalMs: e.MAINTENANCE_INTERVAL,
     shutdownGraceMs: e.SHUTDOWN_GRACE,
     resultStore,
+    rateLimitSubmit: e.RATE_LIMIT_SUBMIT,
+    rateLimitRead: e.RATE_LIMIT_READ,
   };
 }

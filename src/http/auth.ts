@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
-import { ownerOfKey } from '../store/keys.js';
+import { findActiveKey } from '../store/keys.js';
 import type { Database } from '../store/schema.js';
 import { ApiError } from './api-error.js';
 
@@ -8,6 +8,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The owner of the API key that made the request (set by the auth hook). */
     owner: string;
+    /** The id of that key (rate limits are per key). */
+    apiKeyId: string;
   }
 }
 
@@ -20,8 +22,9 @@ export function authHook(db: Kysely<Database>) {
     if (!header) throw new ApiError(401, 'missing Authorization header: use "Authorization: Bearer <API key>"', CHALLENGE);
     const m = /^Bearer +([\x21-\x7e]{1,200})\s*$/i.exec(header);
     if (!m) throw new ApiError(401, 'malformed Authorization header: use "Authorization: Bearer <API key>"', CHALLENGE);
-    const owner = await ownerOfKey(db, m[1]!);
-    if (owner === undefined) throw new ApiError(401, 'invalid or revoked API key', CHALLENGE);
-    request.owner = owner;
+    const key = await findActiveKey(db, m[1]!);
+    if (key === undefined) throw new ApiError(401, 'invalid or revoked API key', CHALLENGE);
+    request.owner = key.owner;
+    request.apiKeyId = key.id;
   };
 }

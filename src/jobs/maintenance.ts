@@ -5,6 +5,7 @@ import type { Signals } from '../signals.js';
 import type { ResultStore } from '../storage/types.js';
 import type { Store } from '../store/db.js';
 import { purgeIdempotencyKeys } from '../store/idempotency.js';
+import { purgeRateLimits } from '../store/rate-limits.js';
 import { exhaustedJobs, expiredResults, markResultDeleted, transition } from '../store/jobs.js';
 
 export interface MaintenanceDeps {
@@ -23,6 +24,7 @@ export interface MaintenanceDeps {
 export async function runMaintenance(deps: MaintenanceDeps): Promise<void> {
   const { store, config, clock, results, signals, log } = deps;
   const now = clock.now();
+  await purgeRateLimits(store.db, now);
   const purged = await purgeIdempotencyKeys(store.db, now);
   if (purged > 0) log.info({ purged }, 'purged expired idempotency keys');
 

@@ -6,14 +6,15 @@ import type { Config } from '../config.js';
 import { ApiError } from '../http/api-error.js';
 import { checkUrl, type LookupAll } from '../media/index.js';
 import type { Catalogue } from '../processors/catalogue.js';
+import type { Metrics } from '../metrics.js';
 import type { Signals } from '../signals.js';
 import type { ResultStore } from '../storage/types.js';
 import type { Store } from '../store/db.js';
 import { findIdempotencyKey, reserveIdempotencyKey } from '../store/idempotency.js';
-import { getJob, insertJob, transition } from '../store/jobs.js';
+import { getJob, insertJob, listJobs, queuePosition, transition } from '../store/jobs.js';
 import type { Database } from '../store/schema.js';
 import { requestFingerprint } from './idempotency.js';
-import { isTerminal } from './states.js';
+import { isTerminal, type JobStatus } from './states.js';
 import { describeIssue, isSlotName, submitSchema, type SubmitBody } from './submit-schema.js';
 import { toApiJob, type ApiJob, type JobRow } from './view.js';
 
@@ -51,6 +52,7 @@ export interface JobServiceDeps {
   clock: Clock;
   results: ResultStore;
   signals: Signals;
+  metrics?: Metrics;
   /** DNS for submit-time URL checks; tests inject one. */
   lookup?: LookupAll;
 }
@@ -137,6 +139,7 @@ export class JobService {
       return this.replay(prior, fingerprint);
     }
     this.deps.signals.jobQueued();
+    this.deps.metrics?.jobsSubmitted.inc({ job_type: row.job_type });
     return outcome;
   }
 
@@ -189,10 +192,57 @@ export class JobService {
     return body;
   }
 
-  async status(owner: string, uuid: string): Promise<ApiJob> {
-    const row = await getJob(this.db, uuid, owner);
+  /**
+   * The job, after waiting up to `waitMs` for it to reach a terminal state (long poll). Wakes on
+   * the job-finished signal (from any process on PostgreSQL) and re-reads at least every second.
+   */
+  async status(owner: string, uuid: string, waitMs = 0): Promise<ApiJob> {
+    let row = await getJob(this.db, uuid, owner);
     if (!row) throw new ApiError(404, NOT_FOUND);
-    return toApiJob(row);
+    const deadline = Date.now() + waitMs;
+    while (!isTerminal(row.status) && Date.now() < deadline) {
+      await this.nextFinish(uuid, Math.min(1000, deadline - Date.now()));
+      row = (await getJob(this.db, uuid, owner))!;
+    }
+    return this.view(row);
+  }
+
+  /** The public job; a queued job's detail tells its place in the queue. */
+  private async view(row: JobRow): Promise<ApiJob> {
+    const job = toApiJob(row);
+    if (row.status === 'queued') {
+      job.status_detail = `${row.status_detail} (position ${await queuePosition(this.db, row.created_at)} in the queue)`;
+    }
+    return job;
+  }
+
+  private nextFinish(uuid: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.deps.signals.off('job-finished', onFinish);
+        resolve();
+      };
+      const onFinish = (u: string) => u === uuid && done();
+      const timer = setTimeout(done, ms);
+      this.deps.signals.on('job-finished', onFinish);
+    });
+  }
+
+  async list(owner: string, q: { status?: JobStatus; jobType?: string; limit: number; cursor?: string }) {
+    let before: { createdAt: number; uuid: string } | undefined;
+    if (q.cursor !== undefined) {
+      const m = /^(\d{1,16}):([0-9a-f-]{36})$/.exec(Buffer.from(q.cursor, 'base64url').toString());
+      if (!m) throw new ApiError(400, 'cursor: not a cursor returned by this endpoint');
+      before = { createdAt: Number(m[1]), uuid: m[2]! };
+    }
+    const rows = await listJobs(this.db, { owner, status: q.status, jobType: q.jobType, limit: q.limit + 1, before });
+    const page = rows.slice(0, q.limit);
+    const last = page[page.length - 1];
+    return {
+      jobs: page.map(toApiJob),
+      next_cursor: rows.length > q.limit && last ? Buffer.from(`${last.created_at}:${last.uuid}`).toString('base64url') : null,
+    };
   }
 
   async cancel(owner: string, uuid: string): Promise<ApiJob> {
@@ -212,6 +262,7 @@ export class JobService {
     }
     this.deps.signals.jobCancelled(uuid);
     this.deps.signals.jobFinished(uuid);
+    this.deps.metrics?.jobsFinished.inc({ job_type: row.job_type, status: 'cancelled' });
     return toApiJob(row);
   }
 

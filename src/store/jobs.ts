@@ -160,3 +160,48 @@ export function expiredResults(db: Kysely<Database>, finishedBefore: number) {
 export async function markResultDeleted(db: Kysely<Database>, uuid: string, now: number): Promise<void> {
   await db.updateTable('jobs').set({ result_deleted_at: now }).where('uuid', '=', uuid).execute();
 }
+
+export interface ListSpec {
+  owner: string;
+  status?: JobStatus;
+  jobType?: string;
+  limit: number;
+  /** Exclusive: jobs strictly older than this (created_at, uuid) pair. */
+  before?: { createdAt: number; uuid: string };
+}
+
+/** The owner's jobs, newest first, keyset-paginated on (created_at, uuid). */
+export function listJobs(db: Kysely<Database>, spec: ListSpec): Promise<JobRow[]> {
+  let q = db.selectFrom('jobs').selectAll().where('owner', '=', spec.owner);
+  if (spec.status) q = q.where('status', '=', spec.status);
+  if (spec.jobType) q = q.where('job_type', '=', spec.jobType);
+  if (spec.before) {
+    const { createdAt, uuid } = spec.before;
+    q = q.where((eb) => eb.or([eb('created_at', '<', createdAt), eb.and([eb('created_at', '=', createdAt), eb('uuid', '<', uuid)])]));
+  }
+  return q.orderBy('created_at', 'desc').orderBy('uuid', 'desc').limit(spec.limit).execute();
+}
+
+/** 1-based place of a queued job among all queued jobs (claims go oldest first). */
+export async function queuePosition(db: Kysely<Database>, createdAt: number): Promise<number> {
+  const row = await db
+    .selectFrom('jobs')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('status', '=', 'queued')
+    .where('created_at', '<', createdAt)
+    .executeTakeFirstOrThrow();
+  return Number(row.n) + 1;
+}
+
+/** Jobs per active state, for the queue-depth gauge. */
+export async function countActive(db: Kysely<Database>): Promise<Record<'queued' | 'processing', number>> {
+  const rows = await db
+    .selectFrom('jobs')
+    .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('status', 'in', ['queued', 'processing'])
+    .groupBy('status')
+    .execute();
+  const out = { queued: 0, processing: 0 };
+  for (const r of rows) out[r.status as 'queued' | 'processing'] = Number(r.n);
+  return out;
+}

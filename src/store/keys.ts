@@ -49,13 +49,12 @@ export async function countKeys(db: Kysely<Database>): Promise<number> {
   return Number(row.n);
 }
 
-/** The owner of an active key, or undefined. */
-export async function ownerOfKey(db: Kysely<Database>, key: string): Promise<string | undefined> {
-  const row = await db
+/** The id and owner of an active key, or undefined. */
+export function findActiveKey(db: Kysely<Database>, key: string): Promise<{ id: string; owner: string } | undefined> {
+  return db
     .selectFrom('api_keys')
-    .select('owner')
+    .select(['id', 'owner'])
     .where('key_hash', '=', hashKey(key))
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
-  return row?.owner;
 }

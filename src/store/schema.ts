@@ -86,6 +86,12 @@ export interface WebhookAttemptsTable {
   manual: number;
 }
 
+export interface RateLimitsTable {
+  bucket: string;
+  count: number;
+  expires_at: number;
+}
+
 export interface Database {
   api_keys: ApiKeysTable;
   jobs: JobsTable;
@@ -93,4 +99,5 @@ export interface Database {
   settings: SettingsTable;
   webhook_events: WebhookEventsTable;
   webhook_attempts: WebhookAttemptsTable;
+  rate_limits: RateLimitsTable;
 }

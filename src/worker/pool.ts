@@ -9,6 +9,7 @@ import type { JobRow } from '../jobs/view.js';
 import { createGuardedAgent, fetchMedia, type IsPublic, type LookupAll } from '../media/index.js';
 import type { Catalogue } from '../processors/catalogue.js';
 import { SLOT_NAMES, type FetchedMedia, type JobType, type SlotName } from '../processors/types.js';
+import type { Metrics } from '../metrics.js';
 import type { Signals } from '../signals.js';
 import type { ResultStore } from '../storage/types.js';
 import type { Store } from '../store/db.js';
@@ -22,6 +23,7 @@ export interface WorkerPoolDeps {
   results: ResultStore;
   signals: Signals;
   log: Logger;
+  metrics?: Metrics;
   /** Test seams for the media address rule (real fetching, injected DNS). */
   lookup?: LookupAll;
   isPublic?: IsPublic;
@@ -168,7 +170,11 @@ export class WorkerPool {
         set,
         firstWebhookDelayMs: config.webhookRetryScheduleMs[0],
       });
-      if (row && to !== 'queued') signals.jobFinished(job.uuid);
+      if (row && to !== 'queued') {
+        signals.jobFinished(job.uuid);
+        this.deps.metrics?.jobsFinished.inc({ job_type: job.job_type, status: to });
+        this.deps.metrics?.processingSeconds.observe({ job_type: job.job_type, status: to }, (clock.now() - startedAt) / 1000);
+      }
       return row;
     };
 

@@ -47,7 +47,7 @@ describe('two API processes and two worker processes on one PostgreSQL', () => {
   let workers: ChildService[];
 
   beforeAll(async () => {
-    env = { ...(await storeEnv()), JOB_LEASE: '2s', QUEUE_POLL_INTERVAL: '2s', WORKER_CONCURRENCY: '4' };
+    env = { ...(await storeEnv()), JOB_LEASE: '2s', QUEUE_POLL_INTERVAL: '2s', WORKER_CONCURRENCY: '4', RATE_LIMIT_READ: '0', RATE_LIMIT_SUBMIT: '0' };
     key = cli(['keys', 'create', '--owner', 'scale'], env).lastLine;
     api = [await spawnService(env, key, { role: 'api' }), await spawnService(env, key, { role: 'api' })];
     workers = [await spawnService(env, key, { role: 'worker' }), await spawnService(env, key, { role: 'worker' })];
