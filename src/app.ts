@@ -10,11 +10,17 @@ import { createLogger } from './log.js';
 import type { IsPublic, LookupAll } from './media/index.js';
 import { Catalogue, defaultJobTypes } from './processors/catalogue.js';
 import type { JobType } from './processors/types.js';
+import { Metrics } from './metrics.js';
 import { Signals } from './signals.js';
 import { LocalResultStore } from './storage/local.js';
+import type { ResultStore } from './storage/types.js';
 import { openStore, type Store } from './store/db.js';
+import { bridgeSignals } from './store/pg-notify.js';
 import { sharedSecret } from './store/settings.js';
 import { WorkerPool } from './worker/pool.js';
+import { WebhookDispatcher } from './webhooks/dispatcher.js';
+import { WebhookSender } from './webhooks/send.js';
+import { WebhookService } from './webhooks/service.js';
 
 export type Role = 'api' | 'worker' | 'all';
 
@@ -35,7 +41,10 @@ export interface App {
   server: FastifyInstance;
   service: JobService;
   workers?: WorkerPool;
+  /** The webhook outbox dispatcher (worker role). */
+  webhooks?: WebhookDispatcher;
   signals: Signals;
+  metrics: Metrics;
   log: Logger;
   /** Listens on config.host:config.port (API role) and starts workers (worker role). */
   start(): Promise<void>;
@@ -53,25 +62,53 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   }
   const store = await openStore(config.databaseUrl);
   const signals = new Signals();
+  const unbridge = store.dialect === 'postgres' ? await bridgeSignals(store, signals, log) : undefined;
   const catalogue = new Catalogue(opts.jobTypes ?? defaultJobTypes({ threads: config.workerConcurrency }));
   const urlSecret = await sharedSecret(store.db, 'result_url_secret');
-  const results = new LocalResultStore(path.join(config.dataDir, 'results'), config.publicBaseUrl, urlSecret);
+  const rs = config.resultStore;
+  const local = rs.kind === 'local' ? new LocalResultStore(path.join(config.dataDir, 'results'), config.publicBaseUrl, urlSecret) : undefined;
+  const results: ResultStore = local ?? new (await import('./storage/s3.js')).S3ResultStore({ ...(rs as Extract<typeof rs, { kind: 's3' }>), clockMs: () => clock.now() });
 
-  const service = new JobService({ store, catalogue, config, clock, results, signals, lookup: opts.lookup });
+  const metrics = new Metrics(store);
+  const service = new JobService({ store, catalogue, config, clock, results, signals, metrics, lookup: opts.lookup });
+  // One guarded agent for webhook deliveries: scheduled ones (worker role) and redeliveries (API).
+  const webhookSender = new WebhookSender({
+    allowPrivate: config.mediaAllowPrivateNetworks,
+    timeoutMs: config.webhookTimeoutMs,
+    clock,
+    lookup: opts.lookup,
+    isPublic: opts.isPublic,
+  });
   const server = buildServer({
     store,
     service,
+    webhooks: new WebhookService({ store, clock, sender: webhookSender }),
     catalogue,
     log,
     clock,
     maxBodyBytes: config.maxBodyBytes,
     allowPrivate: config.mediaAllowPrivateNetworks,
-    localResults: { store: results, secret: urlSecret },
+    metrics,
+    rateLimits: { submitPerMinute: config.rateLimitSubmit, readPerMinute: config.rateLimitRead },
+    localResults: local ? { store: local, secret: urlSecret } : undefined,
   });
   const runsWorkers = role !== 'api' && config.workerConcurrency > 0;
   const workers = runsWorkers
-    ? new WorkerPool({ store, catalogue, config, clock, results, signals, log, lookup: opts.lookup, isPublic: opts.isPublic })
+    ? new WorkerPool({ store, catalogue, config, clock, results, signals, log, metrics, lookup: opts.lookup, isPublic: opts.isPublic })
     : undefined;
+  const webhooks =
+    role !== 'api'
+      ? new WebhookDispatcher({
+          store,
+          clock,
+          signals,
+          log,
+          sender: webhookSender,
+          scheduleMs: config.webhookRetryScheduleMs,
+          timeoutMs: config.webhookTimeoutMs,
+          concurrency: config.webhookConcurrency,
+        })
+      : undefined;
   let stopMaintenance: (() => Promise<void>) | undefined;
 
   return {
@@ -80,20 +117,35 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     server,
     service,
     workers,
+    webhooks,
     signals,
+    metrics,
     log,
     async start() {
       if (role !== 'worker') await server.listen({ host: config.host, port: config.port });
       else await server.ready();
       workers?.start();
+      webhooks?.start();
       stopMaintenance = scheduleMaintenance({ store, config, clock, results, signals, log });
     },
     async stop(graceMs = 10_000) {
-      await server.close();
-      await workers?.stop(graceMs);
-      await stopMaintenance?.();
-      await catalogue.close();
-      await store.close();
+      // Each phase is logged, so a slow shutdown says where it waits.
+      const phase = async (name: string, work: Promise<unknown> | undefined) => {
+        const t0 = Date.now();
+        await work;
+        log.debug({ phase: name, ms: Date.now() - t0 }, 'shutdown phase done');
+      };
+      await phase('http', server.close());
+      await Promise.all([
+        phase('workers', workers?.stop(graceMs)),
+        phase('webhooks', webhooks?.stop(Math.min(graceMs, config.webhookTimeoutMs))),
+      ]);
+      await phase('webhook-sender', webhookSender.close());
+      await phase('maintenance', stopMaintenance?.());
+      await phase('processors', catalogue.close());
+      await phase('notify', unbridge?.());
+      await phase('store', store.close());
+      log.info('stopped');
     },
   };
 }

@@ -1,8 +1,7 @@
 import { parseArgs } from 'node:util';
-import { createApp, type Role } from './app.js';
+import type { Role } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
-import { openStore } from './store/db.js';
-import { countKeys, createKey, listKeys, revokeKey } from './store/keys.js';
+import { CLIENT_USAGE, isClientCommand } from './cli/client.js';
 
 const USAGE = `usage:
   media-jobs serve [--role api|worker|all]   run the service (default: all in one process)
@@ -16,6 +15,9 @@ async function serve(args: string[]): Promise<void> {
   const role = values.role as Role;
   if (!['api', 'worker', 'all'].includes(role)) throw new ConfigError(`--role must be api, worker or all (got "${role}")`);
   const config = loadConfig();
+  // Loaded on demand so client commands (submit, status, …) start fast.
+  const { createApp } = await import('./app.js');
+  const { countKeys, createKey } = await import('./store/keys.js');
   const app = await createApp(config, { role });
   if ((await countKeys(app.store.db)) === 0) {
     const k = await createKey(app.store.db, 'default', Date.now());
@@ -51,6 +53,8 @@ async function serve(args: string[]): Promise<void> {
 async function keys(args: string[]): Promise<void> {
   const [sub, ...rest] = args;
   const config = loadConfig();
+  const { openStore } = await import('./store/db.js');
+  const { createKey, listKeys, revokeKey } = await import('./store/keys.js');
   const store = await openStore(config.databaseUrl);
   try {
     if (sub === 'create') {
@@ -81,6 +85,7 @@ async function keys(args: string[]): Promise<void> {
 
 async function migrate(): Promise<void> {
   const config = loadConfig();
+  const { openStore } = await import('./store/db.js');
   const store = await openStore(config.databaseUrl);
   await store.close();
   process.stdout.write('migrations applied\n');
@@ -88,6 +93,11 @@ async function migrate(): Promise<void> {
 
 async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv;
+  if (cmd && isClientCommand(cmd)) {
+    const { runClientCommand } = await import('./cli/client.js');
+    process.exitCode = await runClientCommand(argv);
+    return;
+  }
   switch (cmd ?? 'serve') {
     case 'serve':
       return serve(rest);
@@ -98,7 +108,7 @@ async function main(argv: string[]): Promise<void> {
     case 'help':
     case '--help':
     case '-h':
-      process.stdout.write(`${USAGE}\n`);
+      process.stdout.write(`${USAGE}\n\n${CLIENT_USAGE}\n`);
       return;
     default:
       throw new ConfigError(`unknown command "${cmd}"\n${USAGE}`);

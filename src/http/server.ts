@@ -11,16 +11,25 @@ import { authHook } from './auth.js';
 import { fail } from './envelope.js';
 import { jobTypeRoutes } from './routes/job-types.js';
 import { jobRoutes } from './routes/jobs.js';
+import { docsRoutes } from './routes/docs.js';
+import { opsRoutes } from './routes/ops.js';
 import { resultRoutes } from './routes/results.js';
+import { rateLimitHook, type RateLimitOptions } from './rate-limit.js';
+import type { Metrics } from '../metrics.js';
+import { webhookRoutes } from './routes/webhooks.js';
+import type { WebhookService } from '../webhooks/service.js';
 
 export interface HttpDeps {
   store: Store;
   service: JobService;
+  webhooks: WebhookService;
   catalogue: Catalogue;
   log: Logger;
   clock: Clock;
   maxBodyBytes: number;
   allowPrivate: boolean;
+  metrics: Metrics;
+  rateLimits: RateLimitOptions;
   /** Present when results are served by this process (the local store). */
   localResults?: { store: LocalResultStore; secret: string };
 }
@@ -71,6 +80,20 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     reply.header('x-request-id', request.id);
   });
 
+  // One structured line per request (request_id from the child logger; job_uuid when the route has one),
+  // and the latency histogram by route pattern (never by raw URL: bounded label values).
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    const seconds = reply.elapsedTime / 1000;
+    deps.metrics.httpSeconds.observe({ method: request.method, route, status_code: reply.statusCode }, seconds);
+    if (route === '/metrics' || route === '/healthz' || route === '/readyz') return;
+    const uuid = (request.params as { uuid?: string } | undefined)?.uuid;
+    request.log.info(
+      { method: request.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10, ...(uuid ? { job_uuid: uuid } : {}) },
+      'request',
+    );
+  });
+
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
     if (err instanceof ApiError) {
       return reply.code(err.statusCode).headers(err.headers).send(fail(err.message));
@@ -100,12 +123,16 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
   app.register(
     async (api) => {
       api.addHook('onRequest', authHook(deps.store.db));
+      api.addHook('preHandler', rateLimitHook(deps.store, deps.clock, deps.rateLimits));
       jobRoutes(api, deps.service);
+      webhookRoutes(api, deps.webhooks);
       jobTypeRoutes(api, deps.catalogue, deps.allowPrivate);
     },
     { prefix: '/api/v1' },
   );
 
+  opsRoutes(app, deps.store, deps.metrics);
+  docsRoutes(app, deps); // GET /api/v1/openapi.json (no API key, not enveloped) and /docs
   if (deps.localResults) resultRoutes(app, deps.localResults.store, deps.localResults.secret, deps.clock);
   return app;
 }

@@ -1,7 +1,5 @@
 import { Kysely, Migrator, type Migration, type MigrationProvider } from 'kysely';
 import type { Dialect } from './db.js';
-import type { Database } from './schema.js';
-import { destinationOf } from '../webhooks/events.js';
 
 /** Migrations live in code so the compiled service carries them; each works on both dialects. */
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -75,6 +73,8 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .addColumn('owner', 'text', (c) => c.notNull())
           .addColumn('event_type', 'text', (c) => c.notNull())
           .addColumn('url', 'text', (c) => c.notNull())
+          // The URL's origin: the dispatcher caps deliveries in flight per destination.
+          .addColumn('destination', 'text')
           .addColumn('secret', 'text')
           .addColumn('body', 'text', (c) => c.notNull())
           .addColumn('state', 'text', (c) => c.notNull())
@@ -105,15 +105,16 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('webhook_attempts_event').on('webhook_attempts').column('event_id').execute();
       },
     },
-    '002_webhook_destination': {
-      // The delivery's origin, so the dispatcher can cap deliveries in flight per destination.
+    '002_rate_limits': {
+      // Fixed-window request counters, shared by every API process on the same database.
       async up(db: Kysely<unknown>) {
-        await db.schema.alterTable('webhook_events').addColumn('destination', 'text').execute();
-        const k = db as Kysely<Database>;
-        const rows = await k.selectFrom('webhook_events').select(['event_id', 'url']).where('destination', 'is', null).execute();
-        for (const r of rows) {
-          await k.updateTable('webhook_events').set({ destination: destinationOf(r.url) }).where('event_id', '=', r.event_id).execute();
-        }
+        await db.schema
+          .createTable('rate_limits')
+          .addColumn('bucket', 'text', (c) => c.primaryKey())
+          .addColumn('count', 'integer', (c) => c.notNull())
+          .addColumn('expires_at', 'bigint', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('rate_limits_expires').on('rate_limits').column('expires_at').execute();
       },
     },
   };

@@ -30,6 +30,18 @@ export interface WebhookPayload {
 }
 
 /**
+ * The destination a delivery counts against for per-destination fairness: the URL's origin
+ * (scheme, host and port), so one slow or dead host cannot take every delivery slot.
+ */
+export function destinationOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}
+
+/**
  * The outbox row for a job that has just reached a terminal state, or null when the job has
  * no webhook or did not subscribe to this event. Called inside the transition's transaction.
  */
@@ -57,6 +69,7 @@ export function terminalEvent(job: JobRow, now: number, firstDelayMs = 0): Inser
     owner: job.owner,
     event_type: eventType,
     url: settings.url,
+    destination: destinationOf(settings.url),
     secret: settings.secret ?? null,
     body: JSON.stringify(payload),
     state: 'pending',

@@ -54,6 +54,7 @@ export class WorkerPool {
   private readonly running = new Map<string, Running>();
   private readonly loops: Promise<void>[] = [];
   private stopping = false;
+  private claims = 0;
   private wake: (() => void)[] = [];
   private readonly dispatcher: Dispatcher;
   private readonly onQueued = () => this.wakeAll();
@@ -113,8 +114,10 @@ export class WorkerPool {
     while (!this.stopping) {
       let job: JobRow | undefined;
       try {
+        // A lease token per claim, not per process: if this process ever re-claims its own job
+        // (a lease that lapsed under load), the older attempt can no longer finish it.
         job = await claimNext(store.db, store.dialect, {
-          workerId: this.id,
+          workerId: `${this.id}/${++this.claims}`,
           leaseMs: config.jobLeaseMs,
           maxAttempts: config.jobMaxAttempts,
           now: clock.now(),
@@ -140,6 +143,7 @@ export class WorkerPool {
     const { store, config, clock, log, results, signals } = this.deps;
     const jlog = log.child({ job_uuid: job.uuid, job_type: job.job_type });
     const signal = controller.signal;
+    const lease = job.lease_owner!;
     jlog.info({ attempt: job.attempts }, 'job started');
     const startedAt = clock.now();
 
@@ -151,7 +155,7 @@ export class WorkerPool {
       const d = detail;
       detail = undefined;
       renewing = renewing
-        .then(() => renewLease(store.db, job.uuid, this.id, clock.now() + config.jobLeaseMs, d))
+        .then(() => renewLease(store.db, job.uuid, lease, clock.now() + config.jobLeaseMs, d))
         .then((ours) => {
           if (!ours && !signal.aborted) controller.abort(new Stop('cancelled'));
         })
@@ -165,7 +169,7 @@ export class WorkerPool {
       const row = await transition(store.db, job.uuid, {
         from: ['processing'],
         to,
-        leaseOwner: this.id,
+        leaseOwner: lease,
         now: clock.now(),
         set,
         firstWebhookDelayMs: config.webhookRetryScheduleMs[0],

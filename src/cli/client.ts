@@ -1,0 +1,434 @@
+import fs from 'node:fs';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { MediaJobsClient, MediaJobsError, WaitTimeoutError, type ApiJob, type EventType, type JobStatus, type ResultLink } from '../client/index.js';
+
+/**
+ * The client commands of the `media-jobs` CLI: they talk to a running service over HTTP, like any
+ * other client, configured by MEDIA_JOBS_URL and MEDIA_JOBS_API_KEY.
+ *
+ * Exit codes: 0 ok; 1 API error (message on stderr), or a job that ended failed or cancelled under
+ * `wait`; 2 usage or configuration error.
+ */
+
+export const CLIENT_COMMANDS = ['submit', 'status', 'cancel', 'result', 'wait', 'jobs', 'job-types'] as const;
+export type ClientCommand = (typeof CLIENT_COMMANDS)[number];
+export const isClientCommand = (cmd: string | undefined): cmd is ClientCommand => (CLIENT_COMMANDS as readonly string[]).includes(cmd ?? '');
+
+export const CLIENT_USAGE = `client commands (MEDIA_JOBS_URL, default http://localhost:8080; MEDIA_JOBS_API_KEY):
+  media-jobs submit TYPE --model M --input JSON|@FILE [--webhook URL] [--webhook-secret S]
+                    [--webhook-event E]... [--idempotency-key K] [--wait [--timeout SEC] [--download FILE]]
+  media-jobs status UUID
+  media-jobs wait UUID [--timeout SEC] [--download FILE]   follow a job until it ends (exit 1 if it failed)
+  media-jobs cancel UUID
+  media-jobs result UUID [--download FILE]                print the signed URL, or save the result
+  media-jobs jobs [--status S] [--type T] [--limit N] [--cursor C] [--all]
+  media-jobs job-types
+  every client command takes --json (print the API's data as JSON) and --url URL`;
+
+export interface CliStream {
+  write(s: string): unknown;
+  isTTY?: boolean;
+  columns?: number;
+}
+
+export interface CliIO {
+  stdout: CliStream;
+  stderr: CliStream;
+  env: Record<string, string | undefined>;
+  /** For tests: the fetch the client uses. */
+  fetch?: typeof globalThis.fetch;
+  /** For tests: handle SIGINT during `wait` (default true). */
+  handleSignals?: boolean;
+}
+
+class UsageError extends Error {}
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+const COMMON: Options = {
+  json: { type: 'boolean' },
+  url: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+};
+
+function parse(args: string[], options: Options, positionals: string[]) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: { ...COMMON, ...options }, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const values = parsed.values as Record<string, string | boolean | string[] | undefined>;
+  if (values.help) return { values, pos: [], help: true };
+  if (parsed.positionals.length !== positionals.length) {
+    const want = positionals.length ? positionals.join(' ') : 'no arguments';
+    throw new UsageError(`expected ${want}, got ${parsed.positionals.length ? parsed.positionals.map((p) => JSON.stringify(p)).join(' ') : 'none'}`);
+  }
+  return { values, pos: parsed.positionals, help: false };
+}
+
+function parseSeconds(v: unknown, flag: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (typeof v !== 'string' || !/^\d+(\.\d+)?$/.test(v) || !Number.isFinite(n)) throw new UsageError(`${flag} takes a number of seconds (got "${String(v)}")`);
+  return n * 1000;
+}
+
+function parseInput(raw: unknown): Record<string, unknown> {
+  if (raw === undefined) return {};
+  let text = String(raw);
+  if (text.startsWith('@')) {
+    try {
+      text = fs.readFileSync(text.slice(1), 'utf8');
+    } catch (err) {
+      throw new UsageError(`--input ${text}: ${(err as Error).message}`);
+    }
+  }
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`--input is not valid JSON: ${(err as Error).message}`);
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new UsageError('--input must be a JSON object, e.g. \'{"source":"https://…/photo.jpg"}\'');
+  return v as Record<string, unknown>;
+}
+
+const EVENTS: readonly string[] = ['job.completed', 'job.failed', 'job.cancelled'];
+const STATUSES: readonly string[] = ['queued', 'processing', 'completed', 'failed', 'cancelled'];
+
+function jobBlock(j: ApiJob): string {
+  const rows: Array<[string, string]> = [
+    ['uuid', j.uuid],
+    ['job_type', j.job_type],
+    ['model', j.model],
+    ['status', j.status],
+    ['status_detail', j.status_detail],
+  ];
+  if (j.error_type || j.error_message) rows.push(['error', `${j.error_type ?? 'error'}: ${j.error_message ?? ''}`]);
+  rows.push(['result_ready', String(j.result_ready)], ['created_at', j.created_at], ['started_at', j.started_at ?? '-'], ['finished_at', j.finished_at ?? '-']);
+  return rows.map(([k, v]) => `${k.padEnd(14)}${v}\n`).join('');
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd() + '\n').join('');
+}
+
+const human = (n: number) => (n < 1024 ? `${n} B` : n < 1024 ** 2 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`);
+
+const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/** One updating line on a terminal; plain lines (one per change) otherwise. */
+class Progress {
+  private timer: NodeJS.Timeout | undefined;
+  private frame = 0;
+  private text = '';
+  private readonly started = Date.now();
+  private drawn = false;
+
+  constructor(
+    private readonly out: CliStream,
+    private readonly uuid: string,
+  ) {}
+
+  private get tty(): boolean {
+    return this.out.isTTY === true;
+  }
+
+  update(job: ApiJob): void {
+    this.text = `${job.status}${job.status_detail ? ` · ${job.status_detail}` : ''}`;
+    if (!this.tty) {
+      this.out.write(`${new Date().toISOString()}  ${this.uuid}  ${job.status}: ${job.status_detail}\n`);
+      return;
+    }
+    this.draw();
+    this.timer ??= setInterval(() => this.draw(), 100);
+    this.timer.unref?.();
+  }
+
+  private draw(): void {
+    const secs = Math.floor((Date.now() - this.started) / 1000);
+    const line = `${SPINNER[this.frame++ % SPINNER.length]} ${this.uuid.slice(0, 8)}  ${this.text}  ${secs}s`;
+    const width = Math.max(20, (this.out.columns ?? 80) - 1);
+    this.out.write(`\r\x1b[2K${line.length > width ? `${line.slice(0, width - 1)}…` : line}`);
+    this.drawn = true;
+  }
+
+  /** Clears the line (TTY) so the final output starts clean. */
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    if (this.tty && this.drawn) this.out.write('\r\x1b[2K');
+    this.drawn = false;
+  }
+}
+
+interface Ctx {
+  io: CliIO;
+  client: MediaJobsClient;
+  json: boolean;
+  out(s: string): void;
+  err(s: string): void;
+}
+
+function makeClient(io: CliIO, urlFlag: unknown): MediaJobsClient {
+  const baseUrl = (typeof urlFlag === 'string' && urlFlag) || io.env.MEDIA_JOBS_URL || 'http://localhost:8080';
+  const apiKey = io.env.MEDIA_JOBS_API_KEY;
+  if (!apiKey) throw new UsageError('MEDIA_JOBS_API_KEY is not set (an operator creates one with: media-jobs keys create --owner NAME)');
+  try {
+    return new MediaJobsClient({ baseUrl, apiKey, fetch: io.fetch });
+  } catch (err) {
+    throw new UsageError(`MEDIA_JOBS_URL: ${(err as Error).message.replace(/^MediaJobsClient: /, '')} (got "${baseUrl}")`);
+  }
+}
+
+function printJob(ctx: Ctx, job: ApiJob): void {
+  ctx.out(ctx.json ? `${JSON.stringify(job, null, 2)}\n` : jobBlock(job));
+}
+
+async function saveResult(ctx: Ctx, uuid: string, file: string): Promise<void> {
+  const r = await ctx.client.download(uuid, file);
+  if (ctx.json) ctx.out(`${JSON.stringify(r, null, 2)}\n`);
+  else ctx.out(`saved ${r.path} (${r.content_type}, ${human(r.size_bytes)})\n`);
+}
+
+/** Follows a job to its end; returns the exit code (0 completed, 1 failed or cancelled). */
+async function follow(ctx: Ctx, uuid: string, timeoutMs: number | undefined, download: string | undefined): Promise<number> {
+  const progress = new Progress(ctx.io.stderr, uuid);
+  const abort = new AbortController();
+  const onSigint = () => abort.abort(new Error('interrupted'));
+  if (ctx.io.handleSignals !== false) process.once('SIGINT', onSigint);
+  let job: ApiJob;
+  try {
+    job = await ctx.client.wait(uuid, { timeoutMs, signal: abort.signal, onUpdate: (j) => progress.update(j) });
+  } catch (err) {
+    progress.stop();
+    if (abort.signal.aborted) {
+      ctx.err(`media-jobs: stopped waiting; the job goes on (media-jobs status ${uuid})\n`);
+      return 130;
+    }
+    throw err;
+  } finally {
+    progress.stop();
+    process.removeListener('SIGINT', onSigint);
+  }
+  printJob(ctx, job);
+  if (job.status !== 'completed') {
+    ctx.err(
+      `media-jobs: job ${uuid} ${job.status}${job.error_type || job.error_message ? `: ${job.error_type ?? 'error'}: ${job.error_message ?? ''}` : ''}\n`,
+    );
+    return 1;
+  }
+  if (download) await saveResult(ctx, uuid, download);
+  return 0;
+}
+
+const COMMANDS: Record<ClientCommand, { usage: string; run(ctx: Omit<Ctx, 'client' | 'json'>, args: string[]): Promise<number> }> = {
+  submit: {
+    usage:
+      'media-jobs submit TYPE --model M --input JSON|@FILE [--webhook URL] [--webhook-secret S] [--webhook-event E]... [--idempotency-key K] [--wait [--timeout SEC] [--download FILE]] [--json]',
+    async run(base, args) {
+      const { values, pos, help } = parse(
+        args,
+        {
+          model: { type: 'string' },
+          input: { type: 'string' },
+          webhook: { type: 'string' },
+          'webhook-secret': { type: 'string' },
+          'webhook-event': { type: 'string', multiple: true },
+          'idempotency-key': { type: 'string' },
+          wait: { type: 'boolean' },
+          timeout: { type: 'string' },
+          download: { type: 'string' },
+        },
+        ['TYPE'],
+      );
+      if (help) return usage(base, 'submit');
+      if (typeof values.model !== 'string' || !values.model) throw new UsageError('--model is required (see media-jobs job-types)');
+      const input = parseInput(values.input);
+      const events = (values['webhook-event'] as string[] | undefined) ?? undefined;
+      for (const e of events ?? []) if (!EVENTS.includes(e)) throw new UsageError(`--webhook-event must be one of ${EVENTS.join(', ')} (got "${e}")`);
+      if (!values.webhook && (values['webhook-secret'] || events)) throw new UsageError('--webhook-secret and --webhook-event need --webhook URL');
+      if (!values.wait && (values.timeout || values.download)) throw new UsageError('--timeout and --download go with --wait');
+      const timeoutMs = parseSeconds(values.timeout, '--timeout');
+      const ctx = { ...base, client: makeClient(base.io, values.url), json: values.json === true };
+      const webhook =
+        typeof values.webhook === 'string'
+          ? {
+              url: values.webhook,
+              ...(typeof values['webhook-secret'] === 'string' ? { secret: values['webhook-secret'] } : {}),
+              ...(events ? { events: events as EventType[] } : {}),
+            }
+          : undefined;
+      const job = await ctx.client.submit(
+        pos[0]!,
+        { model: values.model, input, ...(webhook ? { webhook } : {}) },
+        { idempotencyKey: values['idempotency-key'] as string | undefined },
+      );
+      if (!values.wait) {
+        printJob(ctx, job);
+        return 0;
+      }
+      if (!ctx.json) ctx.err(`submitted ${job.uuid}\n`);
+      return follow(ctx, job.uuid, timeoutMs, values.download as string | undefined);
+    },
+  },
+  status: {
+    usage: 'media-jobs status UUID [--json]',
+    async run(base, args) {
+      const { values, pos, help } = parse(args, {}, ['UUID']);
+      if (help) return usage(base, 'status');
+      const ctx = { ...base, client: makeClient(base.io, values.url), json: values.json === true };
+      printJob(ctx, await ctx.client.status(pos[0]!));
+      return 0;
+    },
+  },
+  wait: {
+    usage: 'media-jobs wait UUID [--timeout SEC] [--download FILE] [--json]',
+    async run(base, args) {
+      const { values, pos, help } = parse(args, { timeout: { type: 'string' }, download: { type: 'string' } }, ['UUID']);
+      if (help) return usage(base, 'wait');
+      const timeoutMs = parseSeconds(values.timeout, '--timeout');
+      const ctx = { ...base, client: makeClient(base.io, values.url), json: values.json === true };
+      return follow(ctx, pos[0]!, timeoutMs, values.download as string | undefined);
+    },
+  },
+  cancel: {
+    usage: 'media-jobs cancel UUID [--json]',
+    async run(base, args) {
+      const { values, pos, help } = parse(args, {}, ['UUID']);
+      if (help) return usage(base, 'cancel');
+      const ctx = { ...base, client: makeClient(base.io, values.url), json: values.json === true };
+      printJob(ctx, await ctx.client.cancel(pos[0]!));
+      return 0;
+    },
+  },
+  result: {
+    usage: 'media-jobs result UUID [--download FILE] [--json]',
+    async run(base, args) {
+      const { values, pos, help } = parse(args, { download: { type: 'string' } }, ['UUID']);
+      if (help) return usage(base, 'result');
+      const ctx = { ...base, client: makeClient(base.io, values.url), json: values.json === true };
+      if (typeof values.download === 'string') {
+        await saveResult(ctx, pos[0]!, values.download);
+        return 0;
+      }
+      const link: ResultLink = await ctx.client.result(pos[0]!);
+      if (ctx.json) ctx.out(`${JSON.stringify(link, null, 2)}\n`);
+      else {
+        // The URL alone on stdout, so `curl -o out "$(media-jobs result UUID)"` works.
+        ctx.out(`${link.url}\n`);
+        ctx.err(`${link.content_type}, ${human(link.size_bytes)}; the URL expires at ${link.expires_at}\n`);
+      }
+      return 0;
+    },
+  },
+  jobs: {
+    usage: 'media-jobs jobs [--status S] [--type T] [--limit N] [--cursor C] [--all] [--json]',
+    async run(base, args) {
+      const { values, help } = parse(
+        args,
+        { status: { type: 'string' }, type: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' }, all: { type: 'boolean' } },
+        [],
+      );
+      if (help) return usage(base, 'jobs');
+      if (values.status !== undefined && !STATUSES.includes(values.status as string)) {
+        throw new UsageError(`--status must be one of ${STATUSES.join(', ')} (got "${String(values.status)}")`);
+      }
+      let limit: number | undefined;
+      if (values.limit !== undefined) {
+        limit = Number(values.limit);
+        if (!/^\d+$/.test(String(values.limit)) || limit < 1 || limit > 100) throw new UsageError(`--limit takes 1 to 100 (got "${String(values.limit)}")`);
+      }
+      if (values.all && values.cursor) throw new UsageError('--all starts from the first page: leave out --cursor');
+      const ctx = { ...base, client: makeClient(base.io, values.url), json: values.json === true };
+      const filter = { status: values.status as JobStatus | undefined, jobType: values.type as string | undefined, limit };
+      let jobs: ApiJob[];
+      let next: string | null = null;
+      if (values.all) {
+        jobs = [];
+        for await (const j of ctx.client.iterateJobs(filter)) jobs.push(j);
+      } else {
+        const page = await ctx.client.listJobs({ ...filter, cursor: values.cursor as string | undefined });
+        jobs = page.jobs;
+        next = page.next_cursor;
+      }
+      if (ctx.json) {
+        ctx.out(`${JSON.stringify({ jobs, next_cursor: next }, null, 2)}\n`);
+        return 0;
+      }
+      if (jobs.length === 0) ctx.err('no jobs\n');
+      else {
+        ctx.out(
+          table([
+            ['UUID', 'STATUS', 'TYPE', 'MODEL', 'CREATED', 'DETAIL'],
+            ...jobs.map((j) => [j.uuid, j.status, j.job_type, j.model, j.created_at, j.error_message ?? j.status_detail]),
+          ]),
+        );
+      }
+      if (next) ctx.err(`more: media-jobs jobs --cursor ${next}\n`);
+      return 0;
+    },
+  },
+  'job-types': {
+    usage: 'media-jobs job-types [--json]',
+    async run(base, args) {
+      const { values, help } = parse(args, {}, []);
+      if (help) return usage(base, 'job-types');
+      const ctx = { ...base, client: makeClient(base.io, values.url), json: values.json === true };
+      const types = await ctx.client.jobTypes();
+      if (ctx.json) {
+        ctx.out(`${JSON.stringify(types, null, 2)}\n`);
+        return 0;
+      }
+      for (const t of types) {
+        const slots = Object.entries(t.slots)
+          .map(([name, s]) => `${name}${s.required ? '' : '?'}${s.min === s.max ? `×${s.max}` : `×${s.min}-${s.max}`}`)
+          .join(' ');
+        ctx.out(`${t.name}: ${t.description}\n  models: ${t.models.map((m) => m.name).join(', ')}\n  slots:  ${slots || '-'}\n`);
+        const props = (t.options as { properties?: Record<string, { description?: string }> }).properties ?? {};
+        const names = Object.keys(props);
+        if (names.length) ctx.out(`  options: ${names.join(', ')}\n`);
+      }
+      return 0;
+    },
+  },
+};
+
+function usage(base: Omit<Ctx, 'client' | 'json'>, cmd: ClientCommand): number {
+  base.out(`usage: ${COMMANDS[cmd].usage}\n`);
+  return 0;
+}
+
+/**
+ * Runs one client command. `argv` starts with the command name (`['status', UUID]`).
+ * Never throws: prints and returns the exit code.
+ */
+export async function runClientCommand(argv: string[], io: Partial<CliIO> = {}): Promise<number> {
+  const full: CliIO = { stdout: process.stdout, stderr: process.stderr, env: process.env, ...io };
+  const base = { io: full, out: (s: string) => void full.stdout.write(s), err: (s: string) => void full.stderr.write(s) };
+  const [cmd, ...args] = argv;
+  if (!isClientCommand(cmd)) {
+    base.err(`media-jobs: unknown command "${cmd ?? ''}"\n${CLIENT_USAGE}\n`);
+    return 2;
+  }
+  try {
+    return await COMMANDS[cmd].run(base, args);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      base.err(`media-jobs ${cmd}: ${err.message}\nusage: ${COMMANDS[cmd].usage}\n`);
+      return 2;
+    }
+    if (err instanceof WaitTimeoutError) {
+      base.err(`media-jobs: ${err.message}\n`);
+      return 1;
+    }
+    if (err instanceof MediaJobsError) {
+      const where = [err.status ? `HTTP ${err.status}` : '', err.requestId ? `request ${err.requestId}` : ''].filter(Boolean).join(', ');
+      base.err(`media-jobs: ${err.message}${where ? ` (${where})` : ''}\n`);
+      return 1;
+    }
+    base.err(`media-jobs: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}

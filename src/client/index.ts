@@ -1,0 +1,486 @@
+import {
+  isTerminalStatus,
+  type ApiJob,
+  type Delivery,
+  type JobList,
+  type JobStatus,
+  type JobTypeInfo,
+  type ResultLink,
+  type SubmitBody,
+} from './types.js';
+
+export * from './types.js';
+
+/**
+ * A typed client of the media-jobs API V1.
+ *
+ *   const client = new MediaJobsClient({ baseUrl: 'http://localhost:8080', apiKey: process.env.MEDIA_JOBS_API_KEY! });
+ *   const job = await client.submit('image-transform', { model: 'lanczos3', input: { source: url, width: 512 } });
+ *   const done = await client.wait(job.uuid, { onUpdate: (j) => console.log(j.status, j.status_detail) });
+ *   if (done.status === 'completed') await client.download(done.uuid, 'out.jpg');
+ *
+ * Transient failures (network errors, timeouts, 5xx and 429) are retried with backoff, honouring
+ * Retry-After; a submit is retried with the same Idempotency-Key, so a retry never makes a second job.
+ * Runs on Node 20+ (and anywhere with fetch; only download() needs Node's fs).
+ */
+
+export interface MediaJobsClientOptions {
+  /** Where the service is, e.g. `http://localhost:8080` (a trailing `/api/v1` is accepted too). */
+  baseUrl: string;
+  apiKey: string;
+  /** A fetch implementation; the global one by default. */
+  fetch?: typeof globalThis.fetch;
+  /** Per-request time limit in ms (a long poll adds its wait to it). Default 30 000. */
+  timeoutMs?: number;
+  /** Retries after the first attempt on network errors, timeouts, 5xx and 429. Default 3. */
+  retries?: number;
+  /** First backoff delay in ms; doubles each retry, with jitter. Default 250. */
+  retryDelayMs?: number;
+  /** Longest single wait before a retry (Retry-After included): beyond it the error is thrown. Default 30 000. */
+  maxRetryDelayMs?: number;
+  /** Sent as User-Agent. */
+  userAgent?: string;
+}
+
+export interface RequestOptions {
+  /** Aborts the call (and its retries). */
+  signal?: AbortSignal;
+}
+
+export interface SubmitOptions extends RequestOptions {
+  /** Idempotency-Key; a fresh random UUID by default, reused by the client's own retries. */
+  idempotencyKey?: string;
+}
+
+export interface StatusOptions extends RequestOptions {
+  /** Long-poll: let the server hold the request up to this many seconds (0–60) until the job is terminal. */
+  wait?: number;
+}
+
+export interface ListJobsOptions extends RequestOptions {
+  status?: JobStatus;
+  jobType?: string;
+  /** 1–100, default 20. */
+  limit?: number;
+  cursor?: string;
+}
+
+export interface WaitOptions extends RequestOptions {
+  /** Give up after this long (throws WaitTimeoutError). No limit by default. */
+  timeoutMs?: number;
+  /** Called with the first state seen and then with every change (status, status_detail…). */
+  onUpdate?: (job: ApiJob) => void;
+  /**
+   * Longest single long poll, seconds (1–60). The server answers the moment the job is terminal,
+   * so this only bounds how stale intermediate states (for `onUpdate`) can get. Default 2 with
+   * `onUpdate`, else 30.
+   */
+  longPollSeconds?: number;
+  /** Polling interval when the server does not long-poll: starts here, grows ×1.5 up to 5 s. Default 500. */
+  pollIntervalMs?: number;
+}
+
+export interface DownloadResult extends ResultLink {
+  /** Where the file was written. */
+  path: string;
+}
+
+/** An error answered by the API (status ≥ 400, message from the envelope) or no answer at all (status 0). */
+export class MediaJobsError extends Error {
+  override readonly name: string = 'MediaJobsError';
+  /** The HTTP status; 0 when no response came (network error, timeout). */
+  readonly status: number;
+  /** The X-Request-Id of the failed response, to quote when reporting a problem. */
+  readonly requestId: string | undefined;
+  /** The parsed body, when there was one. */
+  readonly body: unknown;
+  /** From Retry-After, when the server sent one. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(
+    message: string,
+    init: { status: number; requestId?: string; body?: unknown; retryAfterMs?: number; cause?: unknown },
+  ) {
+    super(message, init.cause === undefined ? undefined : { cause: init.cause });
+    this.status = init.status;
+    this.requestId = init.requestId;
+    this.body = init.body;
+    this.retryAfterMs = init.retryAfterMs;
+  }
+}
+
+/** wait() ran out of time; `job` is the last state seen. */
+export class WaitTimeoutError extends MediaJobsError {
+  override readonly name = 'WaitTimeoutError';
+  constructor(
+    message: string,
+    readonly job: ApiJob | undefined,
+  ) {
+    super(message, { status: 0 });
+  }
+}
+
+interface Reply<T> {
+  status: number;
+  headers: Headers;
+  data: T;
+}
+
+interface CallSpec extends RequestOptions {
+  method: 'GET' | 'POST';
+  path: string;
+  query?: Record<string, string | number | undefined>;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Extra time for this request (a long poll's wait). */
+  extraTimeoutMs?: number;
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+
+function parseRetryAfter(v: string | null, now = Date.now()): number | undefined {
+  if (!v) return undefined;
+  if (/^\s*\d+\s*$/.test(v)) return Number(v) * 1000;
+  const t = Date.parse(v);
+  return Number.isNaN(t) ? undefined : Math.max(0, t - now);
+}
+
+const describeCause = (err: unknown): string => {
+  const e = err as { message?: string; cause?: { code?: string; message?: string } };
+  const inner = e?.cause?.code ?? e?.cause?.message;
+  return inner ? `${e.message ?? String(err)} (${inner})` : (e?.message ?? String(err));
+};
+
+export class MediaJobsClient {
+  /** The service root, without /api/v1. */
+  readonly baseUrl: string;
+  private readonly apiKey: string;
+  private readonly fetchFn: typeof globalThis.fetch;
+  private readonly timeoutMs: number;
+  private readonly retries: number;
+  private readonly retryDelayMs: number;
+  private readonly maxRetryDelayMs: number;
+  private readonly userAgent: string;
+  /** Learnt from the server's behaviour: false once it is seen to answer `?wait=` at once. */
+  private longPoll = true;
+
+  constructor(opts: MediaJobsClientOptions) {
+    if (!opts.baseUrl) throw new TypeError('MediaJobsClient: baseUrl is required');
+    if (!opts.apiKey) throw new TypeError('MediaJobsClient: apiKey is required');
+    const u = new URL(opts.baseUrl);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new TypeError('MediaJobsClient: baseUrl must be an http or https URL');
+    this.baseUrl = `${u.origin}${u.pathname.replace(/\/+$/, '').replace(/\/api\/v1$/, '')}`;
+    this.apiKey = opts.apiKey;
+    this.fetchFn = opts.fetch ?? globalThis.fetch.bind(globalThis);
+    this.timeoutMs = opts.timeoutMs ?? 30_000;
+    this.retries = Math.max(0, opts.retries ?? 3);
+    this.retryDelayMs = opts.retryDelayMs ?? 250;
+    this.maxRetryDelayMs = opts.maxRetryDelayMs ?? 30_000;
+    this.userAgent = opts.userAgent ?? 'media-jobs-client/1';
+  }
+
+  /** Submits a job. `job_type` is filled in from `jobType`. */
+  async submit<I extends Record<string, unknown>>(jobType: string, body: SubmitBody<I>, opts: SubmitOptions = {}): Promise<ApiJob> {
+    const key = opts.idempotencyKey ?? globalThis.crypto.randomUUID();
+    const r = await this.call<ApiJob>({
+      method: 'POST',
+      path: `/jobs/submit/${encodeURIComponent(jobType)}`,
+      body: { job_type: jobType, ...body },
+      headers: { 'idempotency-key': key },
+      signal: opts.signal,
+    });
+    return r.data;
+  }
+
+  /** The job's current state; with `wait`, a long poll that answers as soon as the job is terminal. */
+  async status(uuid: string, opts: StatusOptions = {}): Promise<ApiJob> {
+    const wait = opts.wait === undefined ? undefined : Math.max(0, Math.min(60, Math.floor(opts.wait)));
+    const r = await this.call<ApiJob>({
+      method: 'GET',
+      path: `/jobs/${encodeURIComponent(uuid)}/status`,
+      query: { wait: wait || undefined },
+      extraTimeoutMs: (wait ?? 0) * 1000,
+      signal: opts.signal,
+    });
+    return r.data;
+  }
+
+  /** Cancels a queued or processing job; a terminal one gets a 409 MediaJobsError. */
+  async cancel(uuid: string, opts: RequestOptions = {}): Promise<ApiJob> {
+    let attempts = 0;
+    try {
+      const r = await this.call<ApiJob>({
+        method: 'POST',
+        path: `/jobs/${encodeURIComponent(uuid)}/cancel`,
+        signal: opts.signal,
+        onAttempt: () => attempts++,
+      });
+      return r.data;
+    } catch (err) {
+      // A retry after a lost response finds the job already cancelled: that is our own cancel.
+      if (attempts > 1 && err instanceof MediaJobsError && err.status === 409) {
+        const job = await this.status(uuid, opts);
+        if (job.status === 'cancelled') return job;
+      }
+      throw err;
+    }
+  }
+
+  /** The signed result link (409 while not ready, 410 after retention). */
+  async result(uuid: string, opts: RequestOptions = {}): Promise<ResultLink> {
+    return (await this.call<ResultLink>({ method: 'GET', path: `/jobs/${encodeURIComponent(uuid)}/result`, signal: opts.signal })).data;
+  }
+
+  /** One page of the caller's jobs, newest first. */
+  async listJobs(opts: ListJobsOptions = {}): Promise<JobList> {
+    const r = await this.call<JobList>({
+      method: 'GET',
+      path: '/jobs',
+      query: { status: opts.status, job_type: opts.jobType, limit: opts.limit, cursor: opts.cursor },
+      signal: opts.signal,
+    });
+    return r.data;
+  }
+
+  /** Every job matching the filter, page after page. */
+  async *iterateJobs(opts: Omit<ListJobsOptions, 'cursor'> = {}): AsyncGenerator<ApiJob> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.listJobs({ ...opts, cursor });
+      yield* page.jobs;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+  }
+
+  /** The job types the service runs: slots, models, options and body schema. */
+  async jobTypes(opts: RequestOptions = {}): Promise<JobTypeInfo[]> {
+    return (await this.call<{ job_types: JobTypeInfo[] }>({ method: 'GET', path: '/job-types', signal: opts.signal })).data.job_types;
+  }
+
+  /** A job's webhook events and their delivery attempts. */
+  async webhookDeliveries(uuid: string, opts: RequestOptions = {}): Promise<Delivery[]> {
+    const r = await this.call<{ deliveries: Delivery[] }>({
+      method: 'GET',
+      path: `/jobs/${encodeURIComponent(uuid)}/webhook-deliveries`,
+      signal: opts.signal,
+    });
+    return r.data.deliveries;
+  }
+
+  /** Sends a webhook event again now (same event id and body). */
+  async redeliverWebhook(uuid: string, eventId: string, opts: RequestOptions = {}): Promise<Delivery> {
+    const r = await this.call<Delivery>({
+      method: 'POST',
+      path: `/jobs/${encodeURIComponent(uuid)}/webhook-deliveries/${encodeURIComponent(eventId)}/redeliver`,
+      signal: opts.signal,
+    });
+    return r.data;
+  }
+
+  /**
+   * Waits until the job is terminal and returns it (completed, failed or cancelled: a failed job is
+   * returned, not thrown). Long-polls with `?wait=` and falls back to polling with backoff when the
+   * server answers at once.
+   */
+  async wait(uuid: string, opts: WaitOptions = {}): Promise<ApiJob> {
+    const deadline = opts.timeoutMs === undefined ? Infinity : Date.now() + opts.timeoutMs;
+    const maxPoll = Math.max(1, Math.min(60, Math.floor(opts.longPollSeconds ?? (opts.onUpdate ? 2 : 30))));
+    const firstDelay = opts.pollIntervalMs ?? 500;
+    let delay = firstDelay;
+    let last: ApiJob | undefined;
+    let lastSeen = '';
+    let earlyAnswers = 0;
+    for (;;) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) {
+        throw new WaitTimeoutError(
+          `timed out after ${Math.round((opts.timeoutMs ?? 0) / 1000)} s waiting for job ${uuid}${last ? ` (last seen ${last.status}: ${last.status_detail})` : ''}`,
+          last,
+        );
+      }
+      // The first call answers at once, so onUpdate sees the current state immediately.
+      const first = last === undefined;
+      const waitS = this.longPoll && !first ? Math.min(maxPoll, Math.floor(remaining / 1000)) : 0;
+      const started = Date.now();
+      let job: ApiJob;
+      try {
+        job = await this.status(uuid, { wait: waitS, signal: opts.signal });
+      } catch (err) {
+        // A server that rejects the parameter: poll without it.
+        if (waitS > 0 && err instanceof MediaJobsError && err.status === 400) {
+          this.longPoll = false;
+          continue;
+        }
+        throw err;
+      }
+      const seen = JSON.stringify(job);
+      const changed = seen !== lastSeen;
+      if (changed) {
+        last = job;
+        lastSeen = seen;
+        opts.onUpdate?.(job);
+      }
+      if (isTerminalStatus(job.status)) return job;
+      if (waitS > 0) {
+        if (changed || Date.now() - started >= (waitS * 1000) / 2) continue;
+        // Nothing changed, yet it answered well before the wait was up: twice, and it does not long-poll.
+        if (++earlyAnswers >= 2) this.longPoll = false;
+      } else if (first && this.longPoll) {
+        continue;
+      }
+      if (changed) delay = firstDelay;
+      await sleep(Math.max(0, Math.min(delay, deadline - Date.now())), opts.signal);
+      delay = Math.min(delay * 1.5, 5_000);
+    }
+  }
+
+  /**
+   * Downloads a completed job's result to `filePath` (written to a temporary file beside it, then
+   * renamed, so a partial file never appears under the name). Node only.
+   */
+  async download(uuid: string, filePath: string, opts: RequestOptions = {}): Promise<DownloadResult> {
+    const [{ createWriteStream }, fsp, { Readable, Transform }, { pipeline }] = await Promise.all([
+      import('node:fs'),
+      import('node:fs/promises'),
+      import('node:stream'),
+      import('node:stream/promises'),
+    ]);
+    let lastError: unknown;
+    for (let attempt = 0; attempt <= this.retries; attempt++) {
+      if (attempt > 0) await sleep(this.backoff(attempt - 1), opts.signal);
+      // A fresh link each attempt: an expired one (403) is renewed.
+      const link = await this.result(uuid, opts);
+      const headersTimeout = new AbortController();
+      const timer = setTimeout(() => headersTimeout.abort(new Error(`no response within ${this.timeoutMs} ms`)), this.timeoutMs);
+      const signal = opts.signal ? AbortSignal.any([opts.signal, headersTimeout.signal]) : headersTimeout.signal;
+      let res: Response;
+      try {
+        // No Authorization header: the signed URL is the credential (and may point at S3).
+        res = await this.fetchFn(link.url, { signal, headers: { 'user-agent': this.userAgent } });
+      } catch (err) {
+        clearTimeout(timer);
+        if (opts.signal?.aborted) throw opts.signal.reason;
+        lastError = new MediaJobsError(`download of ${uuid} failed: ${describeCause(err)}`, { status: 0, cause: err });
+        continue;
+      }
+      clearTimeout(timer);
+      if (!res.ok || !res.body) {
+        const text = await res.text().catch(() => '');
+        const err = this.errorFrom(res, text, `download of ${uuid} failed`);
+        if (res.status >= 500 || res.status === 429 || res.status === 403) {
+          lastError = err;
+          continue;
+        }
+        throw err;
+      }
+      const tmp = `${filePath}.${globalThis.crypto.randomUUID().slice(0, 8)}.part`;
+      let bytes = 0;
+      const count = new Transform({
+        transform(chunk: Buffer, _enc, cb) {
+          bytes += chunk.length;
+          cb(null, chunk);
+        },
+      });
+      try {
+        await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), count, createWriteStream(tmp), { signal: opts.signal });
+        if (bytes !== link.size_bytes) throw new MediaJobsError(`download of ${uuid} is truncated: ${bytes} of ${link.size_bytes} bytes`, { status: 0 });
+        await fsp.rename(tmp, filePath);
+        return { ...link, path: filePath };
+      } catch (err) {
+        await fsp.rm(tmp, { force: true });
+        if (opts.signal?.aborted) throw opts.signal.reason;
+        lastError = err instanceof MediaJobsError ? err : new MediaJobsError(`download of ${uuid} failed: ${describeCause(err)}`, { status: 0, cause: err });
+      }
+    }
+    throw lastError;
+  }
+
+  private backoff(retry: number): number {
+    const base = Math.min(this.retryDelayMs * 2 ** retry, 8_000);
+    return Math.round(base / 2 + Math.random() * (base / 2));
+  }
+
+  private errorFrom(res: Response, text: string, fallback: string): MediaJobsError {
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      /* not JSON: a proxy's error page, say */
+    }
+    const envelopeMessage = (body as { message?: unknown } | null)?.message;
+    const message = typeof envelopeMessage === 'string' && envelopeMessage ? envelopeMessage : `${fallback}: HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`;
+    return new MediaJobsError(message, {
+      status: res.status,
+      requestId: res.headers.get('x-request-id') ?? undefined,
+      body,
+      retryAfterMs: parseRetryAfter(res.headers.get('retry-after')),
+    });
+  }
+
+  /** One API call with retries; unwraps the envelope. */
+  private async call<T>(spec: CallSpec & { onAttempt?: () => void }): Promise<Reply<T>> {
+    const url = new URL(`${this.baseUrl}/api/v1${spec.path}`);
+    for (const [k, v] of Object.entries(spec.query ?? {})) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      authorization: `Bearer ${this.apiKey}`,
+      'user-agent': this.userAgent,
+      ...spec.headers,
+    };
+    let body: string | undefined;
+    if (spec.body !== undefined) {
+      body = JSON.stringify(spec.body);
+      headers['content-type'] = 'application/json';
+    }
+    for (let attempt = 0; ; attempt++) {
+      spec.onAttempt?.();
+      const canRetry = attempt < this.retries;
+      const limit = AbortSignal.timeout(this.timeoutMs + (spec.extraTimeoutMs ?? 0));
+      const signal = spec.signal ? AbortSignal.any([spec.signal, limit]) : limit;
+      let res: Response;
+      let text: string;
+      try {
+        res = await this.fetchFn(url, { method: spec.method, headers, body, signal });
+        text = await res.text();
+      } catch (err) {
+        if (spec.signal?.aborted) throw spec.signal.reason;
+        const what = limit.aborted ? `timed out after ${this.timeoutMs + (spec.extraTimeoutMs ?? 0)} ms` : describeCause(err);
+        const e = new MediaJobsError(`${spec.method} ${url.pathname} failed: ${what}`, { status: 0, cause: err });
+        if (!canRetry) throw e;
+        await sleep(this.backoff(attempt), spec.signal);
+        continue;
+      }
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = undefined;
+      }
+      const env = parsed as { code?: unknown; data?: unknown } | undefined;
+      if (res.ok && env && env.code === 0 && typeof env.data === 'object' && env.data !== null) {
+        return { status: res.status, headers: res.headers, data: env.data as T };
+      }
+      const err = this.errorFrom(res, text, res.ok ? `${spec.method} ${url.pathname}: unexpected response` : `${spec.method} ${url.pathname} failed`);
+      if (canRetry && (res.status >= 500 || res.status === 429)) {
+        const delay = err.retryAfterMs ?? this.backoff(attempt);
+        if (delay <= this.maxRetryDelayMs) {
+          await sleep(delay, spec.signal);
+          continue;
+        }
+      }
+      throw err;
+    }
+  }
+}

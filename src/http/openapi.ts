@@ -1,0 +1,609 @@
+import fs from 'node:fs';
+import { z } from 'zod';
+import { JOB_STATUSES } from '../jobs/states.js';
+import { submitSchema, toJsonSchema, webhookSchema } from '../jobs/submit-schema.js';
+import type { Catalogue } from '../processors/catalogue.js';
+import { SLOT_NAMES, type JobType } from '../processors/types.js';
+import { EVENT_TYPES } from '../webhooks/events.js';
+import {
+  apiJobSchema,
+  deliveryAttemptSchema,
+  deliveryListSchema,
+  deliverySchema,
+  errorEnvelopeSchema,
+  errorTypeSchema,
+  healthSchema,
+  jobListSchema,
+  jobStatusSchema,
+  jobTypeInfoSchema,
+  jobTypesSchema,
+  okEnvelope,
+  resultLinkSchema,
+  slotSpecSchema,
+  webhookPayloadSchema,
+} from './schemas.js';
+
+/**
+ * The OpenAPI 3.1 document of the whole HTTP interface, generated from the same zod schemas that
+ * validate submits (submit-schema.ts, one body per catalogue entry) and from the response shapes
+ * in schemas.ts. test/openapi checks it against the OpenAPI 3.1 meta-schema and that every route
+ * the server registers is in it.
+ */
+
+export interface OpenApiDeps {
+  catalogue: Catalogue;
+  allowPrivate: boolean;
+}
+
+type Json = Record<string, unknown>;
+
+const API = '/api/v1';
+const ref = (kind: 'schemas' | 'responses' | 'parameters' | 'headers', name: string) => ({ $ref: `#/components/${kind}/${name}` });
+
+function packageVersion(): string {
+  try {
+    // Same depth from src/http (tsx) and dist/http (built).
+    const pkg = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+    return pkg.version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+/** JSON Schema keywords that clutter the document without helping a reader or a generator. */
+function tidy(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(tidy);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out: Json = {};
+  const s = schema as Json;
+  for (const [k, v] of Object.entries(s)) {
+    if (k === '$schema' || k === '$id') continue;
+    // zod spells out long regexes next to the format; the format says it.
+    if (k === 'pattern' && typeof s.format === 'string' && ['date-time', 'uuid', 'email', 'uri'].includes(s.format)) continue;
+    out[k] = tidy(v);
+  }
+  // z.literal(0) renders as a number; the envelope's code is an integer.
+  if (out.type === 'number' && Number.isInteger(out.const)) out.type = 'integer';
+  return out;
+}
+
+/** Response data shapes, named: rendered together so shared parts become $refs. */
+function responseComponents(): Record<string, Json> {
+  const reg = z.registry<{ id: string }>();
+  const named: Array<[string, z.ZodType]> = [
+    ['JobStatus', jobStatusSchema],
+    ['ErrorType', errorTypeSchema],
+    ['Job', apiJobSchema],
+    ['JobEnvelope', okEnvelope(apiJobSchema)],
+    ['ResultLink', resultLinkSchema],
+    ['ResultLinkEnvelope', okEnvelope(resultLinkSchema)],
+    ['JobList', jobListSchema],
+    ['JobListEnvelope', okEnvelope(jobListSchema)],
+    ['SlotSpec', slotSpecSchema],
+    ['JobTypeInfo', jobTypeInfoSchema],
+    ['JobTypes', jobTypesSchema],
+    ['JobTypesEnvelope', okEnvelope(jobTypesSchema)],
+    ['WebhookPayload', webhookPayloadSchema],
+    ['WebhookDeliveryAttempt', deliveryAttemptSchema],
+    ['WebhookDelivery', deliverySchema],
+    ['WebhookDeliveryEnvelope', okEnvelope(deliverySchema)],
+    ['WebhookDeliveries', deliveryListSchema],
+    ['WebhookDeliveriesEnvelope', okEnvelope(deliveryListSchema)],
+    ['ErrorEnvelope', errorEnvelopeSchema],
+    ['Health', healthSchema],
+    ['HealthEnvelope', okEnvelope(healthSchema)],
+  ];
+  for (const [id, s] of named) reg.add(s, { id });
+  const out = z.toJSONSchema(reg, { io: 'output', unrepresentable: 'any', uri: (id) => `#/components/schemas/${id}` }) as {
+    schemas: Record<string, Json>;
+  };
+  return tidy(out.schemas) as Record<string, Json>;
+}
+
+const pascal = (name: string) =>
+  name
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+    .map((w) => w[0]!.toUpperCase() + w.slice(1))
+    .join('');
+
+/** A body that passes validation: first model, example URLs in the required slots, option defaults. */
+function exampleBody(t: JobType): Json {
+  const input: Json = {};
+  for (const s of SLOT_NAMES) {
+    const spec = t.slots[s];
+    if (!spec?.required) continue;
+    const ext = spec.accepts === 'image' ? 'jpg' : spec.accepts === 'audio' ? 'mp3' : 'mp4';
+    const url = `https://media.example.com/${s}.${ext}`;
+    input[s] = spec.max > 1 && spec.min > 1 ? Array.from({ length: spec.min }, (_, i) => url.replace(`.${ext}`, `-${i + 1}.${ext}`)) : url;
+  }
+  return {
+    job_type: t.name,
+    model: t.models[0]?.name,
+    input,
+    webhook: { url: 'https://hooks.example.com/media-jobs', secret: 'a long random string', events: [...EVENT_TYPES] },
+  };
+}
+
+const exampleJob = (over: Json = {}) => ({
+  uuid: '0b7e5a52-1c1f-4a8e-9f61-1f0a3c5d7e90',
+  job_type: 'image-transform',
+  model: 'lanczos3',
+  status: 'queued',
+  status_detail: 'waiting for a worker',
+  error_type: null,
+  error_message: null,
+  result_ready: false,
+  created_at: '2026-01-01T00:00:00.000Z',
+  started_at: null,
+  finished_at: null,
+  ...over,
+});
+
+const ok = (data: unknown) => ({ code: 0, message: 'ok', data });
+
+interface ErrorSpec {
+  status: number;
+  name: string;
+  description: string;
+  example: string;
+}
+
+const ERRORS: ErrorSpec[] = [
+  { status: 400, name: 'BadRequest', description: 'The request is invalid: the message names the field.', example: 'input.source: must be a public http or https URL (host resolves to a private address)' },
+  { status: 401, name: 'Unauthorized', description: 'Missing, malformed, unknown or revoked API key.', example: 'invalid or revoked API key' },
+  { status: 404, name: 'NotFound', description: 'The job (or job type, or event) does not exist or is not the caller\'s: both answer the same.', example: 'job not found' },
+  { status: 409, name: 'Conflict', description: 'Idempotency-Key reused with a different body; cancel of a terminal job; result not ready or never will be.', example: 'job is already completed; only queued or processing jobs can be cancelled' },
+  { status: 410, name: 'Gone', description: 'The result was deleted at the end of its retention period.', example: 'result was deleted at the end of its retention period' },
+  { status: 413, name: 'PayloadTooLarge', description: 'The body is larger than the limit (MAX_BODY_BYTES).', example: 'body is larger than 1048576 bytes' },
+  { status: 415, name: 'UnsupportedMediaType', description: 'A write route got a body that is not JSON.', example: 'Content-Type must be application/json' },
+  { status: 429, name: 'TooManyRequests', description: 'Rate limited: retry after the number of seconds in `Retry-After`.', example: 'rate limit exceeded: 60 submit requests per minute for this API key; retry in 42s' },
+  { status: 500, name: 'InternalError', description: 'Anything unexpected. No stack trace is returned; quote X-Request-Id when reporting it.', example: 'internal error' },
+];
+
+function errorResponses(): Record<string, Json> {
+  const out: Record<string, Json> = {};
+  for (const e of ERRORS) {
+    const headers: Json = { 'X-Request-Id': ref('headers', 'X-Request-Id') };
+    if (e.status === 401) headers['WWW-Authenticate'] = { description: 'Bearer challenge.', schema: { type: 'string' } };
+    if (e.status === 429) {
+      headers['Retry-After'] = ref('headers', 'Retry-After');
+      headers.RateLimit = ref('headers', 'RateLimit');
+      headers['RateLimit-Policy'] = ref('headers', 'RateLimit-Policy');
+    }
+    out[e.name] = {
+      description: `${e.status}: ${e.description}`,
+      headers,
+      content: { 'application/json': { schema: ref('schemas', 'ErrorEnvelope'), example: { code: -1, message: e.example, data: {} } } },
+    };
+  }
+  return out;
+}
+
+type ErrorName = (typeof ERRORS)[number]['name'];
+const errs = (...names: ErrorName[]): Record<string, Json> =>
+  Object.fromEntries(names.map((n) => [String(ERRORS.find((e) => e.name === n)!.status), ref('responses', n)]));
+
+/** Errors any authenticated route can answer. */
+const COMMON_ERRORS: ErrorName[] = ['Unauthorized', 'TooManyRequests', 'InternalError'];
+
+const successHeaders = (extra: Json = {}) => ({
+  'X-Request-Id': ref('headers', 'X-Request-Id'),
+  RateLimit: ref('headers', 'RateLimit'),
+  'RateLimit-Policy': ref('headers', 'RateLimit-Policy'),
+  ...extra,
+});
+
+const okJson = (description: string, schema: string, example?: unknown, extraHeaders: Json = {}) => ({
+  description,
+  headers: successHeaders(extraHeaders),
+  content: { 'application/json': { schema: ref('schemas', schema), ...(example === undefined ? {} : { example }) } },
+});
+
+const uuidParam = { name: 'uuid', in: 'path', required: true, description: 'The job\'s uuid.', schema: { type: 'string', format: 'uuid' } };
+
+function submitOperations(types: JobType[]): Record<string, Json> {
+  const paths: Record<string, Json> = {};
+  for (const t of types) {
+    const models = t.models.map((m) => `- \`${m.name}\`: ${m.description}`).join('\n');
+    const slots = SLOT_NAMES.filter((s) => t.slots[s])
+      .map((s) => {
+        const spec = t.slots[s]!;
+        const count = spec.min === spec.max ? `${spec.max}` : `${spec.min}–${spec.max}`;
+        return `- \`input.${s}\` (${spec.required ? 'required' : 'optional'}, ${count} ${spec.accepts} URL${spec.max > 1 ? 's' : ''}): ${spec.description}`;
+      })
+      .join('\n');
+    paths[`${API}/jobs/submit/${t.name}`] = {
+      post: {
+        operationId: `submit${pascal(t.name)}`,
+        tags: ['Jobs'],
+        summary: `Submit a job of type ${t.name}`,
+        description:
+          `${t.description}\n\n**Models**\n\n${models}\n\n` +
+          (slots ? `**Media slots** (each a public http(s) URL or an array of them)\n\n${slots}\n\n` : '') +
+          'The job runs asynchronously: poll `GET /api/v1/jobs/{uuid}/status` (with `wait` to long-poll) or give a `webhook`.\n\n' +
+          'Send an `Idempotency-Key` so a retry after a network error cannot create a second job: the same key with the same body returns the original response (with `Idempotent-Replayed: true`), with a different body 409.',
+        parameters: [
+          ref('parameters', 'Idempotency-Key'),
+          ref('parameters', 'X-Request-Id'),
+          {
+            name: 'Prefer',
+            in: 'header',
+            required: false,
+            description:
+              '`wait=N` (RFC 7240, N ≤ 60 seconds): answer once the new job is terminal, or with its state after N seconds; `Preference-Applied` confirms. A replay of an idempotent request answers at once.',
+            schema: { type: 'string', examples: ['wait=30'] },
+          },
+        ],
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: ref('schemas', `Submit${pascal(t.name)}`), example: exampleBody(t) } },
+        },
+        responses: {
+          '200': okJson('The job, queued. A replay of an idempotent request returns the original response.', 'JobEnvelope', ok(exampleJob({ job_type: t.name, model: t.models[0]?.name })), {
+            'Idempotent-Replayed': ref('headers', 'Idempotent-Replayed'),
+            'Preference-Applied': { description: '`wait=N` when a `Prefer: wait=N` was honoured.', schema: { type: 'string' } },
+          }),
+          ...errs('BadRequest', 'Conflict', 'PayloadTooLarge', 'UnsupportedMediaType', ...COMMON_ERRORS),
+        },
+      },
+    };
+  }
+  return paths;
+}
+
+function jobPaths(): Record<string, Json> {
+  return {
+    [`${API}/jobs`]: {
+      get: {
+        operationId: 'listJobs',
+        tags: ['Jobs'],
+        summary: "List the caller's jobs",
+        description: 'Newest first, one page at a time. Pass `next_cursor` back as `cursor` for the next page; it is null on the last page.',
+        parameters: [
+          { name: 'status', in: 'query', required: false, description: 'Only jobs in this state.', schema: { type: 'string', enum: [...JOB_STATUSES] } },
+          { name: 'job_type', in: 'query', required: false, description: 'Only jobs of this type.', schema: { type: 'string' } },
+          { name: 'limit', in: 'query', required: false, description: 'Page size.', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+          { name: 'cursor', in: 'query', required: false, description: '`next_cursor` of the previous page.', schema: { type: 'string' } },
+        ],
+        responses: {
+          '200': okJson('One page of jobs.', 'JobListEnvelope', ok({ jobs: [exampleJob()], next_cursor: null })),
+          ...errs('BadRequest', ...COMMON_ERRORS),
+        },
+      },
+    },
+    [`${API}/jobs/{uuid}/status`]: {
+      get: {
+        operationId: 'getJobStatus',
+        tags: ['Jobs'],
+        summary: 'Read the state of a job',
+        description:
+          'With `wait` (seconds, 0–60) the request is held while the job is not terminal and answered the moment it reaches a terminal state, ' +
+          'or with its current state when the time is up: a long poll, so a client learns the end at once without polling every second. ' +
+          'Without `wait` (or `wait=0`) it answers at once. A queued job\'s `status_detail` tells its place in the queue.',
+        parameters: [
+          uuidParam,
+          { name: 'wait', in: 'query', required: false, description: 'Long-poll: hold the request up to this many seconds until the job is terminal.', schema: { type: 'integer', minimum: 0, maximum: 60, default: 0 } },
+        ],
+        responses: {
+          '200': okJson('The job.', 'JobEnvelope', ok(exampleJob({ status: 'processing', status_detail: 'transforming image', started_at: '2026-01-01T00:00:01.000Z' }))),
+          ...errs('BadRequest', 'NotFound', ...COMMON_ERRORS),
+        },
+      },
+    },
+    [`${API}/jobs/{uuid}/cancel`]: {
+      post: {
+        operationId: 'cancelJob',
+        tags: ['Jobs'],
+        summary: 'Cancel a job',
+        description:
+          'A `queued` or `processing` job becomes `cancelled` at once (a running processor is aborted and its late result discarded), and `job.cancelled` is sent if subscribed. ' +
+          'No body is needed (an empty body or `{}` is fine). A job already in a terminal state answers 409.',
+        parameters: [uuidParam, ref('parameters', 'X-Request-Id')],
+        responses: {
+          '200': okJson('The cancelled job.', 'JobEnvelope', ok(exampleJob({ status: 'cancelled', status_detail: 'cancelled by the client', finished_at: '2026-01-01T00:00:02.000Z' }))),
+          ...errs('NotFound', 'Conflict', 'UnsupportedMediaType', ...COMMON_ERRORS),
+        },
+      },
+    },
+    [`${API}/jobs/{uuid}/result`]: {
+      get: {
+        operationId: 'getJobResult',
+        tags: ['Jobs'],
+        summary: 'Get a signed URL of the result',
+        description:
+          'Only when `result_ready` is true. The URL is absolute, needs no API key, and expires at `expires_at` (ask again for a fresh one). ' +
+          'A job that is not finished, failed or was cancelled answers 409; a result deleted after its retention answers 410.',
+        parameters: [uuidParam],
+        responses: {
+          '200': okJson(
+            'The signed result link.',
+            'ResultLinkEnvelope',
+            ok({
+              uuid: exampleJob().uuid,
+              url: 'https://media-jobs.example.com/results/0b7e5a52-1c1f-4a8e-9f61-1f0a3c5d7e90.webp?expires=1767229200&signature=…',
+              expires_at: '2026-01-01T01:00:00.000Z',
+              content_type: 'image/webp',
+              size_bytes: 48213,
+            }),
+          ),
+          ...errs('NotFound', 'Conflict', 'Gone', ...COMMON_ERRORS),
+        },
+      },
+    },
+    [`${API}/jobs/{uuid}/webhook-deliveries`]: {
+      get: {
+        operationId: 'listWebhookDeliveries',
+        tags: ['Webhooks'],
+        summary: "A job's webhook events and their delivery attempts",
+        parameters: [uuidParam],
+        responses: {
+          '200': okJson('The deliveries (empty when the job has no webhook or is not terminal yet).', 'WebhookDeliveriesEnvelope'),
+          ...errs('NotFound', ...COMMON_ERRORS),
+        },
+      },
+    },
+    [`${API}/jobs/{uuid}/webhook-deliveries/{event_id}/redeliver`]: {
+      post: {
+        operationId: 'redeliverWebhook',
+        tags: ['Webhooks'],
+        summary: 'Send a webhook event again now',
+        description:
+          'Same event id and same body bytes, a fresh timestamp and signature. Recorded as a manual attempt; a success marks a pending or failed delivery delivered. Answers with the delivery afterwards.',
+        parameters: [
+          uuidParam,
+          { name: 'event_id', in: 'path', required: true, description: 'The event to send again.', schema: { type: 'string', format: 'uuid' } },
+          ref('parameters', 'X-Request-Id'),
+        ],
+        responses: {
+          '200': okJson('The delivery, with the new attempt.', 'WebhookDeliveryEnvelope'),
+          ...errs('NotFound', 'UnsupportedMediaType', ...COMMON_ERRORS),
+        },
+      },
+    },
+    [`${API}/job-types`]: {
+      get: {
+        operationId: 'listJobTypes',
+        tags: ['Job types'],
+        summary: 'The job types, their media slots, models and options',
+        description: 'Everything here comes from the same catalogue declarations that validate submits; `body_schema` is the JSON Schema of the submit body.',
+        responses: {
+          '200': okJson('The catalogue.', 'JobTypesEnvelope'),
+          ...errs(...COMMON_ERRORS),
+        },
+      },
+    },
+  };
+}
+
+function operationalPaths(): Record<string, Json> {
+  const open = { security: [] as unknown[] };
+  return {
+    [`${API}/openapi.json`]: {
+      get: {
+        operationId: 'getOpenApi',
+        tags: ['Meta'],
+        summary: 'This document',
+        description: 'The OpenAPI 3.1 description of the service. No API key needed; not wrapped in the envelope.',
+        ...open,
+        responses: { '200': { description: 'The OpenAPI document.', content: { 'application/json': { schema: { type: 'object' } } } } },
+      },
+    },
+    '/docs': {
+      get: {
+        operationId: 'getDocs',
+        tags: ['Meta'],
+        summary: 'Interactive API documentation',
+        description: 'Swagger UI, served entirely by this service (no CDN), reading /api/v1/openapi.json.',
+        ...open,
+        responses: { '200': { description: 'An HTML page.', content: { 'text/html': { schema: { type: 'string' } } } } },
+      },
+    },
+    '/results/{key}': {
+      get: {
+        operationId: 'downloadResult',
+        tags: ['Results'],
+        summary: 'Download a result (signed URL)',
+        description:
+          'The `url` of `GET /api/v1/jobs/{uuid}/result` points here when results are stored locally. The signature is the credential: no API key. ' +
+          'A tampered or expired URL answers 403; a result deleted after its retention 410. Errors use the envelope.',
+        ...open,
+        parameters: [
+          { name: 'key', in: 'path', required: true, description: 'Result object key.', schema: { type: 'string' } },
+          { name: 'expires', in: 'query', required: true, description: 'Expiry, Unix seconds.', schema: { type: 'integer' } },
+          { name: 'signature', in: 'query', required: true, description: 'HMAC signature (base64url).', schema: { type: 'string' } },
+        ],
+        responses: {
+          '200': {
+            description: 'The result bytes.',
+            headers: {
+              'Content-Length': { schema: { type: 'integer' } },
+              'Cache-Control': { schema: { type: 'string' }, description: 'private, until the URL expires.' },
+            },
+            // The result's own type (the `content_type` of its result link).
+            content: Object.fromEntries(
+              ['image/*', 'video/*', 'audio/*', 'application/json', 'application/octet-stream'].map((t) => [t, {}]),
+            ),
+          },
+          '403': {
+            description: 'The signature is invalid or the URL has expired.',
+            content: { 'application/json': { schema: ref('schemas', 'ErrorEnvelope'), example: { code: -1, message: 'result URL has expired; fetch a new one from GET /api/v1/jobs/{uuid}/result', data: {} } } },
+          },
+          '410': ref('responses', 'Gone'),
+        },
+      },
+    },
+    '/healthz': {
+      get: {
+        operationId: 'healthz',
+        tags: ['Operations'],
+        summary: 'Liveness',
+        description: 'Answers 200 while the process is up and serving HTTP. For orchestrators; no API key.',
+        ...open,
+        responses: { '200': { description: 'Alive.', content: { 'application/json': { schema: ref('schemas', 'HealthEnvelope'), example: ok({ status: 'ok' }) } } } },
+      },
+    },
+    '/readyz': {
+      get: {
+        operationId: 'readyz',
+        tags: ['Operations'],
+        summary: 'Readiness',
+        description: 'Answers 200 when the service can take traffic (the database answers and every migration is applied), 503 when it cannot or is shutting down. No API key.',
+        ...open,
+        responses: {
+          '200': { description: 'Ready.', content: { 'application/json': { schema: ref('schemas', 'HealthEnvelope'), example: ok({ status: 'ready', database: 'sqlite' }) } } },
+          '503': {
+            description: 'Not ready.',
+            content: { 'application/json': { schema: ref('schemas', 'ErrorEnvelope'), example: { code: -1, message: 'database is not reachable', data: {} } } },
+          },
+        },
+      },
+    },
+    '/metrics': {
+      get: {
+        operationId: 'metrics',
+        tags: ['Operations'],
+        summary: 'Prometheus metrics',
+        description: 'Metrics in the Prometheus text exposition format (HTTP latency by route, jobs submitted and finished, queue depth, webhook deliveries…). No API key: keep it off the public edge.',
+        ...open,
+        responses: { '200': { description: 'Metrics.', content: { 'text/plain': { schema: { type: 'string' } } } } },
+      },
+    },
+  };
+}
+
+function webhookOperations(): Json {
+  const out: Json = {};
+  const examples: Record<string, Json> = {
+    'job.completed': { status: 'completed', status_detail: 'done', error_message: null, error_type: null, result_ready: true },
+    'job.failed': { status: 'failed', status_detail: 'failed', error_message: 'input.source: download failed: HTTP 404', error_type: 'media_fetch_failed', result_ready: false },
+    'job.cancelled': { status: 'cancelled', status_detail: 'cancelled by the client', error_message: null, error_type: null, result_ready: false },
+  };
+  for (const event of EVENT_TYPES) {
+    out[event] = {
+      post: {
+        operationId: `webhook${pascal(event)}`,
+        tags: ['Webhooks'],
+        summary: `${event}: sent to webhook.url`,
+        description:
+          'Sent only when a job reaches a terminal state, only for the events in `webhook.events` (all three when omitted). ' +
+          'Attempts: at once, then 1 m, 5 m, 30 m and 6 h after each failure; any 2xx ends it. No redirects are followed; 10 s timeout. ' +
+          'Verify `X-Service-Signature` = lowercase hex HMAC-SHA256(secret, `X-Service-Timestamp` + "." + raw body) on the raw body before parsing it ' +
+          '(`import { verifyWebhook } from \'media-jobs\'`), acknowledge quickly, and deduplicate on `event_id`.',
+        parameters: [
+          { name: 'X-Service-Event-Id', in: 'header', required: true, description: 'The event id (same as `event_id`; the same on every attempt).', schema: { type: 'string', format: 'uuid' } },
+          { name: 'X-Service-Timestamp', in: 'header', required: true, description: 'Unix seconds, fresh for each attempt; part of the signed message.', schema: { type: 'string', pattern: '^[0-9]+$' } },
+          { name: 'X-Service-Signature', in: 'header', required: false, description: 'Only when the webhook has a secret: lowercase hex HMAC-SHA256(secret, timestamp + "." + rawBody).', schema: { type: 'string', pattern: '^[0-9a-f]{64}$' } },
+        ],
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: ref('schemas', 'WebhookPayload'),
+              example: {
+                event_id: '5b0a6f0e-2a39-4f5e-9a52-8f1b8d1e2c3a',
+                event_type: event,
+                occurred_at: '2026-01-01T00:00:00.000Z',
+                job: { uuid: exampleJob().uuid, ...examples[event] },
+              },
+            },
+          },
+        },
+        security: [],
+        responses: {
+          '2XX': { description: 'Any 2xx acknowledges the delivery.' },
+          default: { description: 'Anything else (or a timeout) is retried on the schedule.' },
+        },
+      },
+    };
+  }
+  return out;
+}
+
+const OVERVIEW = `Asynchronous media jobs: submit a job, follow its status (long-poll or webhook), cancel it, fetch a signed result URL.
+
+**Authentication.** Every \`/api/v1\` route except this document needs \`Authorization: Bearer <API key>\`. Keys are created with \`media-jobs keys create --owner NAME\`. Missing, malformed, unknown and revoked keys all answer 401.
+
+**Envelope.** Every response under \`/api/v1\` is \`{"code":0,"message":"ok","data":{…}}\` on success and \`{"code":-1,"message":"<reason>","data":{}}\` on error; the HTTP status says which error.
+
+**Request ids.** Every response carries \`X-Request-Id\`; a valid incoming one is echoed.
+
+**Idempotency.** Send \`Idempotency-Key\` on submit: the same key with the same body (key order does not matter) returns the original response for 24 hours, a different body 409.
+
+**States.** \`queued\` → \`processing\` → \`completed\` | \`failed\` | \`cancelled\`. Terminal states never change.
+
+**Clients.** \`import { MediaJobsClient, verifyWebhook } from 'media-jobs'\`, or the \`media-jobs submit|status|wait|result|cancel|jobs\` commands.`;
+
+/** Builds the document. Cheap enough to build once at start-up; the catalogue does not change. */
+export function buildOpenApi(deps: OpenApiDeps): Json {
+  const types = deps.catalogue.list();
+  const schemas: Record<string, Json> = responseComponents();
+  schemas.WebhookSettings = tidy(toJsonSchema(webhookSchema({ allowPrivate: deps.allowPrivate }))) as Json;
+  for (const t of types) {
+    const body = tidy(toJsonSchema(submitSchema(t, { allowPrivate: deps.allowPrivate }))) as Json;
+    const props = body.properties as Json | undefined;
+    if (props?.webhook) props.webhook = ref('schemas', 'WebhookSettings');
+    schemas[`Submit${pascal(t.name)}`] = { title: `${t.name} submit body`, description: t.description, ...body };
+  }
+
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'media-jobs API',
+      version: packageVersion(),
+      summary: 'Asynchronous media job service',
+      description: OVERVIEW,
+      license: { name: 'MIT', identifier: 'MIT' },
+    },
+    jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
+    servers: [{ url: '/', description: 'This server' }],
+    security: [{ bearerAuth: [] }],
+    tags: [
+      { name: 'Jobs', description: 'Submit, follow, cancel and fetch results.' },
+      { name: 'Job types', description: 'What can be submitted.' },
+      { name: 'Webhooks', description: 'Notifications of terminal states, and their delivery history.' },
+      { name: 'Results', description: 'Signed result downloads (no API key).' },
+      { name: 'Operations', description: 'Health and metrics (no API key).' },
+      { name: 'Meta', description: 'This document and its viewer.' },
+    ],
+    paths: { ...submitOperations(types), ...jobPaths(), ...operationalPaths() },
+    webhooks: webhookOperations(),
+    components: {
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer <API key>`.' },
+      },
+      schemas,
+      responses: errorResponses(),
+      parameters: {
+        'Idempotency-Key': {
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: false,
+          description: '1 to 255 printable ASCII characters, e.g. a UUID. Kept 24 hours; scoped to the API key\'s owner.',
+          schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]+$' },
+        },
+        'X-Request-Id': {
+          name: 'X-Request-Id',
+          in: 'header',
+          required: false,
+          description: 'Your id for this request (1–128 of `A-Za-z0-9._:@/+=-`); echoed back, else one is made.',
+          schema: { type: 'string', maxLength: 128 },
+        },
+      },
+      headers: {
+        'X-Request-Id': { description: 'The request id (echoed or generated). On an idempotent replay, the original request\'s id.', schema: { type: 'string' } },
+        'Idempotent-Replayed': { description: '`true` when this is the stored response of an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
+        'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } },
+        RateLimit: {
+          description:
+            'What is left of the current window (IETF RateLimit header fields), when rate limiting is on: `"<policy>";r=<remaining>;t=<seconds to reset>`, e.g. `"submit";r=57;t=42`. Policies: `submit`, `read`, `write`; limits are per API key.',
+          schema: { type: 'string' },
+        },
+        'RateLimit-Policy': {
+          description: 'The quota (IETF RateLimit header fields), when rate limiting is on: `"<policy>";q=<requests>;w=<window seconds>`, e.g. `"submit";q=60;w=60`.',
+          schema: { type: 'string' },
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,154 @@
+import { z } from 'zod';
+import { JOB_STATUSES } from '../jobs/states.js';
+import { EVENT_TYPES } from '../webhooks/events.js';
+
+/**
+ * Zod schemas of the response data shapes (DESIGN.md §2). They are the source of the OpenAPI
+ * document's component schemas, and test/openapi checks at compile time that they agree with the
+ * types the server actually builds (ApiJob, ResultLink, WebhookPayload, ApiDelivery…).
+ *
+ * Objects are "loose": the contract says more fields may follow, so clients must ignore unknown ones.
+ */
+
+const isoTime = (what: string) => z.iso.datetime().describe(`${what} (ISO 8601, UTC).`);
+const uuid = (what: string) => z.uuid().describe(what);
+
+export const ERROR_TYPES = ['media_fetch_failed', 'invalid_media', 'processing_error', 'timeout', 'internal_error'] as const;
+
+export const jobStatusSchema = z
+  .enum(JOB_STATUSES)
+  .describe('`queued` and `processing` are intermediate; `completed`, `failed` and `cancelled` are terminal and never change again.');
+
+export const errorTypeSchema = z
+  .enum(ERROR_TYPES)
+  .describe(
+    'Kind of failure: `media_fetch_failed` (unreachable, HTTP error, timeout, too large), `invalid_media` (not decodable, unsupported, no face found…), `processing_error`, `timeout` (ran past the job time limit), `internal_error`.',
+  );
+
+export const apiJobSchema = z
+  .looseObject({
+    uuid: uuid('Identifier of the job (UUID v4).'),
+    job_type: z.string().describe('The job type it was submitted as.'),
+    model: z.string().describe('The model it runs with.'),
+    status: jobStatusSchema,
+    status_detail: z.string().describe('Human-readable detail of the state, e.g. "waiting for a worker", "downloading media".'),
+    error_type: errorTypeSchema.nullable().describe('Set when the job failed, else null.'),
+    error_message: z.string().nullable().describe('Failure message when the job failed, else null.'),
+    result_ready: z.boolean().describe('True when GET /jobs/{uuid}/result will answer with a URL.'),
+    created_at: isoTime('When the job was submitted'),
+    started_at: isoTime('When a worker first started it').nullable(),
+    finished_at: isoTime('When it reached a terminal state').nullable(),
+  })
+  .describe('A job. More fields may be added; ignore the ones you do not know.');
+
+export const resultLinkSchema = z
+  .looseObject({
+    uuid: uuid('The job.'),
+    url: z.url().describe('Absolute, signed download URL. Works without an API key until `expires_at`; tampered or expired URLs get 403.'),
+    expires_at: isoTime('When the URL stops working'),
+    content_type: z.string().describe('Media type of the result, e.g. image/webp.'),
+    size_bytes: z.int().min(0).describe('Size of the result in bytes.'),
+  })
+  .describe('A signed, expiring link to a job result.');
+
+export const jobListSchema = z
+  .looseObject({
+    jobs: z.array(apiJobSchema).describe("The caller's jobs, newest first."),
+    next_cursor: z.string().nullable().describe('Pass as `cursor` to get the next page; null on the last page.'),
+  })
+  .describe('One page of jobs.');
+
+export const slotSpecSchema = z.looseObject({
+  required: z.boolean(),
+  min: z.int().min(0).describe('Fewest URLs the slot takes (a bare string counts as one).'),
+  max: z.int().min(1).describe('Most URLs the slot takes.'),
+  accepts: z.enum(['image', 'audio', 'video']).describe('Kind of media expected (sniffed from the bytes).'),
+  description: z.string(),
+});
+
+const jsonSchemaObject = z.record(z.string(), z.unknown()).describe('A JSON Schema (draft 2020-12).');
+
+export const jobTypeInfoSchema = z
+  .looseObject({
+    name: z.string().describe('The {jobType} path segment.'),
+    description: z.string(),
+    submit_path: z.string().describe('Where to POST a job of this type.'),
+    slots: z.partialRecord(z.enum(['source', 'target', 'reference', 'audio']), slotSpecSchema).describe('Media slots under `input`.'),
+    models: z.array(z.looseObject({ name: z.string(), description: z.string() })),
+    options: jsonSchemaObject.describe('JSON Schema of the non-media fields of `input`.'),
+    body_schema: jsonSchemaObject.describe('JSON Schema of the whole submit body.'),
+  })
+  .describe('One job type of the catalogue.');
+
+export const jobTypesSchema = z.looseObject({ job_types: z.array(jobTypeInfoSchema) });
+
+export const webhookPayloadSchema = z
+  .looseObject({
+    event_id: uuid('Identifier of the event; the same on every attempt. Deduplicate on it.'),
+    event_type: z.enum(EVENT_TYPES),
+    occurred_at: isoTime('When the job reached its terminal state'),
+    job: z.looseObject({
+      uuid: uuid('The job.'),
+      status: z.enum(['completed', 'failed', 'cancelled']),
+      status_detail: z.string(),
+      error_message: z.string().nullable(),
+      error_type: errorTypeSchema.nullable(),
+      result_ready: z.boolean(),
+    }),
+  })
+  .describe('The body of a webhook delivery, frozen when the event is created: every attempt sends the same bytes.');
+
+export const deliveryAttemptSchema = z.looseObject({
+  attempt: z.int().min(1).describe('1 for the first attempt.'),
+  started_at: isoTime('When the attempt started'),
+  http_status: z.int().nullable().describe("The receiver's HTTP status, null when none came (timeout, refused…)."),
+  error: z.string().nullable().describe('Why the attempt failed, null when it succeeded.'),
+  duration_ms: z.number().min(0),
+  ok: z.boolean().describe('True for a 2xx answer.'),
+  manual: z.boolean().describe('True for a redelivery asked for through the API.'),
+});
+
+export const deliverySchema = z
+  .looseObject({
+    event_id: z.uuid(),
+    event_type: z.enum(EVENT_TYPES),
+    url: z.string().describe('Where the event is delivered.'),
+    state: z.enum(['pending', 'delivered', 'failed']),
+    attempts: z.array(deliveryAttemptSchema),
+    next_attempt_at: isoTime('When the next scheduled attempt runs, while pending').nullable(),
+    created_at: isoTime('When the event was created'),
+  })
+  .describe('One webhook event of a job and its delivery attempts.');
+
+export const deliveryListSchema = z.looseObject({ deliveries: z.array(deliverySchema) });
+
+/** The success envelope around `data`. */
+export function okEnvelope<T extends z.ZodType>(data: T) {
+  return z.looseObject({
+    code: z.literal(0).describe('0 on success.'),
+    message: z.literal('ok'),
+    data,
+  });
+}
+
+export const errorEnvelopeSchema = z
+  .looseObject({
+    code: z.literal(-1).describe('-1 on error.'),
+    message: z.string().describe('What is wrong, in one sentence naming the field (e.g. `input.source[1]: must be a public http or https URL`).'),
+    data: z.looseObject({}).describe('Always an empty object on error.'),
+  })
+  .describe('Every error response under /api/v1.');
+
+export const healthSchema = z
+  .looseObject({
+    status: z.string().describe('`ok` (liveness) or `ready` (readiness).'),
+    database: z.enum(['sqlite', 'postgres']).optional().describe('The store in use (readiness).'),
+  })
+  .describe('Liveness or readiness.');
+
+export type ApiJobShape = z.infer<typeof apiJobSchema>;
+export type ResultLinkShape = z.infer<typeof resultLinkSchema>;
+export type JobListShape = z.infer<typeof jobListSchema>;
+export type JobTypeInfoShape = z.infer<typeof jobTypeInfoSchema>;
+export type WebhookPayloadShape = z.infer<typeof webhookPayloadSchema>;
+export type DeliveryShape = z.infer<typeof deliverySchema>;

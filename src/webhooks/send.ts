@@ -1,0 +1,142 @@
+/**
+ * One delivery attempt: POST the stored body, byte for byte, through the guarded agent (the
+ * public-address rule on the address actually connected to), no redirects followed, everything
+ * (DNS, connect, request, response headers) bounded by WEBHOOK_TIMEOUT.
+ */
+import { request, type Dispatcher } from 'undici';
+import type { Clock } from '../clock.js';
+import { createGuardedAgent, type IsPublic, type LookupAll } from '../media/index.js';
+import { deliveryHeaders } from './sign.js';
+
+export interface SenderOptions {
+  allowPrivate: boolean;
+  timeoutMs: number;
+  clock: Clock;
+  lookup?: LookupAll;
+  isPublic?: IsPublic;
+}
+
+/** What is sent: straight from the webhook_events row. */
+export interface Deliverable {
+  event_id: string;
+  url: string;
+  secret: string | null;
+  body: string;
+}
+
+export interface AttemptResult {
+  ok: boolean;
+  startedAt: number;
+  durationMs: number;
+  httpStatus: number | null;
+  /** Why a non-2xx or failed attempt failed, in words for the client; null on success. */
+  error: string | null;
+}
+
+/** The response body is read (and thrown away) up to this much, so the connection can be reused. */
+const MAX_RESPONSE_BYTES = 64 * 1024;
+
+function fmtMs(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+}
+
+/** Short client-facing text for a failed connection (no stack traces). */
+export function describeDeliveryError(err: unknown): string {
+  const e = err as { code?: unknown; cause?: { code?: unknown }; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : typeof e?.cause?.code === 'string' ? e.cause.code : undefined;
+  switch (code) {
+    case 'ERR_BLOCKED_ADDRESS':
+      return 'refused: the host is not a public address';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'EAI_NONAME':
+      return 'host does not resolve';
+    case 'ECONNREFUSED':
+      return 'connection refused';
+    case 'ECONNRESET':
+    case 'EPIPE':
+    case 'UND_ERR_SOCKET':
+    case 'UND_ERR_CLOSED':
+      return 'connection closed by the receiver';
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return 'host unreachable';
+    case 'UND_ERR_CONNECT_TIMEOUT':
+    case 'ETIMEDOUT':
+      return 'connection timed out';
+    default:
+      if (code && /CERT|TLS|SSL/.test(code)) return `TLS error (${code})`;
+      return code ? `network error (${code})` : 'network error';
+  }
+}
+
+export class WebhookSender {
+  private readonly agent: Dispatcher;
+
+  constructor(private readonly opts: SenderOptions) {
+    this.agent = createGuardedAgent({
+      allowPrivate: opts.allowPrivate,
+      lookup: opts.lookup,
+      isPublic: opts.isPublic,
+      connectTimeoutMs: opts.timeoutMs,
+    });
+  }
+
+  /**
+   * Sends one attempt with a fresh timestamp (and signature). Never throws for the receiver's
+   * sake; a `signal` abort (shutdown) rethrows its reason so the caller can hand the event back.
+   */
+  async send(event: Deliverable, signal?: AbortSignal): Promise<AttemptResult> {
+    const { clock, timeoutMs } = this.opts;
+    const startedAt = clock.now();
+    const t0 = performance.now();
+    const elapsed = () => performance.now() - t0;
+    const body = Buffer.from(event.body, 'utf8');
+    const headers = deliveryHeaders({ eventId: event.event_id, timestamp: Math.floor(startedAt / 1000), body, secret: event.secret });
+
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort(new Error('webhook attempt timed out'));
+    }, timeoutMs);
+    const onAbort = () => controller.abort(signal!.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const result = (r: Omit<AttemptResult, 'startedAt' | 'durationMs'>): AttemptResult => ({ ...r, startedAt, durationMs: elapsed() });
+    try {
+      signal?.throwIfAborted();
+      let res: Dispatcher.ResponseData;
+      try {
+        res = await request(event.url, {
+          method: 'POST',
+          headers,
+          body,
+          dispatcher: this.agent,
+          signal: controller.signal,
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
+        });
+      } catch (err) {
+        if (signal?.aborted) throw signal.reason;
+        if (timedOut) return result({ ok: false, httpStatus: null, error: `timed out after ${fmtMs(timeoutMs)}` });
+        return result({ ok: false, httpStatus: null, error: describeDeliveryError(err) });
+      }
+      const status = res.statusCode;
+      const durationMs = elapsed();
+      // Drain (bounded) so the socket can be reused; the answer is already decided by the status.
+      await res.body.dump({ limit: MAX_RESPONSE_BYTES }).catch(() => undefined);
+      const ok = status >= 200 && status < 300;
+      let error: string | null = null;
+      if (status >= 300 && status < 400) error = `HTTP ${status}: redirects are not followed`;
+      else if (!ok) error = `HTTP ${status}`;
+      return { ok, startedAt, durationMs, httpStatus: status, error };
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+}

@@ -1,0 +1,107 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openStore, type Store } from '../../src/store/db.js';
+import { claimDueEvent, finishScheduledAttempt, nextDueAt, releaseEvent } from '../../src/store/webhooks.js';
+import { storeEnv } from '../helpers/db.js';
+import { tempDir } from '../helpers/service.js';
+
+let a: Store;
+let b: Store;
+const T0 = 1_700_000_000_000;
+const LEASE = 1_000;
+
+beforeAll(async () => {
+  // Two stores on one database (a SQLite file, or PostgreSQL in that run): two dispatcher processes.
+  const env = await storeEnv(tempDir('mj-webhook-store-'));
+  const url = env.DATABASE_URL ?? `sqlite:${path.join(env.DATA_DIR!, 'db.sqlite')}`;
+  a = await openStore(url);
+  b = await openStore(url);
+});
+afterAll(async () => {
+  await a?.close();
+  await b?.close();
+});
+
+async function insertEvent(id: string, destination: string, nextAttemptAt: number | null, state: 'pending' | 'delivered' | 'failed' = 'pending') {
+  await a.db
+    .insertInto('webhook_events')
+    .values({
+      event_id: id,
+      job_uuid: `job-${id}`,
+      owner: 'o',
+      event_type: 'job.completed',
+      url: `${destination}/hook`,
+      destination,
+      secret: null,
+      body: '{}',
+      state,
+      next_attempt_at: nextAttemptAt,
+      lease_owner: null,
+      lease_expires_at: null,
+      created_at: T0,
+      updated_at: T0,
+    })
+    .execute();
+}
+
+describe('webhook outbox claims', () => {
+  it('gives each due event to exactly one dispatcher, most overdue first, and nothing not yet due', async () => {
+    for (let i = 0; i < 10; i++) await insertEvent(`e${i}`, `http://h${i % 3}.example`, T0 - 100 + i);
+    await insertEvent('later', 'http://h0.example', T0 + 5_000);
+    await insertEvent('done', 'http://h0.example', null, 'delivered');
+
+    const got: Record<string, string[]> = { A: [], B: [] };
+    for (;;) {
+      const [x, y] = await Promise.all([
+        claimDueEvent(a.db, a.dialect, { leaseOwner: 'A', leaseMs: LEASE, now: T0 }),
+        claimDueEvent(b.db, b.dialect, { leaseOwner: 'B', leaseMs: LEASE, now: T0 }),
+      ]);
+      if (x) got.A!.push(x.event_id);
+      if (y) got.B!.push(y.event_id);
+      if (!x && !y) break;
+    }
+    const all = [...got.A!, ...got.B!];
+    expect(new Set(all).size).toBe(all.length);
+    expect(all.sort()).toEqual([...Array(10).keys()].map((i) => `e${i}`).sort());
+    expect(await nextDueAt(a.db, T0)).toBe(T0 + 5_000);
+  });
+
+  it('hands an event whose dispatcher died back after its lease expires, and only then', async () => {
+    expect(await claimDueEvent(b.db, b.dialect, { leaseOwner: 'B', leaseMs: LEASE, now: T0 + LEASE - 1 })).toBeUndefined();
+    const again = await claimDueEvent(b.db, b.dialect, { leaseOwner: 'B', leaseMs: LEASE, now: T0 + LEASE + 1 });
+    expect(again?.event_id).toBe('e0');
+    expect(again?.lease_owner).toBe('B');
+  });
+
+  it('lets only the lease holder record the outcome', async () => {
+    const now = T0 + LEASE + 2;
+    const outcome = {
+      claimedAttempts: 0,
+      attempt: { startedAt: now, durationMs: 5, httpStatus: 500, error: 'HTTP 500', ok: false, manual: false },
+      state: 'pending' as const,
+      nextAttemptAt: now + 60_000,
+      now,
+    };
+    // A (whose lease on e0 expired) finishes late: the attempt is recorded, the event does not move.
+    expect(await finishScheduledAttempt(a.db, 'e0', { ...outcome, leaseOwner: 'A' })).toBe(false);
+    expect(await finishScheduledAttempt(b.db, 'e0', { ...outcome, leaseOwner: 'B' })).toBe(true);
+    const row = await a.db.selectFrom('webhook_events').selectAll().where('event_id', '=', 'e0').executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ state: 'pending', attempts: 1, next_attempt_at: now + 60_000, lease_owner: null });
+    const attempts = await a.db.selectFrom('webhook_attempts').select(['attempt']).where('event_id', '=', 'e0').orderBy('id').execute();
+    expect(attempts.map((x) => x.attempt)).toEqual([1, 2]);
+  });
+
+  it('skips destinations the dispatcher has too many deliveries in flight to', async () => {
+    await a.db.updateTable('webhook_events').set({ state: 'delivered', next_attempt_at: null }).where('event_id', 'not in', ['f1', 'f2']).execute();
+    await insertEvent('f1', 'http://dead.example', T0 + 10_000);
+    await insertEvent('f2', 'http://alive.example', T0 + 10_001);
+    const now = T0 + 10_002;
+    const got = await claimDueEvent(a.db, a.dialect, { leaseOwner: 'A', leaseMs: 60_000, now, skipDestinations: ['http://dead.example'] });
+    expect(got?.event_id).toBe('f2');
+    expect(await claimDueEvent(a.db, a.dialect, { leaseOwner: 'A', leaseMs: 60_000, now, skipDestinations: ['http://dead.example'] })).toBeUndefined();
+    // Released (shutdown), it is due again at once.
+    await releaseEvent(a.db, 'f2', 'A', now);
+    expect((await claimDueEvent(b.db, b.dialect, { leaseOwner: 'B', leaseMs: 60_000, now: now + 1, skipDestinations: ['http://dead.example'] }))?.event_id).toBe('f2');
+    expect((await claimDueEvent(b.db, b.dialect, { leaseOwner: 'B', leaseMs: 60_000, now: now + 1 }))?.event_id).toBe('f1');
+  });
+});
