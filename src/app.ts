@@ -60,7 +60,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   if (config.mediaAllowPrivateNetworks) {
     log.warn('MEDIA_ALLOW_PRIVATE_NETWORKS is on: media and webhook URLs may point at private and loopback addresses; never use this in production');
   }
-  const store = await openStore(config.databaseUrl);
+  const store = await openStore(config.databaseUrl, { poolSize: config.databasePoolSize });
   const signals = new Signals();
   const unbridge = store.dialect === 'postgres' ? await bridgeSignals(store, signals, log) : undefined;
   const catalogue = new Catalogue(opts.jobTypes ?? defaultJobTypes({ threads: config.workerConcurrency }));

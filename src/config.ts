@@ -36,6 +36,7 @@ const envSchema = z.object({
   HOST: z.string().default('0.0.0.0'),
   DATA_DIR: z.string().default('./data'),
   DATABASE_URL: z.string().optional(),
+  DATABASE_POOL_SIZE: int(10, 1),
   PUBLIC_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   WORKER_CONCURRENCY: int(Math.max(1, Math.min(4, os.availableParallelism())), 0),
@@ -69,6 +70,8 @@ export interface Config {
   dataDir: string;
   /** `sqlite:<file>` when DATABASE_URL is unset, else the PostgreSQL URL. */
   databaseUrl: string;
+  /** PostgreSQL connections per process (plus one for LISTEN). */
+  databasePoolSize: number;
   publicBaseUrl: string;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   workerConcurrency: number;
@@ -130,6 +133,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: e.HOST,
     dataDir,
     databaseUrl: e.DATABASE_URL ?? `sqlite:${path.join(dataDir, 'media-jobs.sqlite')}`,
+    databasePoolSize: e.DATABASE_POOL_SIZE,
     publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
     logLevel: e.LOG_LEVEL,
     workerConcurrency: e.WORKER_CONCURRENCY,

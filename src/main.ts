@@ -55,7 +55,7 @@ async function keys(args: string[]): Promise<void> {
   const config = loadConfig();
   const { openStore } = await import('./store/db.js');
   const { createKey, listKeys, revokeKey } = await import('./store/keys.js');
-  const store = await openStore(config.databaseUrl);
+  const store = await openStore(config.databaseUrl, { poolSize: config.databasePoolSize });
   try {
     if (sub === 'create') {
       const { values } = parseArgs({ args: rest, options: { owner: { type: 'string' } } });
@@ -86,7 +86,7 @@ async function keys(args: string[]): Promise<void> {
 async function migrate(): Promise<void> {
   const config = loadConfig();
   const { openStore } = await import('./store/db.js');
-  const store = await openStore(config.databaseUrl);
+  const store = await openStore(config.databaseUrl, { poolSize: config.databasePoolSize });
   await store.close();
   process.stdout.write('migrations applied\n');
 }

@@ -19,13 +19,13 @@ export interface Store {
  * Opens the store named by `databaseUrl` (`sqlite:<file>` or `postgres://…`).
  * Everything above this file talks to Kysely only; dialect differences stay in store/.
  */
-export async function openStore(databaseUrl: string, opts: { migrate?: boolean } = {}): Promise<Store> {
+export async function openStore(databaseUrl: string, opts: { migrate?: boolean; poolSize?: number } = {}): Promise<Store> {
   let store: Store;
   if (databaseUrl.startsWith('sqlite:')) {
     store = openSqlite(databaseUrl.slice('sqlite:'.length));
   } else if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
     const { openPostgres } = await import('./postgres.js');
-    store = await openPostgres(databaseUrl);
+    store = await openPostgres(databaseUrl, opts.poolSize ?? 10);
   } else {
     throw new Error(`DATABASE_URL must start with sqlite: or postgres:// (got "${databaseUrl.split(':')[0]}:…")`);
   }

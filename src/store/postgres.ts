@@ -10,8 +10,8 @@ const types = {
     oid === pg.types.builtins.INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
 
-export async function openPostgres(url: string): Promise<Store> {
-  const pool = new pg.Pool({ connectionString: url, max: Number(process.env.PG_POOL_SIZE ?? 10), types });
+export async function openPostgres(url: string, poolSize: number): Promise<Store> {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, types });
   // A dropped idle connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });

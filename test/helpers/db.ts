@@ -37,5 +37,8 @@ export async function dropTestDatabases(): Promise<void> {
 
 /** DATA_DIR (results, and the SQLite file) plus DATABASE_URL when the suite runs on PostgreSQL. */
 export async function storeEnv(dataDir = tempDir()): Promise<Record<string, string>> {
-  return TEST_DB === 'postgres' ? { DATA_DIR: dataDir, DATABASE_URL: await createTestDatabase() } : { DATA_DIR: dataDir };
+  // Small pools: a loaded CI machine runs many services at once against one max_connections=100 server.
+  return TEST_DB === 'postgres'
+    ? { DATA_DIR: dataDir, DATABASE_URL: await createTestDatabase(), DATABASE_POOL_SIZE: '4' }
+    : { DATA_DIR: dataDir };
 }
