@@ -54,7 +54,10 @@ export function submitSchema(type: JobType, opts: SchemaOptions) {
     const s = slotSchema(spec.min, spec.max, spec.description, opts);
     slots[name] = spec.required ? s : s.optional();
   }
-  const input = z.strictObject({ ...slots, ...type.options.shape });
+  const input = z.strictObject({ ...slots, ...type.options.shape }).superRefine((value, ctx) => {
+    const problem = type.checkInput?.(value as Record<string, unknown>);
+    if (problem) ctx.addIssue({ code: 'custom', path: [problem.field], message: problem.message });
+  });
   return z.strictObject({
     job_type: z.literal(type.name).describe('Must equal the {jobType} path segment.'),
     model: z.enum(type.models.map((m) => m.name) as [string, ...string[]]),

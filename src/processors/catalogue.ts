@@ -1,4 +1,6 @@
 import type { JobType } from './types.js';
+import os from 'node:os';
+import { createFaceSwapJobType } from './face-swap/index.js';
 import { createImageTransformJobType } from './image-transform.js';
 
 /** The job types a service runs. Extra types (e.g. a benchmark's no-op) can be passed in. */
@@ -30,6 +32,10 @@ export interface DefaultTypesOptions {
   threads: number;
 }
 
-export function defaultJobTypes(_opts: DefaultTypesOptions): JobType[] {
-  return [createImageTransformJobType() as unknown as JobType];
+export function defaultJobTypes(opts: DefaultTypesOptions): JobType[] {
+  return [
+    createImageTransformJobType() as unknown as JobType,
+    // Threads start on the first swap, so API-only processes never load the face models.
+    createFaceSwapJobType({ threads: Math.max(1, Math.min(opts.threads, os.availableParallelism())) }) as unknown as JobType,
+  ];
 }

@@ -57,6 +57,12 @@ export interface JobType<S extends z.ZodObject = z.ZodObject> {
   /** Non-media fields of `input`. Must be a strict object so unknown keys are rejected. */
   options: S;
   run(ctx: RunContext<z.infer<S>>): Promise<ProcessorResult>;
+  /**
+   * Optional cross-field rule over the whole `input` (slots and options), checked at submit so a
+   * contradictory request is a 400, not a failed job. Returns the offending field under `input`
+   * and a message, or undefined when the input is fine.
+   */
+  checkInput?(input: Record<string, unknown>): { field: string; message: string } | undefined;
   /** Optional release of resources (worker threads) at shutdown. */
   close?(): Promise<void>;
 }

@@ -1,0 +1,107 @@
+/**
+ * Face-swap benchmark: time per swap for a 1920x1280 target on ONE worker thread, through the job
+ * type's public run() (worker pool, progress port and all), after a warm-up that loads the models.
+ *
+ *   npx tsx bench/face-swap.ts [iterations=5]
+ *
+ * Two targets, both 1920x1280: a close-up (one face ~700 px wide: the most pixels to warp and blend)
+ * and a group photo (sample1, three ~200 px faces, the largest replaced). Stage times come from the
+ * progress messages the worker sends ("detecting faces" covers decoding too). The main thread's
+ * event-loop delay is sampled meanwhile, to show the work really is off the event loop.
+ * Wall times depend on what else the machine runs; so the same swaps are then run in-process and
+ * their CPU time (user + system, all threads) is reported too: about what one swap costs on an idle
+ * core.
+ * Target: under 2 s per swap.
+ */
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { readFileSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import os from 'node:os';
+import sharp from 'sharp';
+import { createFaceSwapJobType } from '../src/processors/face-swap/index.js';
+import { runFaceSwap } from '../src/processors/face-swap/pipeline.js';
+import type { FaceSwapOptions } from '../src/processors/face-swap/index.js';
+import type { RunContext } from '../src/processors/types.js';
+
+const require = createRequire(import.meta.url);
+const demo = path.join(path.dirname(require.resolve('@vladmandic/face-api/package.json')), 'demo');
+const sample = (n: number) => readFileSync(path.join(demo, `sample${n}.jpg`));
+const iterations = Math.max(1, Number(process.argv[2] ?? 5));
+
+const source = await sharp(sample(3)).extract({ left: 425, top: 167, width: 520, height: 520 }).jpeg({ quality: 92 }).toBuffer();
+const targets = {
+  // sample6's right-hand face with its surroundings (3:2), resized UP to 1920x1280.
+  'close-up 1920x1280 (face ~700 px)': await sharp(sample(6))
+    .extract({ left: 1230, top: 110, width: 660, height: 440 })
+    .resize(1920, 1280)
+    .jpeg({ quality: 90 })
+    .toBuffer(),
+  // sample1 is 1920x1280 already: three faces about 200 px wide.
+  'group 1920x1280 (faces ~200 px)': sample(1),
+};
+
+const jt = createFaceSwapJobType({ threads: 1 });
+let t0 = performance.now();
+await jt.warmup();
+console.log(`warm-up (thread start + model load): ${(performance.now() - t0).toFixed(0)} ms`);
+console.log(`machine: ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+
+const quantile = (xs: number[], q: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
+};
+
+const summary: Record<string, unknown> = {};
+for (const [label, target] of Object.entries(targets)) {
+  const meta = await sharp(target).metadata();
+  const totals: number[] = [];
+  const stages: Record<string, number[]> = { 'detecting faces': [], 'swapping faces': [], encoding: [] };
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  for (let i = 0; i < iterations; i++) {
+    const marks: [string, number][] = [];
+    const ctx: RunContext<FaceSwapOptions> = {
+      model: 'warp-blend-v1',
+      options: jt.options.parse({}),
+      media: {
+        source: [{ url: 'bench:source', bytes: source, mime: 'image/jpeg' }],
+        target: [{ url: 'bench:target', bytes: target, mime: 'image/jpeg' }],
+      },
+      signal: new AbortController().signal,
+      progress: (s) => marks.push([s, performance.now()]),
+    };
+    t0 = performance.now();
+    await jt.run(ctx);
+    const end = performance.now();
+    totals.push(end - t0);
+    marks.forEach(([name, at], k) => stages[name]?.push((marks[k + 1]?.[1] ?? end) - at));
+  }
+  loop.disable();
+  const ms = (x: number) => `${x.toFixed(0)} ms`;
+  console.log(`\n${label} (${meta.width}x${meta.height}), ${iterations} swaps on 1 worker thread`);
+  console.log(`  per swap: median ${ms(quantile(totals, 0.5))}, min ${ms(Math.min(...totals))}, max ${ms(Math.max(...totals))}`);
+  for (const [name, xs] of Object.entries(stages)) console.log(`  ${name.padEnd(16)} median ${ms(quantile(xs, 0.5))}`);
+  console.log(`  main-thread event-loop delay meanwhile: p99 ${ms(loop.percentile(99) / 1e6)}, max ${ms(loop.max / 1e6)}`);
+  // The same swap in this thread, for its CPU time (models load here on the first call, untimed).
+  const input = { source, target, options: jt.options.parse({}), maxPixels: 40_000_000 };
+  const hooks = { progress: () => {}, checkAborted: () => {} };
+  await runFaceSwap(input, hooks);
+  const cpu: number[] = [];
+  for (let i = 0; i < iterations; i++) {
+    const c0 = process.cpuUsage();
+    await runFaceSwap(input, hooks);
+    const c = process.cpuUsage(c0);
+    cpu.push((c.user + c.system) / 1000);
+  }
+  console.log(`  CPU time per swap (in-process, all threads): median ${ms(quantile(cpu, 0.5))}`);
+  summary[label] = {
+    medianMs: Math.round(quantile(totals, 0.5)),
+    cpuMs: Math.round(quantile(cpu, 0.5)),
+    minMs: Math.round(Math.min(...totals)),
+    maxMs: Math.round(Math.max(...totals)),
+    eventLoopP99Ms: Math.round(loop.percentile(99) / 1e6),
+  };
+}
+await jt.close();
+console.log(`\n${JSON.stringify({ bench: 'face-swap', iterations, results: summary })}`);

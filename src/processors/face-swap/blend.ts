@@ -1,0 +1,286 @@
+/**
+ * Blending the warped face into the target.
+ *
+ * Poisson ("seamless") cloning keeps the gradients of the new face and takes its boundary values
+ * from the target. Written as source + M, the correction M is the membrane: the harmonic function
+ * (Laplace's equation, ΔM = 0) inside the mask that equals target - source on the mask boundary.
+ * It is smooth, so a coarse-to-fine (cascadic multigrid) solve converges in a few dozen sweeps per
+ * level instead of the thousands plain Gauss-Seidel needs at full resolution.
+ */
+import type { Region } from './geometry.js';
+import type { BlendMode } from './options.js';
+import type { RgbImage } from './types.js';
+
+/** Cell states of the membrane grid. */
+const NONE = 0; // no data (outside the warped face): not part of the problem
+const INSIDE = 1; // unknown: solved for
+const KNOWN = 2; // Dirichlet boundary value
+
+interface Level {
+  w: number;
+  h: number;
+  state: Uint8Array;
+  val: Float32Array; // 3 channels
+}
+
+function coarsen(fine: Level): Level {
+  const w = Math.ceil(fine.w / 2);
+  const h = Math.ceil(fine.h / 2);
+  const state = new Uint8Array(w * h);
+  const val = new Float32Array(w * h * 3);
+  for (let cy = 0; cy < h; cy++) {
+    for (let cx = 0; cx < w; cx++) {
+      let known = 0;
+      let inside = false;
+      let r = 0;
+      let g = 0;
+      let b = 0;
+      for (let dy = 0; dy < 2; dy++) {
+        const y = cy * 2 + dy;
+        if (y >= fine.h) continue;
+        for (let dx = 0; dx < 2; dx++) {
+          const x = cx * 2 + dx;
+          if (x >= fine.w) continue;
+          const i = y * fine.w + x;
+          const s = fine.state[i];
+          if (s === KNOWN) {
+            known++;
+            r += fine.val[i * 3]!;
+            g += fine.val[i * 3 + 1]!;
+            b += fine.val[i * 3 + 2]!;
+          } else if (s === INSIDE) inside = true;
+        }
+      }
+      const c = cy * w + cx;
+      // Boundary values win over unknowns, so the coarse problem keeps the boundary conditions.
+      if (known > 0) {
+        state[c] = KNOWN;
+        val[c * 3] = r / known;
+        val[c * 3 + 1] = g / known;
+        val[c * 3 + 2] = b / known;
+      } else if (inside) state[c] = INSIDE;
+    }
+  }
+  return { w, h, state, val };
+}
+
+/** Successive over-relaxation sweeps (red-black order) over the INSIDE cells. */
+function relax(level: Level, sweeps: number, omega: number): number {
+  const { w, h, state, val } = level;
+  let maxChange = 0;
+  for (let s = 0; s < sweeps; s++) {
+    maxChange = 0;
+    for (let parity = 0; parity < 2; parity++) {
+      for (let y = 0; y < h; y++) {
+        for (let x = (y + parity) & 1; x < w; x += 2) {
+          const i = y * w + x;
+          if (state[i] !== INSIDE) continue;
+          let n = 0;
+          let r = 0;
+          let g = 0;
+          let b = 0;
+          if (x > 0 && state[i - 1] !== NONE) {
+            n++;
+            r += val[(i - 1) * 3]!;
+            g += val[(i - 1) * 3 + 1]!;
+            b += val[(i - 1) * 3 + 2]!;
+          }
+          if (x < w - 1 && state[i + 1] !== NONE) {
+            n++;
+            r += val[(i + 1) * 3]!;
+            g += val[(i + 1) * 3 + 1]!;
+            b += val[(i + 1) * 3 + 2]!;
+          }
+          if (y > 0 && state[i - w] !== NONE) {
+            n++;
+            r += val[(i - w) * 3]!;
+            g += val[(i - w) * 3 + 1]!;
+            b += val[(i - w) * 3 + 2]!;
+          }
+          if (y < h - 1 && state[i + w] !== NONE) {
+            n++;
+            r += val[(i + w) * 3]!;
+            g += val[(i + w) * 3 + 1]!;
+            b += val[(i + w) * 3 + 2]!;
+          }
+          if (n === 0) continue;
+          const o = i * 3;
+          const dr = r / n - val[o]!;
+          const dg = g / n - val[o + 1]!;
+          const db = b / n - val[o + 2]!;
+          val[o] = val[o]! + omega * dr;
+          val[o + 1] = val[o + 1]! + omega * dg;
+          val[o + 2] = val[o + 2]! + omega * db;
+          const m = Math.max(Math.abs(dr), Math.abs(dg), Math.abs(db));
+          if (m > maxChange) maxChange = m;
+        }
+      }
+    }
+  }
+  return maxChange;
+}
+
+/** Initial guess for the fine INSIDE cells: bilinear interpolation of the coarse solution. */
+function prolong(coarse: Level, fine: Level): void {
+  const { w: cw, h: ch, state: cs, val: cv } = coarse;
+  for (let y = 0; y < fine.h; y++) {
+    const v = (y - 0.5) / 2;
+    const y0 = Math.max(0, Math.min(ch - 1, Math.floor(v)));
+    const y1 = Math.min(ch - 1, y0 + 1);
+    const fy = Math.max(0, Math.min(1, v - y0));
+    for (let x = 0; x < fine.w; x++) {
+      const i = y * fine.w + x;
+      if (fine.state[i] !== INSIDE) continue;
+      const u = (x - 0.5) / 2;
+      const x0 = Math.max(0, Math.min(cw - 1, Math.floor(u)));
+      const x1 = Math.min(cw - 1, x0 + 1);
+      const fx = Math.max(0, Math.min(1, u - x0));
+      // Bilinear over the coarse cells that take part (NONE cells carry no value).
+      const c00 = y0 * cw + x0;
+      const c01 = y0 * cw + x1;
+      const c10 = y1 * cw + x0;
+      const c11 = y1 * cw + x1;
+      const w00 = cs[c00] === NONE ? 0 : (1 - fx) * (1 - fy);
+      const w01 = cs[c01] === NONE ? 0 : fx * (1 - fy);
+      const w10 = cs[c10] === NONE ? 0 : (1 - fx) * fy;
+      const w11 = cs[c11] === NONE ? 0 : fx * fy;
+      const wsum = w00 + w01 + w10 + w11;
+      if (wsum <= 0) continue;
+      for (let c = 0; c < 3; c++) {
+        fine.val[i * 3 + c] =
+          (w00 * cv[c00 * 3 + c]! + w01 * cv[c01 * 3 + c]! + w10 * cv[c10 * 3 + c]! + w11 * cv[c11 * 3 + c]!) / wsum;
+      }
+    }
+  }
+}
+
+/**
+ * Solves ΔM = 0 on the INSIDE cells with M fixed on the KNOWN cells (`val` holds their values; it is
+ * updated in place and returned). NONE cells are left out of every stencil.
+ *
+ * `finest` > 0 stops relaxing that many levels above full resolution and only interpolates below:
+ * for a large face the membrane is smooth at the scale of a pixel, and the full-resolution sweeps
+ * would dominate the cost of the whole swap.
+ */
+export function solveMembrane(state: Uint8Array, val: Float32Array, w: number, h: number, finest = 0): Float32Array {
+  const levels: Level[] = [{ w, h, state, val }];
+  while (Math.max(levels[levels.length - 1]!.w, levels[levels.length - 1]!.h) > 16) {
+    levels.push(coarsen(levels[levels.length - 1]!));
+  }
+  const coarsest = levels[levels.length - 1]!;
+  // Start the coarsest unknowns at the mean boundary value, then iterate to convergence (it is tiny).
+  let mean = [0, 0, 0];
+  let count = 0;
+  for (let i = 0; i < coarsest.state.length; i++) {
+    if (coarsest.state[i] !== KNOWN) continue;
+    count++;
+    for (let c = 0; c < 3; c++) mean[c]! += coarsest.val[i * 3 + c]!;
+  }
+  if (count > 0) mean = mean.map((m) => m / count);
+  for (let i = 0; i < coarsest.state.length; i++) {
+    if (coarsest.state[i] === INSIDE) for (let c = 0; c < 3; c++) coarsest.val[i * 3 + c] = mean[c]!;
+  }
+  for (let it = 0; it < 100; it++) if (relax(coarsest, 10, 1.5) < 1e-3) break;
+  for (let l = levels.length - 2; l >= 0; l--) {
+    prolong(levels[l + 1]!, levels[l]!);
+    // The coarse solution is already close; fine levels only remove local (high-frequency) error.
+    if (l >= finest) relax(levels[l]!, l === 0 ? 8 : l === 1 ? 12 : 24, 1.6);
+  }
+  return val;
+}
+
+function median(values: Float32Array): number {
+  const sorted = Float32Array.from(values).sort();
+  return sorted.length ? sorted[sorted.length >> 1]! : 0;
+}
+
+/**
+ * Where the mask edge crosses hair, an earring or background in one image but skin in the other, the
+ * boundary difference is far from the rest, and Poisson cloning would smear it across the face. Such
+ * ring cells (further from the ring's median than 2.5 robust standard deviations, clamped to 6-20
+ * levels, in any channel) are dropped: the membrane there follows the well-matched rest of the ring.
+ * Returns false when most of the ring disagrees: there is no consensus, and the caller falls back to
+ * plain feathering rather than trust it.
+ */
+function dropOutliers(state: Uint8Array, membrane: Float32Array): boolean {
+  const ring: number[] = [];
+  for (let i = 0; i < state.length; i++) if (state[i] === KNOWN) ring.push(i);
+  if (ring.length < 16) return false;
+  const values = new Float32Array(ring.length);
+  const dev = new Float32Array(ring.length);
+  const bad = new Uint8Array(ring.length);
+  for (let c = 0; c < 3; c++) {
+    for (let k = 0; k < ring.length; k++) values[k] = membrane[ring[k]! * 3 + c]!;
+    const med = median(values);
+    for (let k = 0; k < ring.length; k++) dev[k] = Math.abs(values[k]! - med);
+    const band = Math.min(20, Math.max(6, 2.5 * 1.4826 * median(dev)));
+    for (let k = 0; k < ring.length; k++) if (dev[k]! > band) bad[k] = 1;
+  }
+  let nbad = 0;
+  for (const b of bad) nbad += b;
+  if (nbad > ring.length / 2) return false;
+  for (let k = 0; k < ring.length; k++) if (bad[k]) state[ring[k]!] = NONE;
+  return true;
+}
+
+/**
+ * Writes the warped face into `target` (in place) inside `region`:
+ * out = alpha * face' + (1 - alpha) * target, where face' is the warped face plus, for `poisson`,
+ * the membrane correction. Pixels where alpha is 0 are not touched at all.
+ */
+export function blendInto(
+  target: RgbImage,
+  region: Region,
+  warped: Float32Array,
+  covered: Uint8Array,
+  alpha: Float32Array,
+  mode: BlendMode,
+  faceSize: number,
+): void {
+  const { width: rw, height: rh } = region;
+  const face = warped;
+  if (mode === 'poisson') {
+    const state = new Uint8Array(rw * rh);
+    const membrane = new Float32Array(rw * rh * 3);
+    for (let i = 0; i < rw * rh; i++) if (alpha[i]! > 0) state[i] = INSIDE;
+    // Boundary values only on the ring just outside the mask. Cells further out must stay out of the
+    // problem: they hold background or hair, and the coarse levels would average them in.
+    for (let y = 0; y < rh; y++) {
+      for (let x = 0; x < rw; x++) {
+        const i = y * rw + x;
+        if (state[i] === INSIDE || !covered[i]) continue;
+        const ring =
+          (x > 0 && state[i - 1] === INSIDE) ||
+          (x < rw - 1 && state[i + 1] === INSIDE) ||
+          (y > 0 && state[i - rw] === INSIDE) ||
+          (y < rh - 1 && state[i + rw] === INSIDE);
+        if (!ring) continue;
+        state[i] = KNOWN;
+        const t = ((region.top + y) * target.width + region.left + x) * 3;
+        for (let c = 0; c < 3; c++) membrane[i * 3 + c] = target.data[t + c]! - warped[i * 3 + c]!;
+      }
+    }
+    if (dropOutliers(state, membrane)) {
+      // Relax at full resolution only while the face is small; above ~200 px per level, interpolate.
+      const finest = Math.max(0, Math.floor(Math.log2(faceSize / 200)));
+      solveMembrane(state, membrane, rw, rh, finest);
+      for (let i = 0; i < rw * rh; i++) {
+        if (state[i] !== INSIDE) continue;
+        for (let c = 0; c < 3; c++) face[i * 3 + c] = face[i * 3 + c]! + membrane[i * 3 + c]!;
+      }
+    }
+  }
+  const td = target.data;
+  for (let y = 0; y < rh; y++) {
+    for (let x = 0; x < rw; x++) {
+      const i = y * rw + x;
+      const a = alpha[i]!;
+      if (a <= 0) continue;
+      const t = ((region.top + y) * target.width + region.left + x) * 3;
+      for (let c = 0; c < 3; c++) {
+        const v = a * face[i * 3 + c]! + (1 - a) * td[t + c]!;
+        td[t + c] = v < 0 ? 0 : v > 255 ? 255 : Math.round(v);
+      }
+    }
+  }
+}

@@ -1,0 +1,254 @@
+/**
+ * Colour transfer in CIELAB (D65): Lab separates lightness from chroma and is roughly perceptually
+ * uniform, so matching each channel's mean and spread (Reinhard et al. 2001) moves the source skin
+ * to the target's tone without the hue shifts that per-channel RGB matching produces.
+ */
+
+const SRGB_TO_LINEAR = new Float32Array(256);
+for (let i = 0; i < 256; i++) {
+  const c = i / 255;
+  SRGB_TO_LINEAR[i] = c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+}
+
+const XN = 0.95047;
+const YN = 1.0;
+const ZN = 1.08883;
+
+function fLab(t: number): number {
+  return t > 0.008856451679 ? Math.cbrt(t) : t * 7.787037037 + 16 / 116;
+}
+
+function fLabInv(t: number): number {
+  return t > 0.206896552 ? t * t * t : (t - 16 / 116) / 7.787037037;
+}
+
+/** Linear light (0..1) to sRGB 0..255 through a table: pow() per channel per pixel is the hot spot. */
+const LUT_SIZE = 4096;
+const LINEAR_TO_SRGB = new Float32Array(LUT_SIZE + 1);
+for (let i = 0; i <= LUT_SIZE; i++) {
+  const c = i / LUT_SIZE;
+  LINEAR_TO_SRGB[i] = 255 * (c <= 0.0031308 ? c * 12.92 : 1.055 * c ** (1 / 2.4) - 0.055);
+}
+
+function linearToSrgb(c: number): number {
+  if (c >= 1) return 255;
+  // The curve is steep near 0: below the first table step use the exact linear segment.
+  if (c < 0.0031308) return c * 12.92 * 255;
+  const x = c * LUT_SIZE;
+  const i = Math.floor(x);
+  const f = x - i;
+  return LINEAR_TO_SRGB[i]! * (1 - f) + LINEAR_TO_SRGB[i + 1]! * f;
+}
+
+function srgbLinear(v: number): number {
+  // Float input (warped pixels are fractional): interpolate the table.
+  const x = v < 0 ? 0 : v > 255 ? 255 : v;
+  const i = Math.min(254, Math.floor(x));
+  const f = x - i;
+  return SRGB_TO_LINEAR[i]! * (1 - f) + SRGB_TO_LINEAR[i + 1]! * f;
+}
+
+/** Interleaved sRGB (0..255 floats) to interleaved Lab, for the pixels where `use` is non-zero. */
+export function rgbToLab(rgb: Float32Array, use?: Uint8Array): Float32Array {
+  const out = new Float32Array(rgb.length);
+  const n = rgb.length / 3;
+  for (let i = 0; i < n; i++) {
+    if (use && !use[i]) continue;
+    const o = i * 3;
+    const r = srgbLinear(rgb[o]!);
+    const g = srgbLinear(rgb[o + 1]!);
+    const b = srgbLinear(rgb[o + 2]!);
+    const x = fLab((0.4124564 * r + 0.3575761 * g + 0.1804375 * b) / XN);
+    const y = fLab((0.2126729 * r + 0.7151522 * g + 0.072175 * b) / YN);
+    const z = fLab((0.0193339 * r + 0.119192 * g + 0.9503041 * b) / ZN);
+    out[o] = 116 * y - 16;
+    out[o + 1] = 500 * (x - y);
+    out[o + 2] = 200 * (y - z);
+  }
+  return out;
+}
+
+/** Interleaved Lab back to interleaved sRGB floats (0..255, clamped), where `use` is non-zero. */
+export function labToRgb(lab: Float32Array, use?: Uint8Array): Float32Array {
+  const out = new Float32Array(lab.length);
+  const n = lab.length / 3;
+  for (let i = 0; i < n; i++) {
+    if (use && !use[i]) continue;
+    const o = i * 3;
+    const fy = (lab[o]! + 16) / 116;
+    const fx = fy + lab[o + 1]! / 500;
+    const fz = fy - lab[o + 2]! / 200;
+    const x = fLabInv(fx) * XN;
+    const y = fLabInv(fy) * YN;
+    const z = fLabInv(fz) * ZN;
+    const r = 3.2404542 * x - 1.5371385 * y - 0.4985314 * z;
+    const g = -0.969266 * x + 1.8760108 * y + 0.041556 * z;
+    const b = 0.0556434 * x - 0.2040259 * y + 1.0572252 * z;
+    out[o] = clamp255(linearToSrgb(Math.max(0, r)));
+    out[o + 1] = clamp255(linearToSrgb(Math.max(0, g)));
+    out[o + 2] = clamp255(linearToSrgb(Math.max(0, b)));
+  }
+  return out;
+}
+
+function clamp255(v: number): number {
+  return v < 0 ? 0 : v > 255 ? 255 : v;
+}
+
+export interface ChannelStats {
+  mean: [number, number, number];
+  std: [number, number, number];
+}
+
+/** Weighted mean and standard deviation per channel (weights: e.g. the inner face mask). */
+export function channelStats(values: Float32Array, weight: Float32Array): ChannelStats {
+  const sum = [0, 0, 0];
+  const sq = [0, 0, 0];
+  let wsum = 0;
+  for (let i = 0; i < weight.length; i++) {
+    const w = weight[i]!;
+    if (w <= 0) continue;
+    wsum += w;
+    for (let c = 0; c < 3; c++) {
+      const v = values[i * 3 + c]!;
+      sum[c]! += w * v;
+      sq[c]! += w * v * v;
+    }
+  }
+  const mean: [number, number, number] = [0, 0, 0];
+  const std: [number, number, number] = [0, 0, 0];
+  if (wsum > 0) {
+    for (let c = 0; c < 3; c++) {
+      mean[c] = sum[c]! / wsum;
+      std[c] = Math.sqrt(Math.max(0, sq[c]! / wsum - mean[c]! * mean[c]!));
+    }
+  }
+  return { mean, std };
+}
+
+/**
+ * Moves `values` (Lab, in place) from the `from` statistics to the `to` statistics. The spread ratio is
+ * clamped: an extreme ratio (a face half in shadow, a tiny region) would amplify noise or flatten the face.
+ */
+export function transferStats(values: Float32Array, use: Uint8Array, from: ChannelStats, to: ChannelStats): void {
+  const k = [0, 0, 0];
+  for (let c = 0; c < 3; c++) {
+    const ratio = from.std[c]! > 1e-3 ? to.std[c]! / from.std[c]! : 1;
+    k[c] = Math.min(1.33, Math.max(0.75, ratio));
+  }
+  for (let i = 0; i < use.length; i++) {
+    if (!use[i]) continue;
+    for (let c = 0; c < 3; c++) {
+      const o = i * 3 + c;
+      values[o] = (values[o]! - from.mean[c]!) * k[c]! + to.mean[c]!;
+    }
+  }
+}
+
+/**
+ * One running-sum box pass along lines. `len` pixels per line, `lines` lines; `step` moves along a
+ * line and `lineStep` to the next line (both in pixels; 4 floats per pixel). Edges count as zero,
+ * which the normalisation by the blurred weight makes harmless.
+ */
+function boxPass(src: Float32Array, dst: Float32Array, len: number, lines: number, r: number, step: number, lineStep: number): void {
+  const norm = 1 / (2 * r + 1);
+  for (let l = 0; l < lines; l++) {
+    const base = l * lineStep;
+    const acc = [0, 0, 0, 0];
+    for (let k = 0; k <= Math.min(r, len - 1); k++) {
+      const o = (base + k * step) * 4;
+      for (let c = 0; c < 4; c++) acc[c]! += src[o + c]!;
+    }
+    for (let x = 0; x < len; x++) {
+      const o = (base + x * step) * 4;
+      for (let c = 0; c < 4; c++) dst[o + c] = acc[c]! * norm;
+      const add = x + r + 1;
+      const sub = x - r;
+      if (add < len) {
+        const oa = (base + add * step) * 4;
+        for (let c = 0; c < 4; c++) acc[c]! += src[oa + c]!;
+      }
+      if (sub >= 0) {
+        const os = (base + sub * step) * 4;
+        for (let c = 0; c < 4; c++) acc[c]! -= src[os + c]!;
+      }
+    }
+  }
+}
+
+/**
+ * Local (low-frequency) colour transfer: adds blur(target) - blur(source) to the source, in Lab, so
+ * the new face takes on the target's lighting and local skin tone (a face lit blue on one side and
+ * orange on the other otherwise stays patchy) while keeping its own detail. Both blurs use the same
+ * weights, so no background leaks in; the caller gives skin-only weights so that dark eye make-up or
+ * lipstick in one image is not read as "lighting" and painted onto the other. `sigma` is per channel.
+ *
+ * With equal weights, blur(dst·w) - blur(src·w) = blur((dst - src)·w), normalised by blur(w). The
+ * result is smooth at scale sigma, so it is computed on a grid sigma/3 coarser (box-averaged down,
+ * three box-blur passes ≈ Gaussian, bilinear back up): a large face costs about as little as a small one.
+ */
+export function transferLocal(
+  srcLab: Float32Array,
+  dstLab: Float32Array,
+  weight: Float32Array,
+  use: Uint8Array,
+  width: number,
+  height: number,
+  sigma: readonly [number, number, number],
+): void {
+  for (const sg of new Set(sigma)) {
+    const channels = [0, 1, 2].filter((c) => sigma[c] === sg);
+    const f = Math.max(1, Math.floor(sg / 3));
+    const lw = Math.ceil(width / f);
+    const lh = Math.ceil(height / f);
+    // Per coarse cell: (dst - src)·w for the three channels, then w.
+    const a = new Float32Array(lw * lh * 4);
+    for (let y = 0; y < height; y++) {
+      const row = Math.floor(y / f) * lw;
+      for (let x = 0; x < width; x++) {
+        const i = y * width + x;
+        const wt = weight[i]!;
+        if (wt <= 0) continue;
+        const o = (row + Math.floor(x / f)) * 4;
+        for (let c = 0; c < 3; c++) a[o + c] = a[o + c]! + (dstLab[i * 3 + c]! - srcLab[i * 3 + c]!) * wt;
+        a[o + 3] = a[o + 3]! + wt;
+      }
+    }
+    const sl = sg / f;
+    const r = Math.max(1, Math.round((Math.sqrt(4 * sl * sl + 1) - 1) / 2));
+    const b = new Float32Array(a.length);
+    for (let pass = 0; pass < 3; pass++) {
+      boxPass(a, b, lw, lh, r, 1, lw); // horizontal
+      boxPass(b, a, lh, lw, r, lw, 1); // vertical (rows and columns swapped)
+    }
+    for (let y = 0; y < height; y++) {
+      const gy = Math.min(lh - 1, Math.max(0, (y + 0.5) / f - 0.5));
+      const y0 = Math.floor(gy);
+      const y1 = Math.min(lh - 1, y0 + 1);
+      const fy = gy - y0;
+      for (let x = 0; x < width; x++) {
+        const i = y * width + x;
+        if (!use[i]) continue;
+        const gx = Math.min(lw - 1, Math.max(0, (x + 0.5) / f - 0.5));
+        const x0 = Math.floor(gx);
+        const x1 = Math.min(lw - 1, x0 + 1);
+        const fx = gx - x0;
+        const o00 = (y0 * lw + x0) * 4;
+        const o01 = (y0 * lw + x1) * 4;
+        const o10 = (y1 * lw + x0) * 4;
+        const o11 = (y1 * lw + x1) * 4;
+        const w00 = (1 - fx) * (1 - fy);
+        const w01 = fx * (1 - fy);
+        const w10 = (1 - fx) * fy;
+        const w11 = fx * fy;
+        const wt = a[o00 + 3]! * w00 + a[o01 + 3]! * w01 + a[o10 + 3]! * w10 + a[o11 + 3]! * w11;
+        // Far from any skin (blurred weight ~0) there is nothing to learn from: leave the pixel.
+        if (wt <= 1e-6 * f * f) continue;
+        for (const c of channels) {
+          const num = a[o00 + c]! * w00 + a[o01 + c]! * w01 + a[o10 + c]! * w10 + a[o11 + c]! * w11;
+          srcLab[i * 3 + c] = srcLab[i * 3 + c]! + num / wt;
+        }
+      }
+    }
+  }
+}

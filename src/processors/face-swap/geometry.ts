@@ -1,0 +1,64 @@
+/** Small plane-geometry helpers for landmark sets. */
+import type { Point } from './types.js';
+
+/** Convex hull, counter-clockwise (Andrew's monotone chain). */
+export function convexHull(points: readonly Point[]): Point[] {
+  const pts = [...points].sort((a, b) => a.x - b.x || a.y - b.y);
+  if (pts.length < 3) return pts;
+  const cross = (o: Point, a: Point, b: Point) => (a.x - o.x) * (b.y - o.y) - (a.y - o.y) * (b.x - o.x);
+  const lower: Point[] = [];
+  for (const p of pts) {
+    while (lower.length >= 2 && cross(lower[lower.length - 2]!, lower[lower.length - 1]!, p) <= 0) lower.pop();
+    lower.push(p);
+  }
+  const upper: Point[] = [];
+  for (let i = pts.length - 1; i >= 0; i--) {
+    const p = pts[i]!;
+    while (upper.length >= 2 && cross(upper[upper.length - 2]!, upper[upper.length - 1]!, p) <= 0) upper.pop();
+    upper.push(p);
+  }
+  lower.pop();
+  upper.pop();
+  return lower.concat(upper);
+}
+
+export function polygonArea(poly: readonly Point[]): number {
+  let a = 0;
+  for (let i = 0; i < poly.length; i++) {
+    const p = poly[i]!;
+    const q = poly[(i + 1) % poly.length]!;
+    a += p.x * q.y - q.x * p.y;
+  }
+  return Math.abs(a) / 2;
+}
+
+export interface Region {
+  left: number;
+  top: number;
+  width: number;
+  height: number;
+}
+
+/** Integer bounding box of `points`, grown by `margin` and clipped to a width x height image. */
+export function boundingRegion(points: readonly Point[], margin: number, width: number, height: number): Region {
+  let x0 = Infinity;
+  let y0 = Infinity;
+  let x1 = -Infinity;
+  let y1 = -Infinity;
+  for (const p of points) {
+    x0 = Math.min(x0, p.x);
+    y0 = Math.min(y0, p.y);
+    x1 = Math.max(x1, p.x);
+    y1 = Math.max(y1, p.y);
+  }
+  const left = Math.max(0, Math.floor(x0 - margin));
+  const top = Math.max(0, Math.floor(y0 - margin));
+  const right = Math.min(width, Math.ceil(x1 + margin));
+  const bottom = Math.min(height, Math.ceil(y1 + margin));
+  return { left, top, width: Math.max(0, right - left), height: Math.max(0, bottom - top) };
+}
+
+/** Face scale: square root of the area of the landmarks' hull (robust to yaw, unlike eye distance). */
+export function faceSize(landmarks: readonly Point[]): number {
+  return Math.sqrt(polygonArea(convexHull(landmarks)));
+}

@@ -1,0 +1,129 @@
+/**
+ * The whole job, in whatever thread calls it (the worker thread in production): decode, find faces,
+ * pick the target faces, swap, encode. Failures the client can fix are JobError('invalid_media').
+ */
+import { JobError } from '../../jobs/errors.js';
+import { computeDescriptor, descriptorDistance, detectLandmarks, locateFaces } from './detect.js';
+import { CONTENT_TYPES, EXTENSIONS, decodeImage, encodeImage } from './image.js';
+import type { FaceMode, FaceSwapOptions } from './options.js';
+import { swapFace } from './swap.js';
+import type { Box, Point, RgbImage } from './types.js';
+
+export interface SwapJobInput {
+  source: Uint8Array;
+  target: Uint8Array;
+  reference?: Uint8Array | undefined;
+  options: FaceSwapOptions;
+  maxPixels: number;
+}
+
+export interface SwapJobOutput {
+  bytes: Uint8Array;
+  contentType: string;
+  extension: string;
+  /** How many faces of the target were replaced. */
+  facesSwapped: number;
+}
+
+export interface PipelineHooks {
+  /** Stage names for the job's status_detail. */
+  progress(stage: string): void;
+  /** Throws when the job was cancelled; called between stages. */
+  checkAborted(): void;
+}
+
+/** Which faces mode applies: explicit option, else `reference` when a reference image came along. */
+export function effectiveFaceMode(options: Pick<FaceSwapOptions, 'faces'>, hasReference: boolean): FaceMode {
+  return options.faces ?? (hasReference ? 'reference' : 'largest');
+}
+
+/** Checks that need no pixels, so a bad combination fails before any decoding. */
+export function checkInputs(options: Pick<FaceSwapOptions, 'faces'>, hasReference: boolean): void {
+  const mode = effectiveFaceMode(options, hasReference);
+  if (mode === 'reference' && !hasReference) {
+    throw new JobError('invalid_media', 'input.reference: required when faces is "reference"');
+  }
+  if (mode !== 'reference' && hasReference) {
+    throw new JobError('invalid_media', `input.reference: only used when faces is "reference" (faces is "${mode}")`);
+  }
+}
+
+export async function runFaceSwap(input: SwapJobInput, hooks: PipelineHooks): Promise<SwapJobOutput> {
+  const { options, maxPixels } = input;
+  const hasReference = input.reference !== undefined;
+  checkInputs(options, hasReference);
+  const mode = effectiveFaceMode(options, hasReference);
+
+  hooks.progress('detecting faces');
+  const [source, target, reference] = await Promise.all([
+    decodeImage(input.source, 'input.source', maxPixels),
+    decodeImage(input.target, 'input.target', maxPixels),
+    input.reference ? decodeImage(input.reference, 'input.reference', maxPixels) : undefined,
+  ]);
+  hooks.checkAborted();
+
+  const srcFaces = await locateFaces(source, options.min_confidence);
+  if (srcFaces.length === 0) throw new JobError('invalid_media', 'input.source: no face found');
+  hooks.checkAborted();
+  const dstFaces = await locateFaces(target, options.min_confidence);
+  if (dstFaces.length === 0) throw new JobError('invalid_media', 'input.target: no face found');
+  hooks.checkAborted();
+
+  // The source contributes one face: its largest (faces are sorted largest first).
+  const srcLandmarks = await detectLandmarks(source, srcFaces[0]!.box);
+  let chosen: Point[][];
+  if (mode === 'reference') {
+    chosen = [await matchReference(reference!, target, dstFaces, options, hooks)];
+  } else {
+    const boxes: Box[] = mode === 'all' ? dstFaces.map((f) => f.box) : [dstFaces[0]!.box];
+    chosen = [];
+    for (const box of boxes) chosen.push(await detectLandmarks(target, box));
+  }
+  hooks.checkAborted();
+
+  hooks.progress('swapping faces');
+  const blendOpts = { blend: options.blend, colorCorrection: options.color_correction };
+  for (const dstLandmarks of chosen) {
+    await swapFace(target, dstLandmarks, source, srcLandmarks, blendOpts);
+    hooks.checkAborted();
+  }
+
+  hooks.progress('encoding');
+  const bytes = await encodeImage(target, options.format, options.quality);
+  return {
+    bytes,
+    contentType: CONTENT_TYPES[options.format],
+    extension: EXTENSIONS[options.format],
+    facesSwapped: chosen.length,
+  };
+}
+
+/** Landmarks of the target face whose descriptor is nearest the reference face's, if near enough. */
+async function matchReference(
+  reference: RgbImage,
+  target: RgbImage,
+  dstFaces: { box: Box }[],
+  options: FaceSwapOptions,
+  hooks: PipelineHooks,
+): Promise<Point[]> {
+  const refFaces = await locateFaces(reference, options.min_confidence);
+  if (refFaces.length === 0) throw new JobError('invalid_media', 'input.reference: no face found');
+  const refLandmarks = await detectLandmarks(reference, refFaces[0]!.box);
+  const refDescriptor = await computeDescriptor(reference, refLandmarks);
+  hooks.checkAborted();
+  let best: { landmarks: Point[]; distance: number } | undefined;
+  for (const face of dstFaces) {
+    const landmarks = await detectLandmarks(target, face.box);
+    const distance = descriptorDistance(refDescriptor, await computeDescriptor(target, landmarks));
+    if (!best || distance < best.distance) best = { landmarks, distance };
+    hooks.checkAborted();
+  }
+  if (!best || best.distance > options.match_threshold) {
+    throw new JobError(
+      'invalid_media',
+      `input.reference: no face in input.target matches the reference face ` +
+        `(closest distance ${best ? best.distance.toFixed(2) : 'n/a'}, match_threshold ${options.match_threshold})`,
+    );
+  }
+  return best.landmarks;
+}

@@ -1,0 +1,277 @@
+/**
+ * One face swap on decoded images: landmark geometry, piecewise-affine warp, mask, colour transfer,
+ * blend. Pure computation apart from an optional sharp resize of the source.
+ */
+import { blendInto } from './blend.js';
+import { channelStats, labToRgb, rgbToLab, transferLocal, transferStats } from './color.js';
+import { boundingRegion, convexHull, faceSize, type Region } from './geometry.js';
+import { resizeRegion } from './image.js';
+import { distanceInside, featherAlpha, fillPolygon, rasterizePolygon } from './mask.js';
+import type { BlendMode } from './options.js';
+import type { Point, RgbImage } from './types.js';
+import { triangulate, warpPiecewiseAffine } from './warp.js';
+
+export interface SwapOptions {
+  blend: BlendMode;
+  colorCorrection: boolean;
+}
+
+/**
+ * Geometry and colour knobs, as fractions of the face size (square root of the landmark hull's area).
+ * Chosen by measuring face-descriptor identity transfer and by eye on the face-api sample photos.
+ */
+export interface SwapTuning {
+  /** Blend mask starts this far inside the face outline... */
+  erode: number;
+  /** ...and ramps from 0 to 1 over this distance. */
+  feather: number;
+  /**
+   * Local colour transfer scale for lightness: the source keeps its own shading below this scale
+   * (shading carries identity); above it, the target's lighting wins.
+   */
+  sigmaL: number;
+  /** Same for chroma: a coloured light on the source face carries no identity, so follow the target closely. */
+  sigmaAB: number;
+  /**
+   * 0: the source's eyes, nose and mouth are warped exactly onto the target's; 1: they keep the
+   * source's own proportions (similarity-aligned to the target), which carries much of the identity.
+   * The jaw line always stays the target's, since that is where the blend happens.
+   */
+  shape: number;
+  /** How far above the brows the replaced area reaches, so the target's brows are covered too. */
+  forehead: number;
+}
+
+export const DEFAULT_TUNING: Readonly<SwapTuning> = {
+  erode: 0.02,
+  feather: 0.06,
+  sigmaL: 0.12,
+  sigmaAB: 0.025,
+  shape: 1,
+  forehead: 0.1,
+};
+
+/** Shrink the source first when its face is this much larger than the target face. */
+const MAX_DOWNSAMPLE = 1.25;
+/** Extra folded warp area (fraction of the face) tolerated to keep the source's proportions. */
+const MAX_EXTRA_FOLDED = 0.01;
+/** Margin around eyes, brows and mouth left out of the skin statistics. */
+const FEATURE_MARGIN = 0.04;
+
+/** Landmark groups that are not skin: brows, eyes, outer lip line. */
+const FEATURES: readonly (readonly [number, number])[] = [
+  [17, 22],
+  [22, 27],
+  [36, 42],
+  [42, 48],
+  [48, 60],
+];
+/** Jaw line 0-16, then (after extendForehead) 68-77 above the brows: the outline of the replaced area. */
+const OUTLINE = [...Array.from({ length: 17 }, (_, i) => i), ...Array.from({ length: 10 }, (_, i) => 68 + i)];
+/** Points used to fit the similarity alignment: brows, nose, eyes, mouth. */
+const INNER = Array.from({ length: 68 - 17 }, (_, i) => i + 17);
+
+/** Lift of each brow point (17-26), relative: the outer ends stay low, where hair often covers the temples. */
+const FOREHEAD_TAPER = [0.2, 0.5, 0.8, 1, 1, 1, 1, 0.8, 0.5, 0.2];
+
+/**
+ * Appends 10 points above the brows (17-26), moved along the face's "up" direction (chin → nose
+ * bridge), so the replaced area includes the brows and the blend edge lies on forehead skin.
+ */
+export function extendForehead(lm: readonly Point[], lift: number): Point[] {
+  const chin = lm[8]!;
+  const bridge = lm[27]!;
+  const len = Math.hypot(bridge.x - chin.x, bridge.y - chin.y) || 1;
+  const ux = (bridge.x - chin.x) / len;
+  const uy = (bridge.y - chin.y) / len;
+  const d = lift * faceSize(lm);
+  const above = lm.slice(17, 27).map((p, i) => {
+    const k = d * FOREHEAD_TAPER[i]!;
+    return { x: p.x + ux * k, y: p.y + uy * k };
+  });
+  return [...lm, ...above];
+}
+
+/**
+ * Source landmarks mapped onto the target by the similarity transform (rotation, uniform scale,
+ * translation) that best fits the `fit` points in the least-squares sense (Procrustes, with
+ * complex numbers: the factor a = Σ d·conj(s) / Σ |s|² over centred points is rotation × scale).
+ */
+export function alignSimilarity(src: readonly Point[], dst: readonly Point[], fit: readonly number[]): Point[] {
+  let sx = 0;
+  let sy = 0;
+  let dx = 0;
+  let dy = 0;
+  for (const i of fit) {
+    sx += src[i]!.x;
+    sy += src[i]!.y;
+    dx += dst[i]!.x;
+    dy += dst[i]!.y;
+  }
+  sx /= fit.length;
+  sy /= fit.length;
+  dx /= fit.length;
+  dy /= fit.length;
+  let re = 0;
+  let im = 0;
+  let norm = 0;
+  for (const i of fit) {
+    const ax = src[i]!.x - sx;
+    const ay = src[i]!.y - sy;
+    const bx = dst[i]!.x - dx;
+    const by = dst[i]!.y - dy;
+    re += bx * ax + by * ay;
+    im += by * ax - bx * ay;
+    norm += ax * ax + ay * ay;
+  }
+  const ar = norm > 0 ? re / norm : 1;
+  const ai = norm > 0 ? im / norm : 0;
+  return src.map((p) => {
+    const x = p.x - sx;
+    const y = p.y - sy;
+    return { x: ar * x - ai * y + dx, y: ai * x + ar * y + dy };
+  });
+}
+
+/**
+ * Where the source's landmarks go in the target: jaw and forehead points stay on the target's outline;
+ * brows, eyes, nose and mouth move `shape` of the way to the source's own (aligned) proportions.
+ * Brows move half as far: they sit next to the fixed forehead points and must not cross them.
+ */
+function destinationPoints(srcLm: readonly Point[], targetLm: readonly Point[], tuning: SwapTuning): Point[] {
+  const aligned = alignSimilarity(srcLm, targetLm, INNER);
+  const dst = targetLm.map((p, i) => {
+    if (i < 17) return p;
+    const k = i < 27 ? tuning.shape / 2 : tuning.shape;
+    const a = aligned[i]!;
+    return { x: p.x + k * (a.x - p.x), y: p.y + k * (a.y - p.y) };
+  });
+  return [...dst, ...extendForehead(targetLm, tuning.forehead).slice(68)];
+}
+
+/** Convex polygon grown by `margin` (hull of each vertex pushed out in 8 directions: a Minkowski sum with an octagon). */
+function grow(poly: readonly Point[], margin: number): Point[] {
+  const pts: Point[] = [];
+  for (const p of poly) {
+    for (let k = 0; k < 8; k++) {
+      const a = (k * Math.PI) / 4;
+      pts.push({ x: p.x + margin * Math.cos(a), y: p.y + margin * Math.sin(a) });
+    }
+  }
+  return convexHull(pts);
+}
+
+/**
+ * Area of the destination triangles whose orientation differs between the two point sets (folds in
+ * the warp: mirrored patches), as a fraction of the whole triangulated area. Slivers between nearly
+ * collinear points (the jaw, a closed mouth) fold all the time and harmlessly; large folds do not.
+ */
+export function foldedFraction(src: readonly Point[], dst: readonly Point[], triangles: Uint32Array): number {
+  const signed = (p: readonly Point[], a: number, b: number, c: number) =>
+    (p[b]!.x - p[a]!.x) * (p[c]!.y - p[a]!.y) - (p[c]!.x - p[a]!.x) * (p[b]!.y - p[a]!.y);
+  let folded = 0;
+  let total = 0;
+  for (let t = 0; t < triangles.length; t += 3) {
+    const a = triangles[t]!;
+    const b = triangles[t + 1]!;
+    const c = triangles[t + 2]!;
+    const d = signed(dst, a, b, c);
+    total += Math.abs(d);
+    if (signed(src, a, b, c) * d < 0) folded += Math.abs(d);
+  }
+  return total > 0 ? folded / total : 0;
+}
+
+/** Weights for skin statistics: the blend mask minus eyes, brows and mouth (grown by a margin) of every landmark set. */
+function skinWeights(
+  landmarkSets: readonly (readonly Point[])[],
+  region: Region,
+  alpha: Float32Array,
+  margin: number,
+): Float32Array {
+  const features = new Uint8Array(alpha.length);
+  for (const lm of landmarkSets) {
+    for (const [from, to] of FEATURES) fillPolygon(features, grow(lm.slice(from, to), margin), region, 1);
+  }
+  const w = Float32Array.from(alpha);
+  for (let i = 0; i < w.length; i++) if (features[i]) w[i] = 0;
+  return w;
+}
+
+/**
+ * Replaces the face at `targetLm` (68 landmarks) in `target`, in place, with the face at `srcLm` in
+ * `source`.
+ */
+export async function swapFace(
+  target: RgbImage,
+  targetLm: readonly Point[],
+  source: RgbImage,
+  srcLm: readonly Point[],
+  opts: SwapOptions,
+  tuning: SwapTuning = DEFAULT_TUNING,
+): Promise<void> {
+  const size = faceSize(targetLm);
+  let srcPts = extendForehead(srcLm, tuning.forehead);
+  // Keep as much of the source's proportions as the geometry allows: a source face much longer or
+  // wider than the target's could push its features across the fixed outline and fold triangles
+  // over (mirrored patches). Some folding comes from pose differences whatever `shape` is, so
+  // `shape` is halved only while it folds noticeably more of the face than shape 0 would.
+  const at = (shape: number) => {
+    const dst = destinationPoints(srcLm, targetLm, { ...tuning, shape });
+    const tris = triangulate(dst);
+    return { dst, tris, folded: foldedFraction(srcPts, dst, tris) };
+  };
+  let shape = tuning.shape;
+  let geo = at(shape);
+  if (shape > 0 && geo.folded > MAX_EXTRA_FOLDED) {
+    const baseline = at(0).folded;
+    while (shape > 0.1 && geo.folded > baseline + MAX_EXTRA_FOLDED) {
+      shape /= 2;
+      geo = at(shape);
+    }
+  }
+  const { dst: dstPts, tris: triangles } = geo;
+  let src = source;
+  // Bilinear sampling of a much larger face aliases (jaggy hair lines, sparkling skin): shrink the
+  // source face to about the target's scale with an area-averaging resize first.
+  const ratio = faceSize(srcLm) / size;
+  if (ratio > MAX_DOWNSAMPLE) {
+    const r = boundingRegion(srcPts, 0.1 * faceSize(srcLm), source.width, source.height);
+    const w = Math.max(2, Math.round(r.width / ratio));
+    const h = Math.max(2, Math.round(r.height / ratio));
+    src = await resizeRegion(source, r, w, h);
+    const kx = r.width / w;
+    const ky = r.height / h;
+    srcPts = srcPts.map((p) => ({ x: (p.x - r.left) / kx, y: (p.y - r.top) / ky }));
+  }
+
+  const region = boundingRegion([...dstPts, ...targetLm], 2, target.width, target.height);
+  if (region.width < 4 || region.height < 4) return;
+  const n = region.width * region.height;
+
+  const { rgb: warped, covered } = warpPiecewiseAffine(src, srcPts, dstPts, triangles, region);
+
+  const inside = rasterizePolygon(convexHull(OUTLINE.map((i) => dstPts[i]!)), region);
+  for (let i = 0; i < n; i++) inside[i] = inside[i]! & covered[i]!;
+  const dist = distanceInside(inside, region.width, region.height);
+  const alpha = featherAlpha(dist, tuning.erode * size, tuning.feather * size);
+
+  if (opts.colorCorrection) {
+    const dstRgb = new Float32Array(n * 3);
+    for (let y = 0; y < region.height; y++) {
+      const row = ((region.top + y) * target.width + region.left) * 3;
+      for (let i = 0; i < region.width * 3; i++) dstRgb[y * region.width * 3 + i] = target.data[row + i]!;
+    }
+    const srcLab = rgbToLab(warped, covered);
+    const dstLab = rgbToLab(dstRgb, covered);
+    // Statistics over skin only: the target's features sit at targetLm, the warped source's at dstPts.
+    const skin = skinWeights([targetLm, dstPts], region, alpha, FEATURE_MARGIN * size);
+    transferStats(srcLab, covered, channelStats(srcLab, skin), channelStats(dstLab, skin));
+    const sl = tuning.sigmaL * size;
+    const sab = tuning.sigmaAB * size;
+    transferLocal(srcLab, dstLab, skin, covered, region.width, region.height, [sl, sab, sab]);
+    warped.set(labToRgb(srcLab, covered));
+  }
+
+  blendInto(target, region, warped, covered, alpha, opts.blend, size);
+}

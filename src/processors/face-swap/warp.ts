@@ -1,0 +1,98 @@
+/**
+ * Piecewise-affine warp: the target's landmarks are triangulated (Delaunay), and every target pixel
+ * inside a triangle is mapped back into the matching source triangle by that triangle's affine map
+ * and sampled bilinearly. Inverse mapping leaves no holes; one triangulation drives both images, so
+ * the triangles correspond one to one.
+ */
+import Delaunator from 'delaunator';
+import type { Region } from './geometry.js';
+import type { Point, RgbImage } from './types.js';
+
+/** Triangle vertex indices (3 per triangle) of the Delaunay triangulation of `points`. */
+export function triangulate(points: readonly Point[]): Uint32Array {
+  // Delaunator only reads the array; its typing asks for a mutable one.
+  return Delaunator.from(
+    points as Point[],
+    (p) => p.x,
+    (p) => p.y,
+  ).triangles;
+}
+
+export interface WarpResult {
+  /** Warped RGB, float, region-sized (width * height * 3). */
+  rgb: Float32Array;
+  /** 1 where a triangle covered the pixel (i.e. inside the hull of the landmarks). */
+  covered: Uint8Array;
+}
+
+/**
+ * Warps `src` so that `srcPts` land on `dstPts`, rendering only the part inside `region` of the
+ * destination. Pixel centres are at integer + 0.5 in both images, as for the landmark coordinates.
+ */
+export function warpPiecewiseAffine(
+  src: RgbImage,
+  srcPts: readonly Point[],
+  dstPts: readonly Point[],
+  triangles: Uint32Array,
+  region: Region,
+): WarpResult {
+  const { width: rw, height: rh } = region;
+  const rgb = new Float32Array(rw * rh * 3);
+  const covered = new Uint8Array(rw * rh);
+  const sw = src.width;
+  const sh = src.height;
+  const sd = src.data;
+  const EPS = 1e-7; // include shared edges on both sides: no cracks between triangles
+
+  for (let t = 0; t < triangles.length; t += 3) {
+    const d0 = dstPts[triangles[t]!]!;
+    const d1 = dstPts[triangles[t + 1]!]!;
+    const d2 = dstPts[triangles[t + 2]!]!;
+    const s0 = srcPts[triangles[t]!]!;
+    const s1 = srcPts[triangles[t + 1]!]!;
+    const s2 = srcPts[triangles[t + 2]!]!;
+    const det = (d1.y - d2.y) * (d0.x - d2.x) + (d2.x - d1.x) * (d0.y - d2.y);
+    if (Math.abs(det) < 1e-9) continue; // degenerate triangle: its neighbours cover its (zero) area
+    const inv = 1 / det;
+
+    const x0 = Math.max(region.left, Math.floor(Math.min(d0.x, d1.x, d2.x) - 0.5));
+    const x1 = Math.min(region.left + rw - 1, Math.ceil(Math.max(d0.x, d1.x, d2.x) - 0.5));
+    const y0 = Math.max(region.top, Math.floor(Math.min(d0.y, d1.y, d2.y) - 0.5));
+    const y1 = Math.min(region.top + rh - 1, Math.ceil(Math.max(d0.y, d1.y, d2.y) - 0.5));
+
+    for (let y = y0; y <= y1; y++) {
+      const py = y + 0.5;
+      for (let x = x0; x <= x1; x++) {
+        const px = x + 0.5;
+        // Barycentric coordinates of the pixel centre in the destination triangle.
+        const l0 = ((d1.y - d2.y) * (px - d2.x) + (d2.x - d1.x) * (py - d2.y)) * inv;
+        const l1 = ((d2.y - d0.y) * (px - d2.x) + (d0.x - d2.x) * (py - d2.y)) * inv;
+        const l2 = 1 - l0 - l1;
+        if (l0 < -EPS || l1 < -EPS || l2 < -EPS) continue;
+        // Same weights in the source triangle give the sample position (index space: centre - 0.5).
+        let sx = l0 * s0.x + l1 * s1.x + l2 * s2.x - 0.5;
+        let sy = l0 * s0.y + l1 * s1.y + l2 * s2.y - 0.5;
+        sx = sx < 0 ? 0 : sx > sw - 1 ? sw - 1 : sx;
+        sy = sy < 0 ? 0 : sy > sh - 1 ? sh - 1 : sy;
+        const ix = Math.min(sw - 2, Math.floor(sx));
+        const iy = Math.min(sh - 2, Math.floor(sy));
+        const fx = sx - ix;
+        const fy = sy - iy;
+        const i00 = (iy * sw + ix) * 3;
+        const i01 = i00 + 3;
+        const i10 = i00 + sw * 3;
+        const i11 = i10 + 3;
+        const w00 = (1 - fx) * (1 - fy);
+        const w01 = fx * (1 - fy);
+        const w10 = (1 - fx) * fy;
+        const w11 = fx * fy;
+        const o = ((y - region.top) * rw + (x - region.left)) * 3;
+        for (let c = 0; c < 3; c++) {
+          rgb[o + c] = sd[i00 + c]! * w00 + sd[i01 + c]! * w01 + sd[i10 + c]! * w10 + sd[i11 + c]! * w11;
+        }
+        covered[o / 3] = 1;
+      }
+    }
+  }
+  return { rgb, covered };
+}

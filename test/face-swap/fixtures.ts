@@ -1,0 +1,123 @@
+/**
+ * Test inputs built from face-api's sample photographs (node_modules/@vladmandic/face-api/demo,
+ * MIT licence) plus a synthetic no-face landscape. Face indices are "largest first", as detect.ts
+ * sorts them; the crops below are fixed rectangles so the fixtures do not depend on detection.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import sharp from 'sharp';
+import type { FetchedMedia, RunContext } from '../../src/processors/types.js';
+import { faceSwapOptionsSchema, type FaceSwapOptions } from '../../src/processors/face-swap/index.js';
+
+const require = createRequire(import.meta.url);
+const demoDir = path.join(path.dirname(require.resolve('@vladmandic/face-api/package.json')), 'demo');
+
+export function sample(n: 1 | 2 | 3 | 4 | 5 | 6): Buffer {
+  return readFileSync(path.join(demoDir, `sample${n}.jpg`));
+}
+
+export interface Rect {
+  left: number;
+  top: number;
+  width: number;
+  height: number;
+}
+
+export async function crop(bytes: Buffer, r: Rect, scale = 1): Promise<Buffer> {
+  let s = sharp(bytes).extract(r);
+  if (scale !== 1) s = s.resize(Math.round(r.width * scale));
+  return s.jpeg({ quality: 92 }).toBuffer();
+}
+
+/** Head-and-shoulders crops around single faces (the face's box grown by 80% on each side). */
+export const PORTRAITS = {
+  /** sample3, left: curly blonde hair, frontal. */
+  curlyBlonde: { n: 3, rect: { left: 425, top: 167, width: 520, height: 520 } },
+  /** sample3, right: dark hair, smiling. */
+  darkHair: { n: 3, rect: { left: 1378, top: 154, width: 442, height: 442 } },
+  /** sample6, right: brunette, frontal (the largest face of sample6). */
+  brunette: { n: 6, rect: { left: 1317, top: 90, width: 552, height: 552 } },
+  /** sample6, second from left: does not appear in sample4. */
+  sample6second: { n: 6, rect: { left: 553, top: 193, width: 413, height: 413 } },
+  /** sample4, the third largest face (second from the right). */
+  sample4third: { n: 4, rect: { left: 852, top: 43, width: 443, height: 443 } },
+} as const satisfies Record<string, { n: 1 | 2 | 3 | 4 | 5 | 6; rect: Rect }>;
+
+export function portrait(name: keyof typeof PORTRAITS, scale = 1): Promise<Buffer> {
+  const p = PORTRAITS[name];
+  return crop(sample(p.n), p.rect, scale);
+}
+
+/** Deterministic PRNG (mulberry32), so the synthetic image is the same on every run. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A landscape-like picture with no face: sky gradient, two mountain ridges, textured grass. */
+export async function landscape(width = 1024, height = 683): Promise<Buffer> {
+  const rand = rng(42);
+  const px = Buffer.alloc(width * height * 3);
+  const ridge1 = (x: number) => height * (0.42 + 0.08 * Math.sin(x / 97) + 0.04 * Math.sin(x / 23 + 1));
+  const ridge2 = (x: number) => height * (0.55 + 0.05 * Math.sin(x / 61 + 2) + 0.02 * Math.sin(x / 17));
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const o = (y * width + x) * 3;
+      const n = rand() * 20 - 10;
+      let rgb: [number, number, number];
+      if (y < ridge1(x)) {
+        const t = y / height;
+        rgb = [90 + 100 * t, 150 + 70 * t, 235];
+      } else if (y < ridge2(x)) {
+        rgb = [95 + n, 100 + n, 120 + n];
+      } else {
+        const t = (y - height * 0.55) / (height * 0.45);
+        rgb = [50 + 30 * t + n * 2, 110 + 40 * t + n * 2, 40 + n];
+      }
+      px[o] = Math.max(0, Math.min(255, rgb[0]));
+      px[o + 1] = Math.max(0, Math.min(255, rgb[1]));
+      px[o + 2] = Math.max(0, Math.min(255, rgb[2]));
+    }
+  }
+  return sharp(px, { raw: { width, height, channels: 3 } }).jpeg({ quality: 90 }).toBuffer();
+}
+
+export function media(bytes: Buffer, mime = 'image/jpeg'): FetchedMedia[] {
+  return [{ url: 'https://example.com/input.jpg', bytes, mime }];
+}
+
+export interface TestRun {
+  ctx: RunContext<FaceSwapOptions>;
+  stages: string[];
+  abort: AbortController;
+}
+
+export function runContext(
+  slots: { source?: Buffer; target?: Buffer; reference?: Buffer },
+  options: Record<string, unknown> = {},
+): TestRun {
+  const abort = new AbortController();
+  const stages: string[] = [];
+  const m: RunContext<FaceSwapOptions>['media'] = {};
+  if (slots.source) m.source = media(slots.source);
+  if (slots.target) m.target = media(slots.target);
+  if (slots.reference) m.reference = media(slots.reference);
+  return {
+    abort,
+    stages,
+    ctx: {
+      model: 'warp-blend-v1',
+      options: faceSwapOptionsSchema.parse(options),
+      media: m,
+      signal: abort.signal,
+      progress: (s) => stages.push(s),
+    },
+  };
+}

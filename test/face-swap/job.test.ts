@@ -1,0 +1,267 @@
+/**
+ * The job type end to end, through its worker-thread pool, on face-api's sample photographs.
+ * Identity is checked the way a person would not be fooled easily: with the same face-api
+ * recognition model, the swapped face must be closer to the source face than to the face it replaced.
+ * Generous timeouts, no timing assertions: this must pass on a loaded 2-core machine.
+ */
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { JobError } from '../../src/jobs/errors.js';
+import { detectFaces, descriptorDistance, loadFaceModels } from '../../src/processors/face-swap/detect.js';
+import { decodeImage } from '../../src/processors/face-swap/image.js';
+import { createFaceSwapJobType, type FaceSwapJobType } from '../../src/processors/face-swap/index.js';
+import type { Box, DetectedFace, RgbImage } from '../../src/processors/face-swap/types.js';
+import { landscape, portrait, runContext, sample } from './fixtures.js';
+
+const LONG = 180_000;
+const decode = (bytes: Buffer | Uint8Array) => decodeImage(bytes, 'test', 1e9);
+
+/** The face's landmark bounding box, grown by `grow` x its size on every side, as integers. */
+function around(face: DetectedFace, grow: number, img: RgbImage): Box {
+  const xs = face.landmarks.map((p) => p.x);
+  const ys = face.landmarks.map((p) => p.y);
+  const x0 = Math.min(...xs);
+  const y0 = Math.min(...ys);
+  const w = Math.max(...xs) - x0;
+  const h = Math.max(...ys) - y0;
+  const left = Math.max(0, Math.floor(x0 - grow * w));
+  const top = Math.max(0, Math.floor(y0 - grow * h));
+  return {
+    x: left,
+    y: top,
+    width: Math.min(img.width, Math.ceil(x0 + w + grow * w)) - left,
+    height: Math.min(img.height, Math.ceil(y0 + h + grow * h)) - top,
+  };
+}
+
+function inBox(b: Box, x: number, y: number): boolean {
+  return x >= b.x && x < b.x + b.width && y >= b.y && y < b.y + b.height;
+}
+
+/** Mean absolute difference over a box. */
+function meanDiff(a: RgbImage, b: RgbImage, box: Box): number {
+  let sum = 0;
+  for (let y = box.y; y < box.y + box.height; y++) {
+    for (let x = box.x; x < box.x + box.width; x++) {
+      const o = (y * a.width + x) * 3;
+      for (let c = 0; c < 3; c++) sum += Math.abs(a.data[o + c]! - b.data[o + c]!);
+    }
+  }
+  return sum / (box.width * box.height * 3);
+}
+
+/** Number of pixels that differ at all, outside every box in `keepOut`. */
+function changedOutside(a: RgbImage, b: RgbImage, keepOut: Box[]): number {
+  let changed = 0;
+  for (let y = 0; y < a.height; y++) {
+    for (let x = 0; x < a.width; x++) {
+      if (keepOut.some((k) => inBox(k, x, y))) continue;
+      const o = (y * a.width + x) * 3;
+      if (a.data[o] !== b.data[o] || a.data[o + 1] !== b.data[o + 1] || a.data[o + 2] !== b.data[o + 2]) changed++;
+    }
+  }
+  return changed;
+}
+
+/** The face in `faces` whose box centre is nearest `to`'s. */
+function nearest(faces: DetectedFace[], to: DetectedFace): DetectedFace {
+  const c = (f: DetectedFace) => [f.box.x + f.box.width / 2, f.box.y + f.box.height / 2] as const;
+  const [tx, ty] = c(to);
+  return faces.reduce((best, f) => {
+    const [x, y] = c(f);
+    const [bx, by] = c(best);
+    return Math.hypot(x - tx, y - ty) < Math.hypot(bx - tx, by - ty) ? f : best;
+  });
+}
+
+async function expectJobError(p: Promise<unknown>, message: RegExp): Promise<void> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(JobError);
+  expect((err as JobError).errorType).toBe('invalid_media');
+  expect((err as JobError).message).toMatch(message);
+}
+
+describe('image-face-swap (warp-blend-v1)', { timeout: LONG }, () => {
+  let jt: FaceSwapJobType;
+
+  beforeAll(async () => {
+    jt = createFaceSwapJobType({ threads: 1 });
+    // Models in the worker thread (for the jobs) and here (to measure the results).
+    await Promise.all([jt.warmup(), loadFaceModels()]);
+  }, LONG);
+
+  afterAll(async () => {
+    await jt?.close();
+  });
+
+  it('swaps the largest face: target size kept, identity moved to the source, rest untouched', async () => {
+    const source = await portrait('curlyBlonde');
+    const target = sample(6);
+    const run = runContext({ source, target }, { format: 'png' });
+    const result = await jt.run(run.ctx);
+
+    expect(result.contentType).toBe('image/png');
+    expect(result.extension).toBe('png');
+    expect(run.stages).toEqual(['detecting faces', 'swapping faces', 'encoding']);
+
+    const before = await decode(target);
+    const after = await decode(result.bytes);
+    expect([after.width, after.height]).toEqual([before.width, before.height]);
+
+    const srcFace = (await detectFaces(await decode(source), { descriptors: true }))[0]!;
+    const beforeFaces = await detectFaces(before, { descriptors: true });
+    const original = beforeFaces[0]!; // the largest face is the one replaced
+    const swapped = nearest(await detectFaces(after, { descriptors: true }), original);
+    const toSource = descriptorDistance(swapped.descriptor!, srcFace.descriptor!);
+    const toOriginal = descriptorDistance(swapped.descriptor!, original.descriptor!);
+    expect(toSource).toBeLessThan(toOriginal);
+
+    // The face visibly changed; everything well outside it is bit-identical (PNG is lossless).
+    expect(meanDiff(before, after, around(original, 0, before))).toBeGreaterThan(4);
+    expect(changedOutside(before, after, [around(original, 0.5, before)])).toBe(0);
+    // The other faces in the photo are untouched.
+    for (const other of beforeFaces.slice(1)) expect(meanDiff(before, after, around(other, 0, before))).toBe(0);
+  });
+
+  it('answers JPEG by default, decodable, with the target size', async () => {
+    const run = runContext({ source: await portrait('darkHair'), target: await portrait('brunette') });
+    const result = await jt.run(run.ctx);
+    expect(result.contentType).toBe('image/jpeg');
+    expect(result.extension).toBe('jpg');
+    const meta = await sharp(result.bytes).metadata();
+    expect(meta.format).toBe('jpeg');
+    expect([meta.width, meta.height]).toEqual([552, 552]);
+  });
+
+  it('with a reference, replaces only the face that matches it', async () => {
+    const target = sample(4);
+    // The third-largest face of sample4, cropped and scaled: a different image of that person.
+    const reference = await portrait('sample4third', 0.8);
+    const run = runContext({ source: await portrait('curlyBlonde'), target, reference }, { format: 'png' });
+    const result = await jt.run(run.ctx);
+
+    const before = await decode(target);
+    const after = await decode(result.bytes);
+    const faces = await detectFaces(before);
+    expect(faces.length).toBe(4);
+    const refFace = (await detectFaces(await decode(reference), { descriptors: true }))[0]!;
+    // Which target face is the referenced person, measured independently here.
+    const withDesc = await detectFaces(before, { descriptors: true });
+    const distances = withDesc.map((f) => descriptorDistance(f.descriptor!, refFace.descriptor!));
+    const match = distances.indexOf(Math.min(...distances));
+    expect(match).toBe(2);
+
+    expect(meanDiff(before, after, around(faces[match]!, 0, before))).toBeGreaterThan(4);
+    faces.forEach((f, i) => {
+      if (i !== match) expect(meanDiff(before, after, around(f, 0, before)), `face ${i}`).toBe(0);
+    });
+    expect(changedOutside(before, after, [around(faces[match]!, 0.5, before)])).toBe(0);
+  });
+
+  it('fails cleanly when no target face matches the reference', async () => {
+    const run = runContext({
+      source: await portrait('curlyBlonde'),
+      target: sample(4),
+      reference: await portrait('sample6second'),
+    });
+    await expectJobError(jt.run(run.ctx), /^input\.reference: no face in input\.target matches the reference face/);
+  });
+
+  it('with faces=all, replaces every face', async () => {
+    const target = sample(4);
+    const run = runContext({ source: await portrait('curlyBlonde'), target }, { faces: 'all', format: 'png' });
+    const result = await jt.run(run.ctx);
+    const before = await decode(target);
+    const after = await decode(result.bytes);
+    const faces = await detectFaces(before);
+    for (const [i, f] of faces.entries()) expect(meanDiff(before, after, around(f, 0, before)), `face ${i}`).toBeGreaterThan(4);
+    expect(changedOutside(before, after, faces.map((f) => around(f, 0.5, before)))).toBe(0);
+  });
+
+  it('fails cleanly, naming the input, when a picture has no face', async () => {
+    const noFace = await landscape();
+    const face = await portrait('brunette');
+    await expectJobError(jt.run(runContext({ source: noFace, target: face }).ctx), /^input\.source: no face found$/);
+    await expectJobError(jt.run(runContext({ source: face, target: noFace }).ctx), /^input\.target: no face found$/);
+    await expectJobError(
+      jt.run(runContext({ source: face, target: sample(4), reference: noFace }).ctx),
+      /^input\.reference: no face found$/,
+    );
+  });
+
+  it('refuses undecodable input and contradictory options', async () => {
+    const face = await portrait('brunette');
+    await expectJobError(
+      jt.run(runContext({ source: Buffer.from('definitely not an image'), target: face }).ctx),
+      /^input\.source: not a decodable image$/,
+    );
+    await expectJobError(
+      jt.run(runContext({ source: face, target: face }, { faces: 'reference' }).ctx),
+      /^input\.reference: required/,
+    );
+  });
+
+  it('respects EXIF orientation', async () => {
+    // An upright portrait stored rotated a quarter turn, with orientation 6 ("rotate 90° CW to view").
+    const upright = await sharp(sample(6)).extract({ left: 1317, top: 90, width: 552, height: 700 }).png().toBuffer();
+    const stored = await sharp(upright).rotate(-90).withMetadata({ orientation: 6 }).jpeg({ quality: 95 }).toBuffer();
+    const storedMeta = await sharp(stored).metadata();
+    expect([storedMeta.width, storedMeta.height, storedMeta.orientation]).toEqual([700, 552, 6]);
+
+    const run = runContext({ source: await portrait('curlyBlonde'), target: stored }, { format: 'png' });
+    const result = await jt.run(run.ctx);
+    const after = await decode(result.bytes);
+    expect([after.width, after.height]).toEqual([552, 700]);
+    // Upright and unchanged away from the face (up to JPEG noise).
+    const before = await decode(upright);
+    const face = (await detectFaces(before))[0]!;
+    const corner = { x: 0, y: 600, width: 552, height: 100 };
+    expect(inBox(around(face, 0.5, before), 0, 600)).toBe(false);
+    expect(meanDiff(before, after, corner)).toBeLessThan(3);
+    expect(meanDiff(before, after, around(face, 0, before))).toBeGreaterThan(4);
+  });
+
+  it('refuses images over the pixel limit before decoding them', async () => {
+    const small = createFaceSwapJobType({ maxPixels: 1_000_000 });
+    try {
+      const run = runContext({ source: await portrait('darkHair'), target: sample(6) });
+      await expectJobError(small.run(run.ctx), /^input\.target: image is 1920x1537 \(3 MP\), over the 1 MP limit$/);
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('stops when the job is aborted, and the pool keeps working', async () => {
+    const source = await portrait('curlyBlonde');
+    const target = sample(6);
+
+    // Already aborted: refused at once.
+    const pre = runContext({ source, target });
+    pre.abort.abort(new Error('cancelled before start'));
+    await expect(jt.run(pre.ctx)).rejects.toThrow('cancelled before start');
+
+    // Aborted while running: as soon as the worker reports its first stage (two detector passes,
+    // each followed by a cancellation check, are still ahead of it).
+    const running = runContext({ source, target });
+    running.ctx.progress = (stage) => {
+      running.stages.push(stage);
+      running.abort.abort(new Error('cancelled while running'));
+    };
+    await expect(jt.run(running.ctx)).rejects.toThrow('cancelled while running');
+    expect(running.stages).toEqual(['detecting faces']);
+
+    // Aborted while queued behind another job (one thread): dropped, the first job completes.
+    const first = runContext({ source, target });
+    const queued = runContext({ source, target });
+    const p1 = jt.run(first.ctx);
+    const p2 = jt.run(queued.ctx);
+    queued.abort.abort(new Error('cancelled in queue'));
+    await expect(p2).rejects.toThrow('cancelled in queue');
+    const r1 = await p1;
+    expect(r1.contentType).toBe('image/jpeg');
+    expect(queued.stages).toEqual([]);
+  });
+});

@@ -1,0 +1,297 @@
+/** Fast tests of the pure parts: options, geometry, warp, mask, colour, membrane. No models loaded. */
+import sharp from 'sharp';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { JobError } from '../../src/jobs/errors.js';
+import { solveMembrane } from '../../src/processors/face-swap/blend.js';
+import { channelStats, labToRgb, rgbToLab, transferStats } from '../../src/processors/face-swap/color.js';
+import { boundingRegion, convexHull, polygonArea } from '../../src/processors/face-swap/geometry.js';
+import { CONTENT_TYPES, decodeImage, encodeImage } from '../../src/processors/face-swap/image.js';
+import { createFaceSwapJobType, faceSwapOptionsSchema } from '../../src/processors/face-swap/index.js';
+import { distanceInside, featherAlpha, rasterizePolygon } from '../../src/processors/face-swap/mask.js';
+import { checkInputs, effectiveFaceMode } from '../../src/processors/face-swap/pipeline.js';
+import { alignSimilarity, foldedFraction } from '../../src/processors/face-swap/swap.js';
+import type { Point, RgbImage } from '../../src/processors/face-swap/types.js';
+import { triangulate, warpPiecewiseAffine } from '../../src/processors/face-swap/warp.js';
+
+describe('face-swap options', () => {
+  it('fills defaults and rejects unknown or invalid fields', () => {
+    expect(faceSwapOptionsSchema.parse({})).toEqual({
+      format: 'jpeg',
+      quality: 90,
+      blend: 'poisson',
+      color_correction: true,
+      min_confidence: 0.5,
+      match_threshold: 0.6,
+    });
+    expect(faceSwapOptionsSchema.safeParse({ fromat: 'png' }).success).toBe(false);
+    expect(faceSwapOptionsSchema.safeParse({ faces: 'some' }).success).toBe(false);
+    expect(faceSwapOptionsSchema.safeParse({ quality: 0 }).success).toBe(false);
+    expect(faceSwapOptionsSchema.safeParse({ format: 'gif' }).success).toBe(false);
+  });
+
+  it('describes every option in its JSON Schema (the API docs are generated from it)', () => {
+    const schema = z.toJSONSchema(faceSwapOptionsSchema, { io: 'input' }) as {
+      additionalProperties: boolean;
+      properties: Record<string, { description?: string }>;
+    };
+    expect(schema.additionalProperties).toBe(false);
+    for (const [name, prop] of Object.entries(schema.properties)) {
+      expect(prop.description, name).toBeTruthy();
+    }
+  });
+
+  it('declares its slots and model without starting threads', async () => {
+    const jt = createFaceSwapJobType();
+    expect(jt.name).toBe('image-face-swap');
+    expect(jt.models.map((m) => m.name)).toEqual(['warp-blend-v1']);
+    expect(jt.slots.source).toMatchObject({ required: true, min: 1, max: 1, accepts: 'image' });
+    expect(jt.slots.target).toMatchObject({ required: true, min: 1, max: 1, accepts: 'image' });
+    expect(jt.slots.reference).toMatchObject({ required: false, min: 1, max: 1, accepts: 'image' });
+    expect(jt.slots.audio).toBeUndefined();
+    await jt.close(); // no pool yet: a no-op
+  });
+
+  it('picks the faces mode and refuses contradictory inputs', () => {
+    expect(effectiveFaceMode({}, false)).toBe('largest');
+    expect(effectiveFaceMode({}, true)).toBe('reference');
+    expect(effectiveFaceMode({ faces: 'all' }, false)).toBe('all');
+    expect(() => checkInputs({ faces: 'reference' }, false)).toThrow(/^input\.reference: required/);
+    expect(() => checkInputs({ faces: 'largest' }, true)).toThrow(JobError);
+    expect(() => checkInputs({ faces: 'all' }, false)).not.toThrow();
+  });
+});
+
+describe('geometry', () => {
+  it('builds a convex hull and its area', () => {
+    const pts: Point[] = [
+      { x: 0, y: 0 },
+      { x: 10, y: 0 },
+      { x: 10, y: 10 },
+      { x: 0, y: 10 },
+      { x: 5, y: 5 },
+      { x: 2, y: 7 },
+    ];
+    const hull = convexHull(pts);
+    expect(hull).toHaveLength(4);
+    expect(polygonArea(hull)).toBeCloseTo(100);
+    expect(boundingRegion(pts, 2, 11, 100)).toEqual({ left: 0, top: 0, width: 11, height: 12 });
+  });
+
+  it('recovers a similarity transform exactly', () => {
+    const src: Point[] = [
+      { x: 1, y: 2 },
+      { x: 5, y: 1 },
+      { x: 3, y: 7 },
+      { x: -2, y: 4 },
+    ];
+    const angle = 0.4;
+    const scale = 1.7;
+    const dst = src.map((p) => ({
+      x: scale * (Math.cos(angle) * p.x - Math.sin(angle) * p.y) + 10,
+      y: scale * (Math.sin(angle) * p.x + Math.cos(angle) * p.y) - 3,
+    }));
+    const aligned = alignSimilarity(src, dst, [0, 1, 2, 3]);
+    aligned.forEach((p, i) => {
+      expect(p.x).toBeCloseTo(dst[i]!.x, 6);
+      expect(p.y).toBeCloseTo(dst[i]!.y, 6);
+    });
+  });
+});
+
+function gradientImage(width: number, height: number): RgbImage {
+  const data = new Uint8Array(width * height * 3);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const o = (y * width + x) * 3;
+      data[o] = x * 2;
+      data[o + 1] = y * 2;
+      data[o + 2] = (x + y) % 256;
+    }
+  }
+  return { data, width, height };
+}
+
+describe('fold detection', () => {
+  it('measures the share of the warp that is mirrored', () => {
+    const pts: Point[] = [
+      { x: 0, y: 0 },
+      { x: 10, y: 0 },
+      { x: 0, y: 10 },
+      { x: 10, y: 10 },
+    ];
+    const tris = triangulate(pts);
+    expect(foldedFraction(pts, pts, tris)).toBe(0);
+    const mirrored = pts.map((p) => ({ x: -p.x, y: p.y }));
+    expect(foldedFraction(mirrored, pts, tris)).toBe(1);
+  });
+});
+
+describe('piecewise-affine warp', () => {
+  const grid: Point[] = [];
+  for (let y = 0; y <= 4; y++) for (let x = 0; x <= 4; x++) grid.push({ x: 10 + x * 20, y: 10 + y * 20 });
+
+  it('is the identity when source and destination points agree', () => {
+    const img = gradientImage(120, 120);
+    const region = { left: 0, top: 0, width: 120, height: 120 };
+    const { rgb, covered } = warpPiecewiseAffine(img, grid, grid, triangulate(grid), region);
+    let coveredCount = 0;
+    for (let i = 0; i < 120 * 120; i++) {
+      if (!covered[i]) continue;
+      coveredCount++;
+      for (let c = 0; c < 3; c++) expect(Math.abs(rgb[i * 3 + c]! - img.data[i * 3 + c]!)).toBeLessThan(1e-3);
+    }
+    // The hull of the grid is 80x80 pixels: covered without cracks.
+    expect(coveredCount).toBe(80 * 80);
+  });
+
+  it('follows a translation of the points', () => {
+    const img = gradientImage(120, 120);
+    const moved = grid.map((p) => ({ x: p.x + 7, y: p.y + 3 }));
+    const region = { left: 0, top: 0, width: 120, height: 120 };
+    const { rgb, covered } = warpPiecewiseAffine(img, grid, moved, triangulate(moved), region);
+    // Destination pixel (x, y) shows source pixel (x - 7, y - 3).
+    for (const [x, y] of [
+      [40, 40],
+      [70, 25],
+      [20, 80],
+    ] as const) {
+      const i = y * 120 + x;
+      expect(covered[i]).toBe(1);
+      expect(rgb[i * 3]).toBeCloseTo(img.data[((y - 3) * 120 + (x - 7)) * 3]!, 3);
+      expect(rgb[i * 3 + 1]).toBeCloseTo(img.data[((y - 3) * 120 + (x - 7)) * 3 + 1]!, 3);
+    }
+  });
+});
+
+describe('mask', () => {
+  it('rasterises a polygon and measures distance to its edge', () => {
+    const square: Point[] = [
+      { x: 10, y: 10 },
+      { x: 50, y: 10 },
+      { x: 50, y: 50 },
+      { x: 10, y: 50 },
+    ];
+    const region = { left: 0, top: 0, width: 60, height: 60 };
+    const inside = rasterizePolygon(square, region);
+    let n = 0;
+    for (const v of inside) n += v;
+    expect(n).toBe(40 * 40);
+    const dist = distanceInside(inside, 60, 60);
+    expect(dist[30 * 60 + 30]).toBeCloseTo(20, 5); // centre: 20 px from the nearest outside pixel
+    expect(dist[10 * 60 + 30]).toBeCloseTo(1, 5); // first row inside
+    expect(dist[5 * 60 + 30]).toBe(0);
+    const alpha = featherAlpha(dist, 2, 10);
+    expect(alpha[10 * 60 + 30]).toBe(0);
+    expect(alpha[30 * 60 + 30]).toBe(1);
+    expect(alpha[15 * 60 + 30]).toBeGreaterThan(0);
+    expect(alpha[15 * 60 + 30]).toBeLessThan(1);
+  });
+});
+
+describe('colour', () => {
+  it('round-trips sRGB through Lab', () => {
+    const rgb = new Float32Array([0, 0, 0, 255, 255, 255, 200, 120, 90, 12, 200, 40, 30, 30, 220]);
+    const back = labToRgb(rgbToLab(rgb));
+    for (let i = 0; i < rgb.length; i++) expect(Math.abs(back[i]! - rgb[i]!)).toBeLessThan(0.6);
+    const white = rgbToLab(new Float32Array([255, 255, 255]));
+    expect(white[0]).toBeCloseTo(100, 1);
+  });
+
+  it('moves mean and spread to the target statistics', () => {
+    const n = 1000;
+    const a = new Float32Array(n * 3);
+    const b = new Float32Array(n * 3);
+    for (let i = 0; i < n; i++) {
+      for (let c = 0; c < 3; c++) {
+        a[i * 3 + c] = 50 + 10 * Math.sin(i * (c + 1));
+        b[i * 3 + c] = 60 + 12 * Math.cos(i * (c + 2));
+      }
+    }
+    const w = new Float32Array(n).fill(1);
+    const use = new Uint8Array(n).fill(1);
+    const target = channelStats(b, w);
+    transferStats(a, use, channelStats(a, w), target);
+    const after = channelStats(a, w);
+    for (let c = 0; c < 3; c++) {
+      expect(after.mean[c]).toBeCloseTo(target.mean[c]!, 3);
+      expect(after.std[c]).toBeCloseTo(target.std[c]!, 3);
+    }
+  });
+});
+
+describe('membrane (Poisson) solver', () => {
+  function disc(w: number, h: number, boundary: (x: number, y: number) => [number, number, number]) {
+    const state = new Uint8Array(w * h);
+    const val = new Float32Array(w * h * 3);
+    for (let y = 0; y < h; y++) {
+      for (let x = 0; x < w; x++) {
+        const r = Math.hypot(x - w / 2, y - h / 2);
+        const i = y * w + x;
+        if (r < w / 2 - 4) state[i] = 1;
+        else if (r < w / 2 - 2) {
+          state[i] = 2;
+          val.set(boundary(x, y), i * 3);
+        }
+      }
+    }
+    return { state, val };
+  }
+
+  it('reproduces harmonic functions (constants and planes) from their boundary values', () => {
+    const w = 160;
+    const h = 160;
+    const { state, val } = disc(w, h, (x, y) => [12, 0.2 * x - 0.1 * y, -7]);
+    solveMembrane(state, val, w, h);
+    let worst = 0;
+    for (let y = 0; y < h; y++) {
+      for (let x = 0; x < w; x++) {
+        const i = y * w + x;
+        if (state[i] !== 1) continue;
+        worst = Math.max(worst, Math.abs(val[i * 3]! - 12), Math.abs(val[i * 3 + 1]! - (0.2 * x - 0.1 * y)));
+        worst = Math.max(worst, Math.abs(val[i * 3 + 2]! + 7));
+      }
+    }
+    expect(worst).toBeLessThan(0.5);
+  });
+});
+
+describe('decode and encode', () => {
+  it('encodes every output format', async () => {
+    const img = gradientImage(64, 48);
+    for (const format of ['jpeg', 'png', 'webp'] as const) {
+      const bytes = await encodeImage(img, format, 80);
+      const meta = await sharp(bytes).metadata();
+      expect(meta.format).toBe(format);
+      expect([meta.width, meta.height]).toEqual([64, 48]);
+      expect(CONTENT_TYPES[format]).toBe(`image/${format}`);
+    }
+  });
+
+  it('refuses an image over the pixel limit from its header, and undecodable bytes', async () => {
+    const png = await sharp({ create: { width: 300, height: 200, channels: 3, background: '#888' } }).png().toBuffer();
+    await expect(decodeImage(png, 'input.target', 50_000)).rejects.toThrow(
+      /^input\.target: image is 300x200 \(0\.06 MP\), over the 0\.05 MP limit$/,
+    );
+    await expect(decodeImage(Buffer.from('nope'), 'input.source', 1e6)).rejects.toMatchObject({
+      errorType: 'invalid_media',
+      message: 'input.source: not a decodable image',
+    });
+    const ok = await decodeImage(png, 'input.target', 1e6);
+    expect([ok.width, ok.height, ok.data.length]).toEqual([300, 200, 300 * 200 * 3]);
+  });
+
+  it('applies EXIF orientation and flattens transparency onto white', async () => {
+    const rgba = await sharp({ create: { width: 40, height: 20, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } })
+      .png()
+      .toBuffer();
+    const flat = await decodeImage(rgba, 'x', 1e6);
+    expect([flat.data[0], flat.data[1], flat.data[2]]).toEqual([255, 255, 255]);
+    const rotated = await sharp(gradientImage(40, 20).data, { raw: { width: 40, height: 20, channels: 3 } })
+      .withMetadata({ orientation: 6 })
+      .jpeg()
+      .toBuffer();
+    const upright = await decodeImage(rotated, 'x', 1e6);
+    expect([upright.width, upright.height]).toEqual([20, 40]);
+  });
+});
