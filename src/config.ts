@@ -53,7 +53,7 @@ const envSchema = z.object({
   IDEMPOTENCY_TTL: duration('24h'),
   WEBHOOK_RETRY_SCHEDULE: z.string().default('0,1m,5m,30m,6h'),
   WEBHOOK_TIMEOUT: duration('10s'),
-  WEBHOOK_CONCURRENCY: int(16, 1),
+  WEBHOOK_CONCURRENCY: int(64, 1),
   MAINTENANCE_INTERVAL: duration('1m'),
   SHUTDOWN_GRACE: duration('20s'),
   RESULT_STORE: z.string().default('local'),

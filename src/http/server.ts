@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { JobService } from '../jobs/service.js';
@@ -62,22 +63,51 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     },
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true },
+    http: { requireHostHeader: false },
+    // Errors the router raises before any hook runs: still the envelope.
+    frameworkErrors: (err, request, rawReply) => {
+      const reply = rawReply as unknown as FastifyReply;
+      reply.header('x-request-id', request.id);
+      if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return reply.code(414).send(fail('a path segment is too long'));
+      return reply.code(400).send(fail('the path is not valid percent-encoding'));
+    },
+    // Requests the HTTP parser rejects: answer with the envelope, then close.
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {
+      if (err.code === 'ECONNRESET' || socket.destroyed) return;
+      const [status, message] =
+        err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'request headers are too large'] : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'request timed out'] : [400, 'malformed HTTP request'];
+      const body = JSON.stringify(fail(message as string));
+      if (socket.writable) {
+        socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status as number]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`);
+      }
+      socket.destroy(err);
+    },
+  });
+  app.server.on('checkExpectation', (_req, res) => {
+    res.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'x-request-id': randomUUID() });
+    res.end(JSON.stringify(fail('Expect: only 100-continue is supported')));
   });
 
   // JSON only. An empty body parses as undefined (cancel takes none); submit rejects it itself.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser(/^application\/(.+\+)?json$/, { parseAs: 'string' }, (_req, body, done) => {
+  app.addContentTypeParser(/^application\/([^;]+\+)?json(;|$)/, { parseAs: 'string' }, (_req, body, done) => {
     const text = body as string;
     if (text.trim() === '') return done(null, undefined);
+    let value: unknown;
     try {
-      done(null, JSON.parse(text));
+      value = JSON.parse(text);
     } catch {
-      done(new ApiError(400, 'body is not valid JSON'), undefined);
+      return done(new ApiError(400, 'body is not valid JSON'), undefined);
     }
+    if (nestedDeeperThan(value, 64)) return done(new ApiError(400, 'body is nested more than 64 levels deep'), undefined);
+    done(null, value);
   });
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+  });
+  app.addHook('onRequest', async (request) => {
+    if (request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor === 1 && request.headers.host === undefined) throw new ApiError(400, 'missing Host header');
   });
 
   // One structured line per request (request_id from the child logger; job_uuid when the route has one),
@@ -135,4 +165,16 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
   docsRoutes(app, deps); // GET /api/v1/openapi.json (no API key, not enveloped) and /docs
   if (deps.localResults) resultRoutes(app, deps.localResults.store, deps.localResults.secret, deps.clock);
   return app;
+}
+
+/** Iterative (no recursion, so no stack overflow on hostile input). */
+function nestedDeeperThan(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, d] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (d >= max) return true;
+    for (const x of Array.isArray(v) ? v : Object.values(v)) stack.push([x, d + 1]);
+  }
+  return false;
 }

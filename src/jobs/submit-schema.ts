@@ -112,7 +112,9 @@ export function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
   const at = (msg: string) => (field ? `${field}: ${msg}` : msg);
   switch (issue.code) {
     case 'unrecognized_keys': {
-      const keys = issue.keys.map((k) => (field ? `${field}.${k}` : k));
+      // Echo hostile names only in part: a 1 MB key must not make a 1 MB error message.
+      const short = (k: string) => (k.length > 64 ? `${k.slice(0, 64)}…` : k);
+      const keys = issue.keys.slice(0, 5).map((k) => (field ? `${field}.${short(k)}` : short(k)));
       return `${keys.join(', ')}: unknown field${keys.length > 1 ? 's' : ''}`;
     }
     case 'invalid_type': {

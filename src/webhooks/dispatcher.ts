@@ -20,7 +20,7 @@ export interface DispatcherOptions {
   timeoutMs: number;
   /** WEBHOOK_CONCURRENCY: attempts in flight in this process. */
   concurrency: number;
-  /** Attempts in flight per destination (URL origin); default ceil(concurrency / 4). */
+  /** Attempts in flight per destination (URL origin); default min(4, ceil(concurrency / 4)). */
   perDestination?: number;
   /** Longest sleep between looks at the table; default 1 s. */
   pollMs?: number;
@@ -66,7 +66,7 @@ export class WebhookDispatcher {
 
   constructor(private readonly opts: DispatcherOptions) {
     if (opts.scheduleMs.length === 0) throw new Error('webhook schedule must have at least one attempt');
-    this.perDestination = Math.max(1, opts.perDestination ?? Math.ceil(opts.concurrency / 4));
+    this.perDestination = Math.max(1, opts.perDestination ?? Math.min(4, Math.ceil(opts.concurrency / 4)));
     this.pollMs = opts.pollMs ?? DEFAULT_POLL_MS;
     this.leaseMs = opts.leaseMs ?? opts.timeoutMs + LEASE_MARGIN_MS;
   }
