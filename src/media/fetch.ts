@@ -12,6 +12,7 @@ import { request, type Dispatcher } from 'undici';
 import { JobError } from '../jobs/errors.js';
 import type { FetchedMedia } from '../processors/types.js';
 import { createGuardedAgent } from './guarded-agent.js';
+import { describeNetworkError, formatDuration, networkErrorCode } from './net-errors.js';
 import { checkUrlSyntax, REASON_PRIVATE, type IsPublic, type LookupAll } from './policy.js';
 
 export interface FetchMediaOptions {
@@ -36,32 +37,13 @@ function fail(message: string): JobError {
   return new JobError('media_fetch_failed', `download failed: ${message}`);
 }
 
-function formatDuration(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
-}
 
-/** Short client-facing text for network errors (no internal addresses or stack traces). */
-function describeNetworkError(err: unknown, isRedirect: boolean): string {
-  const code = (err as { code?: unknown } | null)?.code;
-  switch (code) {
-    case 'ERR_BLOCKED_ADDRESS':
-      return isRedirect ? 'redirect to a private address is not allowed' : 'host resolves to a private address';
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-    case 'EAI_NONAME':
-      return 'host does not resolve';
-    case 'ECONNREFUSED':
-      return 'connection refused';
-    case 'ECONNRESET':
-    case 'UND_ERR_SOCKET':
-      return 'connection closed by the server';
-    case 'UND_ERR_CONNECT_TIMEOUT':
-    case 'ETIMEDOUT':
-      return 'connection timed out';
-    default:
-      if (typeof code === 'string' && /CERT|TLS|SSL/.test(code)) return 'TLS error';
-      return 'network error';
+/** Network errors in client-facing words; a blocked address reads differently after a redirect. */
+function describeFetchError(err: unknown, isRedirect: boolean): string {
+  if (networkErrorCode(err) === 'ERR_BLOCKED_ADDRESS') {
+    return isRedirect ? 'redirect to a private address is not allowed' : 'host resolves to a private address';
   }
+  return describeNetworkError(err, 'server');
 }
 
 export async function fetchMedia(url: string, opts: FetchMediaOptions): Promise<FetchedMedia> {
@@ -109,7 +91,7 @@ export async function fetchMedia(url: string, opts: FetchMediaOptions): Promise<
         });
       } catch (err) {
         if (controller.signal.aborted) throw err; // mapped below
-        throw fail(describeNetworkError(err, hop > 0));
+        throw fail(describeFetchError(err, hop > 0));
       }
 
       if (REDIRECT_STATUSES.has(res.statusCode) && res.headers.location !== undefined) {
@@ -150,7 +132,7 @@ export async function fetchMedia(url: string, opts: FetchMediaOptions): Promise<
         }
       } catch (err) {
         if (err instanceof JobError || controller.signal.aborted) throw err;
-        throw fail(describeNetworkError(err, false));
+        throw fail(describeFetchError(err, false));
       }
 
       const bytes = Buffer.concat(chunks, total);

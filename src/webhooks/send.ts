@@ -3,6 +3,7 @@
  * public-address rule on the address actually connected to), no redirects followed, everything
  * (DNS, connect, request, response headers) bounded by WEBHOOK_TIMEOUT.
  */
+import { describeNetworkError, formatDuration, networkErrorCode } from '../media/net-errors.js';
 import { request, type Dispatcher } from 'undici';
 import type { Clock } from '../clock.js';
 import { createGuardedAgent, type IsPublic, type LookupAll } from '../media/index.js';
@@ -36,38 +37,10 @@ export interface AttemptResult {
 /** The response body is read (and thrown away) up to this much, so the connection can be reused. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
-function fmtMs(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
-}
-
 /** Short client-facing text for a failed connection (no stack traces). */
 export function describeDeliveryError(err: unknown): string {
-  const e = err as { code?: unknown; cause?: { code?: unknown }; message?: unknown } | null;
-  const code = typeof e?.code === 'string' ? e.code : typeof e?.cause?.code === 'string' ? e.cause.code : undefined;
-  switch (code) {
-    case 'ERR_BLOCKED_ADDRESS':
-      return 'refused: the host is not a public address';
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-    case 'EAI_NONAME':
-      return 'host does not resolve';
-    case 'ECONNREFUSED':
-      return 'connection refused';
-    case 'ECONNRESET':
-    case 'EPIPE':
-    case 'UND_ERR_SOCKET':
-    case 'UND_ERR_CLOSED':
-      return 'connection closed by the receiver';
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-      return 'host unreachable';
-    case 'UND_ERR_CONNECT_TIMEOUT':
-    case 'ETIMEDOUT':
-      return 'connection timed out';
-    default:
-      if (code && /CERT|TLS|SSL/.test(code)) return `TLS error (${code})`;
-      return code ? `network error (${code})` : 'network error';
-  }
+  if (networkErrorCode(err) === 'ERR_BLOCKED_ADDRESS') return 'refused: the host is not a public address';
+  return describeNetworkError(err, 'receiver');
 }
 
 export class WebhookSender {
@@ -118,7 +91,7 @@ export class WebhookSender {
         });
       } catch (err) {
         if (signal?.aborted) throw signal.reason;
-        if (timedOut) return result({ ok: false, httpStatus: null, error: `timed out after ${fmtMs(timeoutMs)}` });
+        if (timedOut) return result({ ok: false, httpStatus: null, error: `timed out after ${formatDuration(timeoutMs)}` });
         return result({ ok: false, httpStatus: null, error: describeDeliveryError(err) });
       }
       const status = res.statusCode;

@@ -7,6 +7,7 @@ import type { Config } from '../config.js';
 import { JobError } from '../jobs/errors.js';
 import type { JobRow } from '../jobs/view.js';
 import { createGuardedAgent, fetchMedia, type IsPublic, type LookupAll } from '../media/index.js';
+import { formatDuration } from '../media/net-errors.js';
 import type { Catalogue } from '../processors/catalogue.js';
 import { SLOT_NAMES, type FetchedMedia, type JobType, type SlotName } from '../processors/types.js';
 import type { Metrics } from '../metrics.js';
@@ -42,7 +43,6 @@ interface Running {
   done: Promise<void>;
 }
 
-const fmtMs = (ms: number) => (ms % 60_000 === 0 ? `${ms / 60_000}m` : ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`);
 
 /**
  * In-process workers: WORKER_CONCURRENCY loops that claim a job under a lease, keep the lease
@@ -224,7 +224,7 @@ export class WorkerPool {
         await finish('failed', {
           status_detail: 'timed out',
           error_type: 'timeout',
-          error_message: `job ran longer than the ${fmtMs(config.jobTimeoutMs)} limit`,
+          error_message: `job ran longer than the ${formatDuration(config.jobTimeoutMs)} limit`,
         });
         jlog.warn('job timed out');
       } else if (err instanceof JobError) {
