@@ -55,9 +55,9 @@ export class WorkerPool {
   private readonly loops: Promise<void>[] = [];
   private stopping = false;
   private claims = 0;
-  private wake: (() => void)[] = [];
+  private readonly sleepers = new Set<() => void>();
   private readonly dispatcher: Dispatcher;
-  private readonly onQueued = () => this.wakeAll();
+  private readonly onQueued = () => this.wakeOne();
   private readonly onCancelled = (uuid: string) => this.running.get(uuid)?.controller.abort(new Stop('cancelled'));
 
   constructor(private readonly deps: WorkerPoolDeps) {
@@ -93,19 +93,27 @@ export class WorkerPool {
   }
 
   private wakeAll(): void {
-    const w = this.wake;
-    this.wake = [];
-    for (const f of w) f();
+    for (const wake of [...this.sleepers]) wake();
+  }
+
+  /**
+   * Wakes one idle slot, not all: a submit then costs one claim per process instead of one per
+   * slot (no thundering herd); a slot that finds work wakes the next, so a burst still fans out.
+   */
+  private wakeOne(): void {
+    const first = this.sleepers.values().next();
+    if (!first.done) first.value();
   }
 
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const t = setTimeout(done, ms);
-      function done() {
+      const done = () => {
         clearTimeout(t);
+        this.sleepers.delete(done);
         resolve();
-      }
-      this.wake.push(done);
+      };
+      const t = setTimeout(done, ms);
+      this.sleepers.add(done);
     });
   }
 
@@ -131,6 +139,7 @@ export class WorkerPool {
         await this.sleep(config.queuePollIntervalMs);
         continue;
       }
+      this.wakeOne();
       const controller = new AbortController();
       const done = this.execute(job, controller).catch((err) => log.error({ err, job_uuid: job.uuid }, 'job bookkeeping failed'));
       this.running.set(job.uuid, { controller, done });
@@ -196,7 +205,6 @@ export class WorkerPool {
       const out = await type.run({ model: job.model, options, media, signal, progress });
       signal.throwIfAborted();
 
-      progress('storing result');
       const key = `${job.uuid}.${job.attempts}.${out.extension}`;
       await results.put(key, out.bytes, out.contentType);
       const row = await finish('completed', {

@@ -44,6 +44,7 @@ export async function startServer(
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
         server.close(() => resolve());
+        server.closeAllConnections();
       }),
   };
 }
