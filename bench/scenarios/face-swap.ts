@@ -1,0 +1,59 @@
+/**
+ * The face swap benchmark, when bench/face-swap.ts exists (written and owned by the face-swap
+ * work; run as is): its output lines go into latest.md, its JSON summary line into the table.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fmt, log, raw, ROOT, setScenario, type Row } from '../lib.js';
+
+const SCRIPT = path.join(ROOT, 'bench/face-swap.ts');
+const TARGET_MS = 2_000;
+
+interface Summary {
+  bench: string;
+  iterations: number;
+  results: Record<string, { medianMs: number; minMs: number; maxMs: number; eventLoopP99Ms: number }>;
+}
+
+export async function faceSwapScenario(): Promise<{ rows: Row[]; lines: string[] }> {
+  setScenario('face-swap');
+  if (!fs.existsSync(SCRIPT)) {
+    log('  bench/face-swap.ts does not exist: skipped');
+    return { rows: [], lines: [] };
+  }
+  const args = process.env.BENCH_FACE_SWAP_ITERATIONS ? [process.env.BENCH_FACE_SWAP_ITERATIONS] : [];
+  const proc = spawn(process.execPath, ['--import', 'tsx', SCRIPT, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  let printed = 0;
+  proc.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+    const end = out.lastIndexOf('\n') + 1;
+    if (end > printed) {
+      for (const line of out.slice(printed, end).split('\n').slice(0, -1)) log(`  ${line}`);
+      printed = end;
+    }
+  });
+  proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const code = await new Promise<number | null>((resolve) => proc.on('exit', resolve));
+  const lines = out.split('\n').filter((l) => l.trim() !== '');
+  if (code !== 0) throw new Error(`bench/face-swap.ts exited with ${code}: ${err.trim().split('\n').slice(-3).join(' ')}`);
+  const json = lines.map((l) => l.trim()).filter((l) => l.startsWith('{')).pop();
+  const rows: Row[] = [];
+  if (json) {
+    const s = JSON.parse(json) as Summary;
+    raw.faceSwap = s;
+    for (const [label, r] of Object.entries(s.results)) {
+      rows.push({
+        scenario: 'face swap',
+        case: `${label}, 1 worker thread, ${s.iterations} swaps`,
+        value: `median ${fmt.ms(r.medianMs)} per swap (min ${fmt.ms(r.minMs)}, max ${fmt.ms(r.maxMs)})`,
+        reference: `main-thread event-loop delay p99 ${fmt.ms(r.eventLoopP99Ms)}`,
+        target: `< ${fmt.ms(TARGET_MS)} per swap`,
+        ok: r.medianMs < TARGET_MS,
+      });
+    }
+  }
+  return { rows, lines: lines.filter((l) => !l.trim().startsWith('{')) };
+}

@@ -1,0 +1,162 @@
+/**
+ * Scenario 4: webhook deliveries/s to a local receiver (bench/helper-server.ts) that answers 200,
+ * and to one that answers 500 to the first attempt of every event (half of all attempts fail),
+ * against raw undici POSTs of the same bodies and headers at the same number in flight (the ceiling).
+ *
+ * Setup per run (SQLite): an API process takes BENCH_WEBHOOK_EVENTS no-op jobs with a webhook and
+ * cancels each at once, so every job ends with one pending `job.cancelled` event in the outbox
+ * without any worker; then one `serve --role worker` process with WORKER_CONCURRENCY=0 runs only the
+ * webhook dispatcher. Rate = events delivered / (last 200 − first hit), both timed at the receiver.
+ */
+import SQLite from 'better-sqlite3';
+import path from 'node:path';
+import { Pool } from 'undici';
+import { deliveryHeaders } from '../../src/webhooks/sign.js';
+import {
+  fmt,
+  freePort,
+  freshStore,
+  httpClient,
+  inParallel,
+  log,
+  median,
+  note,
+  NOOP_PATH,
+  raw,
+  settings,
+  setScenario,
+  spawnChild,
+  startService,
+  stopAll,
+  waitUntil,
+  type Child,
+  type Row,
+} from '../lib.js';
+
+/** A dispatcher keeps at most 4 attempts in flight per destination (URL origin) by default. */
+const IN_FLIGHT = 4;
+const SECRET = 'whsec_bench_secret';
+
+interface Stats {
+  hits: number;
+  ok: number;
+  failed: number;
+  delivered: number;
+  duplicates: number;
+  firstAt: number;
+  lastOkAt: number;
+  connections: number;
+}
+interface Run {
+  deliveriesPerSecond: number;
+  attemptsPerSecond: number;
+  duplicates: number;
+  /** TCP connections the sender opened (keep-alive reuse: about IN_FLIGHT). */
+  connections: number;
+}
+
+type Mode = 'ok' | 'flaky';
+
+export async function webhookScenario(): Promise<Row[]> {
+  setScenario('webhooks');
+  const n = settings.webhookEvents;
+  const port = await freePort();
+  const receiverBase = `http://127.0.0.1:${port}`;
+  const receiver = await spawnChild('receiver', 'helper-server.ts', [], { PORT: String(port) });
+  const rc = httpClient(receiverBase, '', 1);
+  const reset = (mode: Mode) => rc.call('POST', `/reset?mode=${mode}`);
+  const stats = async () => (await rc.call<Stats>('GET', '/stats')).json;
+  const rate = (s: Stats): Run => {
+    const seconds = (s.lastOkAt - s.firstAt) / 1000;
+    return { deliveriesPerSecond: s.delivered / seconds, attemptsPerSecond: s.hits / seconds, duplicates: s.duplicates, connections: s.connections };
+  };
+
+  const serviceRun = async (mode: Mode): Promise<{ run: Run; bodies: Array<{ event_id: string; body: string }> }> => {
+    const store = await freshStore('sqlite');
+    let api: Child | undefined;
+    let worker: Child | undefined;
+    try {
+      const a = await startService(store, { role: 'api', env: { WORKER_CONCURRENCY: '0' }, name: 'api' });
+      api = a;
+      const c = httpClient(a.base, store.key, 32);
+      const body = JSON.stringify({ job_type: 'bench-noop', model: 'v1', input: {}, webhook: { url: `${receiverBase}/hook`, secret: SECRET } });
+      await inParallel(n, 32, async () => {
+        const s = await c.call('POST', NOOP_PATH, body);
+        if (s.status !== 200) throw new Error(`submit answered ${s.status}: ${JSON.stringify(s.json)}`);
+        const x = await c.call('POST', `/api/v1/jobs/${s.json.data.uuid}/cancel`);
+        if (x.status !== 200) throw new Error(`cancel answered ${x.status}`);
+      });
+      await c.close();
+      await a.stop();
+      await reset(mode);
+      const schedule = mode === 'flaky' ? '0,10ms,10ms,10ms,10ms' : '0,1m,5m,30m,6h';
+      worker = await startService(store, { role: 'worker', env: { WORKER_CONCURRENCY: '0', WEBHOOK_RETRY_SCHEDULE: schedule }, name: 'dispatcher' });
+      await waitUntil(`${n} webhooks delivered`, async () => (await stats()).delivered >= n, 180_000, 50);
+      const s = await stats();
+      const db = new SQLite(path.join(store.dataDir, 'media-jobs.sqlite'), { readonly: true });
+      const bodies = db.prepare('SELECT event_id, body FROM webhook_events').all() as Array<{ event_id: string; body: string }>;
+      db.close();
+      return { run: rate(s), bodies };
+    } finally {
+      await stopAll([api, worker]);
+      await store.dispose();
+    }
+  };
+
+  /** The ceiling: the same bodies and headers (fresh timestamp and signature each attempt), raw undici. */
+  const rawRun = async (mode: Mode, bodies: Array<{ event_id: string; body: string }>): Promise<Run> => {
+    await reset(mode);
+    const pool = new Pool(receiverBase, { connections: IN_FLIGHT });
+    try {
+      await inParallel(bodies.length, IN_FLIGHT, async (i) => {
+        const e = bodies[i]!;
+        for (let attempt = 0; attempt < 5; attempt++) {
+          const headers = deliveryHeaders({ eventId: e.event_id, timestamp: Math.floor(Date.now() / 1000), body: e.body, secret: SECRET });
+          const res = await pool.request({ method: 'POST', path: '/hook', headers, body: e.body, headersTimeout: 10_000, bodyTimeout: 10_000 });
+          await res.body.dump();
+          if (res.statusCode >= 200 && res.statusCode < 300) return;
+        }
+      });
+    } finally {
+      await pool.close();
+    }
+    return rate(await stats());
+  };
+
+  const runs: Record<string, Run[]> = {};
+  try {
+    for (let i = 0; i < settings.rounds; i++) {
+      for (const mode of ['ok', 'flaky'] as Mode[]) {
+        const svc = await serviceRun(mode);
+        const ceiling = await rawRun(mode, svc.bodies);
+        (runs[`service-${mode}`] ??= []).push(svc.run);
+        (runs[`raw-${mode}`] ??= []).push(ceiling);
+        if (svc.run.duplicates) note(`webhooks ${mode}: ${svc.run.duplicates} events delivered twice`);
+        log(
+          `  round ${i + 1} receiver ${mode === 'ok' ? '200' : '500 then 200'}: service ${fmt.int(svc.run.deliveriesPerSecond)} deliveries/s ` +
+            `(${fmt.int(svc.run.attemptsPerSecond)} attempts/s, ${svc.run.connections} connections), raw undici ${fmt.int(ceiling.deliveriesPerSecond)} deliveries/s`,
+        );
+      }
+    }
+  } finally {
+    await rc.close();
+    await stopAll([receiver]);
+  }
+  raw.webhooks = { events: n, inFlight: IN_FLIGHT, runs };
+  const med = (k: string, f: (r: Run) => number) => median(runs[k]!.map(f));
+  return (['ok', 'flaky'] as Mode[]).map((mode) => {
+    const svc = med(`service-${mode}`, (r) => r.deliveriesPerSecond);
+    const svcAttempts = med(`service-${mode}`, (r) => r.attemptsPerSecond);
+    const ceiling = med(`raw-${mode}`, (r) => r.deliveriesPerSecond);
+    return {
+      scenario: '4 webhooks',
+      case:
+        mode === 'ok'
+          ? `SQLite, ${fmt.int(n)} events, receiver answers 200, ${IN_FLIGHT} in flight`
+          : `SQLite, ${fmt.int(n)} events, receiver answers 500 to every first attempt (schedule 0,10ms,…)`,
+      value: `${fmt.int(svc)} deliveries/s` + (mode === 'flaky' ? ` (${fmt.int(svcAttempts)} attempts/s)` : ''),
+      reference: `raw undici POSTs: ${fmt.int(ceiling)} deliveries/s`,
+      target: `${fmt.pct(svc / ceiling)} of ceiling`,
+    };
+  });
+}
