@@ -48,6 +48,8 @@ export interface App {
   log: Logger;
   /** Listens on config.host:config.port (API role) and starts workers (worker role). */
   start(): Promise<void>;
+  /** Shutdown phases still running (for the shutdown watchdog's report). */
+  pendingShutdownPhases(): string[];
   /** Graceful: stop accepting, let running jobs finish within `graceMs`, hand back the rest. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -110,6 +112,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
         })
       : undefined;
   let stopMaintenance: (() => Promise<void>) | undefined;
+  const pending = new Set<string>();
 
   return {
     config,
@@ -128,11 +131,14 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
       webhooks?.start();
       stopMaintenance = scheduleMaintenance({ store, config, clock, results, signals, log });
     },
+    pendingShutdownPhases: () => [...pending],
     async stop(graceMs = 10_000) {
       // Each phase is logged, so a slow shutdown says where it waits.
       const phase = async (name: string, work: Promise<unknown> | undefined) => {
         const t0 = Date.now();
+        pending.add(name);
         await work;
+        pending.delete(name);
         log.debug({ phase: name, ms: Date.now() - t0 }, 'shutdown phase done');
       };
       await phase('http', server.close());

@@ -35,7 +35,7 @@ async function serve(args: string[]): Promise<void> {
     app.log.info({ signal }, 'shutting down');
     // Last resort: never hang on shutdown. Leased jobs are recovered by lease expiry anyway.
     setTimeout(() => {
-      app.log.error('shutdown took too long; exiting');
+      app.log.error({ pending: app.pendingShutdownPhases() }, 'shutdown took too long; exiting');
       process.exit(1);
     }, config.shutdownGraceMs + 15_000).unref();
     app.stop(config.shutdownGraceMs).then(

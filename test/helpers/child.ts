@@ -75,7 +75,10 @@ export async function spawnService(
     },
     term: async () => {
       proc.kill('SIGTERM');
-      return exited;
+      const code = await exited;
+      // A failed graceful stop prints the child's last lines (the watchdog names the pending phase).
+      if (code !== 0) console.error(`child exited ${code} on SIGTERM:\n${out.split('\n').slice(-15).join('\n')}`);
+      return code;
     },
   };
 }
