@@ -141,7 +141,14 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
         pending.delete(name);
         log.debug({ phase: name, ms: Date.now() - t0 }, 'shutdown phase done');
       };
+      // Node closes idle keep-alive connections once, when close() is called; a connection busy at
+      // that moment would then idle for keepAliveTimeout (72 s) and hold the close open. Sweep idle
+      // connections until it is done, and cut whatever is left after the grace period.
+      const sweep = setInterval(() => server.server.closeIdleConnections(), 100);
+      const cut = setTimeout(() => server.server.closeAllConnections(), graceMs);
       await phase('http', server.close());
+      clearInterval(sweep);
+      clearTimeout(cut);
       await Promise.all([
         phase('workers', workers?.stop(graceMs)),
         phase('webhooks', webhooks?.stop(Math.min(graceMs, config.webhookTimeoutMs))),

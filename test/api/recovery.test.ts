@@ -51,7 +51,10 @@ describe('crash recovery (real process, kill -9)', () => {
     expect(files).toHaveLength(1);
     expect(files[0]).toBe(`${uuid}.2.jpg`);
     const res = await second.call('GET', `/api/v1/jobs/${uuid}/result`);
-    expect((await fetch(res.body.data.url)).status).toBe(200);
+    const dl = await fetch(res.body.data.url);
+    expect(dl.status).toBe(200);
+    expect((await dl.arrayBuffer()).byteLength).toBe(res.body.data.size_bytes);
+    // Graceful even with the client's keep-alive connections still open.
     expect(await second.term()).toBe(0);
   });
 
