@@ -247,9 +247,13 @@ export async function freshStore(db: Db): Promise<BenchStore> {
   };
 }
 
+/** Databases this run created and has not dropped yet (dropped on an interrupted run too). */
+const pgDatabases = new Set<string>();
+
 export async function createPgDatabase(): Promise<string> {
   const name = `mj_bench_${randomBytes(4).toString('hex')}`;
   await adminQuery(`CREATE DATABASE ${name}`);
+  pgDatabases.add(name);
   const url = new URL(PG_ADMIN_URL);
   url.pathname = `/${name}`;
   return url.toString();
@@ -259,6 +263,13 @@ export async function dropPgDatabase(url: string): Promise<void> {
   const name = new URL(url).pathname.slice(1);
   if (!/^mj_bench_[0-9a-f]+$/.test(name)) throw new Error(`refusing to drop ${name}`);
   await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  pgDatabases.delete(name);
+}
+
+/** Drops what an interrupted run left behind. */
+export async function dropLeftoverDatabases(): Promise<void> {
+  for (const name of [...pgDatabases]) await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+  pgDatabases.clear();
 }
 
 async function adminQuery(text: string, values: unknown[] = []): Promise<pg.QueryResult> {

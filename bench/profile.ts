@@ -1,6 +1,7 @@
 /**
  * Summarises a V8 CPU profile (`node --cpu-prof`, e.g. from `BENCH_PROFILE=status npm run bench`):
- * top functions by self time, and top packages/files by self time.
+ * top functions by self time, and top packages/files by self time, as shares of the time the
+ * thread was busy (idle time is left out).
  *
  *   npx tsx bench/profile.ts bench/results/profiles/<dir or file> [top=25]
  *
@@ -37,6 +38,10 @@ export function summarise(file: string, top = 25): string {
   const self = new Map<number, number>();
   p.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (p.timeDeltas[i] ?? 0)));
   const total = [...self.values()].reduce((a, b) => a + b, 0);
+  // Percentages are of busy time: the process also idles (between load runs, waiting on I/O).
+  const idleIds = new Set(p.nodes.filter((n) => n.callFrame.functionName === '(idle)').map((n) => n.id));
+  const idle = [...self].filter(([id]) => idleIds.has(id)).reduce((a, [, us]) => a + us, 0);
+  const busy = total - idle;
 
   const where = (url: string) => {
     if (!url) return '(native)';
@@ -49,6 +54,7 @@ export function summarise(file: string, top = 25): string {
   const fns = new Map<string, number>();
   const mods = new Map<string, number>();
   for (const [id, us] of self) {
+    if (idleIds.has(id)) continue;
     const n = byId.get(id)!;
     const f = n.callFrame;
     const name = `${f.functionName || '(anonymous)'}  ${where(f.url)}${f.url ? `:${f.lineNumber + 1}` : ''}`;
@@ -56,10 +62,10 @@ export function summarise(file: string, top = 25): string {
     const mod = f.url ? where(f.url) : f.functionName.startsWith('(') ? f.functionName : '(native)';
     mods.set(mod, (mods.get(mod) ?? 0) + us);
   }
-  const pct = (us: number) => `${((100 * us) / total).toFixed(1).padStart(5)}%`;
+  const pct = (us: number) => `${((100 * us) / busy).toFixed(1).padStart(5)}%`;
   const sorted = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).slice(0, top);
   return [
-    `${path.relative(process.cwd(), file)}: ${(total / 1e6).toFixed(1)} s sampled`,
+    `${path.relative(process.cwd(), file)}: ${(total / 1e6).toFixed(1)} s sampled, ${(busy / 1e6).toFixed(1)} s busy (percentages are of busy time)`,
     '',
     'self time by function:',
     ...sorted(fns).map(([k, us]) => `  ${pct(us)}  ${k}`),

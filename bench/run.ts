@@ -9,7 +9,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
-import { killAll, LOG_DIR, log, memory, notes, PG_ADMIN_URL, raw, RESULTS_DIR, ROOT, settings, setScenario, type Row } from './lib.js';
+import { dropLeftoverDatabases, killAll, LOG_DIR, log, memory, notes, PG_ADMIN_URL, raw, RESULTS_DIR, ROOT, settings, setScenario, type Row } from './lib.js';
 import { statusScenario } from './scenarios/status.js';
 import { submitScenario } from './scenarios/submit.js';
 import { queueScenario } from './scenarios/queue.js';
@@ -151,25 +151,32 @@ async function main(): Promise<void> {
   ].join('\n');
   const summaryRows = rows.filter((r) => !r.detail);
   const summary = [header, '', table(summaryRows), ''].join('\n');
-  fs.writeFileSync(path.join(RESULTS_DIR, 'latest.md'), md);
-  fs.writeFileSync(path.join(RESULTS_DIR, 'summary.md'), summary);
-  fs.writeFileSync(path.join(RESULTS_DIR, 'latest.json'), `${JSON.stringify({ versions: v, settings, cpus: cpus.length, rows, memory, notes, raw }, null, 2)}\n`);
+  // A run of some scenarios only (BENCH_ONLY) must not overwrite the full results.
+  const base = settings.only.length > 0 ? 'partial' : 'latest';
+  fs.writeFileSync(path.join(RESULTS_DIR, `${base}.md`), md);
+  if (base === 'latest') fs.writeFileSync(path.join(RESULTS_DIR, 'summary.md'), summary);
+  fs.writeFileSync(path.join(RESULTS_DIR, `${base}.json`), `${JSON.stringify({ versions: v, settings, cpus: cpus.length, rows, memory, notes, raw }, null, 2)}\n`);
   log(`\n${table(rows)}\n`);
   if (notes.length) log(notes.map((n) => `note: ${n}`).join('\n'));
-  log(`\nwrote bench/results/latest.md, summary.md and latest.json (${minutes} min)`);
+  log(`\nwrote bench/results/${base}.md${base === 'latest' ? ', summary.md' : ''} and ${base}.json (${minutes} min)`);
 }
 
 const bail = () => {
   killAll();
-  process.exit(130);
+  const timer = setTimeout(() => process.exit(130), 5_000);
+  void dropLeftoverDatabases().finally(() => {
+    clearTimeout(timer);
+    process.exit(130);
+  });
 };
 process.on('SIGINT', bail);
 process.on('SIGTERM', bail);
 main().then(
   () => process.exit(0),
-  (err: unknown) => {
+  async (err: unknown) => {
     killAll();
     process.stderr.write(`bench failed: ${(err as Error).stack ?? String(err)}\n`);
+    await dropLeftoverDatabases();
     process.exit(1);
   },
 );

@@ -85,6 +85,7 @@ async function startMediaJobs(workers: number): Promise<System> {
   const store = await freshStore('postgres');
   const children: Child[] = [];
   const db = new pg.Client({ connectionString: store.url });
+  db.on('error', () => {}); // e.g. the database dropped under it on an interrupted run
   const closeDb = once(() => db.end());
   try {
     const api = await startService(store, { role: 'api', env: { WORKER_CONCURRENCY: '0' }, name: 'api' });
@@ -132,6 +133,7 @@ async function startPgBoss(workers: number): Promise<System> {
   const boss = new PgBoss({ connectionString: url, max: 10, supervise: false, schedule: false });
   boss.on('error', (err: Error) => note(`pg-boss (sender): ${err.message}`));
   const db = new pg.Client({ connectionString: url });
+  db.on('error', () => {});
   const closeDb = once(() => db.end());
   const stopBoss = once(() => boss.stop({ graceful: false, wait: true }));
   try {
