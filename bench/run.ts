@@ -13,9 +13,11 @@ import { dropLeftoverDatabases, killAll, LOG_DIR, log, memory, notes, PG_ADMIN_U
 import { statusScenario } from './scenarios/status.js';
 import { submitScenario } from './scenarios/submit.js';
 import { queueScenario } from './scenarios/queue.js';
+import { backlogScenario } from './scenarios/backlog.js';
 import { webhookScenario } from './scenarios/webhooks.js';
 import { isolationScenario } from './scenarios/isolation.js';
 import { faceSwapScenario } from './scenarios/face-swap.js';
+import { videoScenario } from './scenarios/video.js';
 
 const require = createRequire(import.meta.url);
 const version = (pkg: string) => (require(`${pkg}/package.json`) as { version: string }).version;
@@ -24,9 +26,11 @@ const scenarios: Array<[string, () => Promise<{ rows: Row[]; lines?: string[] }>
   ['status', async () => ({ rows: await statusScenario() })],
   ['submit', async () => ({ rows: await submitScenario() })],
   ['queue', async () => ({ rows: await queueScenario() })],
+  ['backlog', async () => ({ rows: await backlogScenario() })],
   ['webhooks', async () => ({ rows: await webhookScenario() })],
   ['isolation', async () => ({ rows: await isolationScenario() })],
   ['face-swap', faceSwapScenario],
+  ['video', videoScenario],
 ];
 
 async function versions(): Promise<Record<string, string>> {

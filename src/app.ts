@@ -5,6 +5,7 @@ import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { buildServer } from './http/server.js';
 import { scheduleMaintenance } from './jobs/maintenance.js';
+import { JobLifecycle } from './jobs/lifecycle.js';
 import { JobService } from './jobs/service.js';
 import { createLogger } from './log.js';
 import type { IsPublic, LookupAll } from './media/index.js';
@@ -40,6 +41,7 @@ export interface App {
   store: Store;
   server: FastifyInstance;
   service: JobService;
+  lifecycle: JobLifecycle;
   workers?: WorkerPool;
   /** The webhook outbox dispatcher (worker role). */
   webhooks?: WebhookDispatcher;
@@ -62,17 +64,23 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   if (config.mediaAllowPrivateNetworks) {
     log.warn('MEDIA_ALLOW_PRIVATE_NETWORKS is on: media and webhook URLs may point at private and loopback addresses; never use this in production');
   }
-  const store = await openStore(config.databaseUrl, { poolSize: config.databasePoolSize });
+  const store = await openStore(config.databaseUrl, {
+    poolSize: config.databasePoolSize,
+    connectTimeoutMs: config.databaseConnectTimeoutMs,
+    queryTimeoutMs: config.databaseQueryTimeoutMs,
+    log,
+  });
   const signals = new Signals();
   const unbridge = store.dialect === 'postgres' ? await bridgeSignals(store, signals, log) : undefined;
-  const catalogue = new Catalogue(opts.jobTypes ?? defaultJobTypes({ threads: config.workerConcurrency }));
+  const catalogue = new Catalogue(opts.jobTypes ?? defaultJobTypes({ threads: config.workerConcurrency, video: config.video }));
   const urlSecret = await sharedSecret(store.db, 'result_url_secret');
   const rs = config.resultStore;
   const local = rs.kind === 'local' ? new LocalResultStore(path.join(config.dataDir, 'results'), config.publicBaseUrl, urlSecret) : undefined;
   const results: ResultStore = local ?? new (await import('./storage/s3.js')).S3ResultStore({ ...(rs as Extract<typeof rs, { kind: 's3' }>), clockMs: () => clock.now() });
 
   const metrics = new Metrics(store);
-  const service = new JobService({ store, catalogue, config, clock, results, signals, metrics, lookup: opts.lookup });
+  const lifecycle = new JobLifecycle({ store, clock, config, signals, log, metrics });
+  const service = new JobService({ store, catalogue, config, clock, results, lifecycle, signals, metrics, lookup: opts.lookup });
   // One guarded agent for webhook deliveries: scheduled ones (worker role) and redeliveries (API).
   const webhookSender = new WebhookSender({
     allowPrivate: config.mediaAllowPrivateNetworks,
@@ -91,12 +99,16 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     maxBodyBytes: config.maxBodyBytes,
     allowPrivate: config.mediaAllowPrivateNetworks,
     metrics,
-    rateLimits: { submitPerMinute: config.rateLimitSubmit, readPerMinute: config.rateLimitRead },
+    rateLimits: { submitPerMinute: config.rateLimitSubmit, readPerMinute: config.rateLimitRead, redisUrl: config.redisUrl, redisPrefix: config.redisKeyPrefix },
+    signals,
     localResults: local ? { store: local, secret: urlSecret } : undefined,
+    // Read at request time (the pool is made below).
+    localWorkers: () =>
+      workers ? [{ id: workers.id, concurrency: config.workerConcurrency, active_jobs: workers.activeJobs, job_types: catalogue.list().map((t) => t.name) }] : [],
   });
   const runsWorkers = role !== 'api' && config.workerConcurrency > 0;
   const workers = runsWorkers
-    ? new WorkerPool({ store, catalogue, config, clock, results, signals, log, metrics, lookup: opts.lookup, isPublic: opts.isPublic })
+    ? new WorkerPool({ store, lifecycle, catalogue, config, clock, results, signals, log, lookup: opts.lookup, isPublic: opts.isPublic })
     : undefined;
   const webhooks =
     role !== 'api'
@@ -106,6 +118,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
           signals,
           log,
           sender: webhookSender,
+          metrics,
           scheduleMs: config.webhookRetryScheduleMs,
           timeoutMs: config.webhookTimeoutMs,
           concurrency: config.webhookConcurrency,
@@ -119,6 +132,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     store,
     server,
     service,
+    lifecycle,
     workers,
     webhooks,
     signals,
@@ -129,7 +143,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
       else await server.ready();
       workers?.start();
       webhooks?.start();
-      stopMaintenance = scheduleMaintenance({ store, config, clock, results, signals, log });
+      stopMaintenance = scheduleMaintenance({ store, config, clock, results, lifecycle, log });
     },
     pendingShutdownPhases: () => [...pending],
     async stop(graceMs = 10_000) {
@@ -155,6 +169,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
       ]);
       await phase('webhook-sender', webhookSender.close());
       await phase('maintenance', stopMaintenance?.());
+      await phase('job-finishes', lifecycle.drain());
       await phase('processors', catalogue.close());
       await phase('notify', unbridge?.());
       await phase('store', store.close());

@@ -37,12 +37,15 @@ const envSchema = z.object({
   DATA_DIR: z.string().default('./data'),
   DATABASE_URL: z.string().optional(),
   DATABASE_POOL_SIZE: int(10, 1),
+  DATABASE_CONNECT_TIMEOUT: duration('5s'),
+  DATABASE_QUERY_TIMEOUT: duration('30s'),
   PUBLIC_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   WORKER_CONCURRENCY: int(Math.max(1, Math.min(4, os.availableParallelism())), 0),
   JOB_TIMEOUT: duration('10m'),
   JOB_LEASE: duration('30s'),
   JOB_MAX_ATTEMPTS: int(3, 1),
+  OWNER_MAX_RUNNING: int(0, 0),
   QUEUE_POLL_INTERVAL: duration('1s'),
   MAX_MEDIA_BYTES: int(100 * 1024 * 1024, 1),
   MEDIA_FETCH_TIMEOUT: duration('60s'),
@@ -59,9 +62,15 @@ const envSchema = z.object({
   RESULT_STORE: z.string().default('local'),
   RATE_LIMIT_SUBMIT: int(600, 0),
   RATE_LIMIT_READ: int(3000, 0),
+  REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
+  REDIS_KEY_PREFIX: z.string().default('media-jobs:rate:'),
   S3_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
   S3_REGION: z.string().default('us-east-1'),
   S3_FORCE_PATH_STYLE: bool(true),
+  MAX_VIDEO_SECONDS: z.coerce.number().positive().default(120),
+  MAX_VIDEO_PIXELS: int(1920 * 1080, 1),
+  FFMPEG_PATH: z.string().optional(),
+  FFPROBE_PATH: z.string().optional(),
 });
 
 export interface Config {
@@ -72,12 +81,18 @@ export interface Config {
   databaseUrl: string;
   /** PostgreSQL connections per process (plus one for LISTEN). */
   databasePoolSize: number;
+  /** PostgreSQL: bound on opening (or waiting for) a connection; past it the request answers 503. */
+  databaseConnectTimeoutMs: number;
+  /** PostgreSQL: a query unanswered this long drops its connection (a blackholed peer); 0 turns it off. */
+  databaseQueryTimeoutMs: number;
   publicBaseUrl: string;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   workerConcurrency: number;
   jobTimeoutMs: number;
   jobLeaseMs: number;
   jobMaxAttempts: number;
+  /** Jobs of one owner running at once, across all workers (0: no limit). */
+  ownerMaxRunning: number;
   queuePollIntervalMs: number;
   maxMediaBytes: number;
   mediaFetchTimeoutMs: number;
@@ -96,8 +111,13 @@ export interface Config {
   /** Requests per minute per API key (0: unlimited): submits, and every other API request. */
   rateLimitSubmit: number;
   rateLimitRead: number;
+  /** Where rate-limit counters are shared between API processes; unset: each process counts alone. */
+  redisUrl?: string;
+  redisKeyPrefix: string;
   /** `local` (files under DATA_DIR, served by this service) or an S3-compatible bucket. */
   resultStore: { kind: 'local' } | { kind: 's3'; bucket: string; prefix: string; endpoint?: string; region: string; forcePathStyle: boolean };
+  /** Video jobs: longest and largest accepted input, and ffmpeg/ffprobe (unset: the npm-shipped builds). */
+  video: { maxSeconds: number; maxPixels: number; ffmpegPath?: string | undefined; ffprobePath?: string | undefined };
 }
 
 export class ConfigError extends Error {}
@@ -134,12 +154,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     databaseUrl: e.DATABASE_URL ?? `sqlite:${path.join(dataDir, 'media-jobs.sqlite')}`,
     databasePoolSize: e.DATABASE_POOL_SIZE,
+    databaseConnectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT,
+    databaseQueryTimeoutMs: e.DATABASE_QUERY_TIMEOUT,
     publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
     logLevel: e.LOG_LEVEL,
     workerConcurrency: e.WORKER_CONCURRENCY,
     jobTimeoutMs: e.JOB_TIMEOUT,
     jobLeaseMs: e.JOB_LEASE,
     jobMaxAttempts: e.JOB_MAX_ATTEMPTS,
+    ownerMaxRunning: e.OWNER_MAX_RUNNING,
     queuePollIntervalMs: e.QUEUE_POLL_INTERVAL,
     maxMediaBytes: e.MAX_MEDIA_BYTES,
     mediaFetchTimeoutMs: e.MEDIA_FETCH_TIMEOUT,
@@ -156,5 +179,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     resultStore,
     rateLimitSubmit: e.RATE_LIMIT_SUBMIT,
     rateLimitRead: e.RATE_LIMIT_READ,
+    video: { maxSeconds: e.MAX_VIDEO_SECONDS, maxPixels: e.MAX_VIDEO_PIXELS, ffmpegPath: e.FFMPEG_PATH, ffprobePath: e.FFPROBE_PATH },
+    redisUrl: e.REDIS_URL,
+    redisKeyPrefix: e.REDIS_KEY_PREFIX,
   };
 }

@@ -1,14 +1,37 @@
 import { parseArgs } from 'node:util';
+import type { Logger } from 'pino';
 import type { Role } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { CLIENT_USAGE, isClientCommand } from './cli/client.js';
+import { isDatabaseUnavailable } from './store/errors.js';
 
 const USAGE = `usage:
   media-jobs serve [--role api|worker|all]   run the service (default: all in one process)
   media-jobs migrate                         apply database migrations and exit
   media-jobs keys create --owner NAME        create an API key (printed alone on the last line)
   media-jobs keys list                       list keys (never the keys themselves)
-  media-jobs keys revoke KEY_ID              revoke a key`;
+  media-jobs keys revoke KEY_ID              revoke a key
+  media-jobs admin create-token              create an operator token for /dashboard and /admin/api (printed alone on the last line)`;
+
+/**
+ * The last line of defence. A database connection error that escaped its handler (a driver event,
+ * a promise nobody awaited) is logged and survived: the pool replaces the connection and every
+ * loop retries. Anything else is a bug that leaves the process in an unknown state: log it and
+ * exit 1 (Node's own policy, but through the structured log), and let the supervisor restart
+ * us; leased jobs are picked up again when their lease lapses.
+ */
+function guardProcess(log: Logger): void {
+  const onFault = (origin: 'uncaughtException' | 'unhandledRejection') => (err: unknown) => {
+    if (isDatabaseUnavailable(err)) {
+      log.warn({ err, origin }, 'database connection error outside any handler; continuing');
+      return;
+    }
+    log.fatal({ err, origin }, 'unexpected error; exiting');
+    process.exit(1);
+  };
+  process.on('uncaughtException', onFault('uncaughtException'));
+  process.on('unhandledRejection', onFault('unhandledRejection'));
+}
 
 async function serve(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { role: { type: 'string', default: 'all' } } });
@@ -19,6 +42,7 @@ async function serve(args: string[]): Promise<void> {
   const { createApp } = await import('./app.js');
   const { countKeys, createKey } = await import('./store/keys.js');
   const app = await createApp(config, { role });
+  guardProcess(app.log);
   if ((await countKeys(app.store.db)) === 0) {
     const k = await createKey(app.store.db, 'default', Date.now());
     process.stdout.write(
@@ -83,6 +107,21 @@ async function keys(args: string[]): Promise<void> {
   }
 }
 
+async function admin(args: string[]): Promise<void> {
+  const [sub] = args;
+  if (sub !== 'create-token') throw new ConfigError(USAGE);
+  const config = loadConfig();
+  const { openStore } = await import('./store/db.js');
+  const { createAdminToken } = await import('./store/admin-tokens.js');
+  const store = await openStore(config.databaseUrl, { poolSize: config.databasePoolSize });
+  try {
+    const t = await createAdminToken(store.db, Date.now());
+    process.stdout.write(`created admin token ${t.id}; it is shown only this once (the dashboard's operator view takes it):\n${t.token}\n`);
+  } finally {
+    await store.close();
+  }
+}
+
 async function migrate(): Promise<void> {
   const config = loadConfig();
   const { openStore } = await import('./store/db.js');
@@ -103,6 +142,8 @@ async function main(argv: string[]): Promise<void> {
       return serve(rest);
     case 'keys':
       return keys(rest);
+    case 'admin':
+      return admin(rest);
     case 'migrate':
       return migrate();
     case 'help':

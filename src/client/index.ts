@@ -1,3 +1,4 @@
+import { EventSourceParserStream } from 'eventsource-parser/stream';
 import {
   isTerminalStatus,
   type ApiJob,
@@ -110,6 +111,12 @@ export class MediaJobsError extends Error {
 }
 
 /** wait() ran out of time; `job` is the last state seen. */
+/** One message of `watch()`: a status change, or progress within a status. */
+export interface JobEvent {
+  type: 'status' | 'progress';
+  job: ApiJob;
+}
+
 export class WaitTimeoutError extends MediaJobsError {
   override readonly name = 'WaitTimeoutError';
   constructor(
@@ -343,6 +350,72 @@ export class MediaJobsClient {
       if (changed) delay = firstDelay;
       await sleep(Math.max(0, Math.min(delay, deadline - Date.now())), opts.signal);
       delay = Math.min(delay * 1.5, 5_000);
+    }
+  }
+
+  /**
+   * Follows a job through `GET /api/v1/jobs/{uuid}/events` (Server-Sent Events): yields a `status`
+   * event for the current state and each status change, a `progress` event when only
+   * `status_detail` changes, and returns after the terminal state. A dropped connection is
+   * reopened (with the same retries and backoff as other calls); a state already yielded is not
+   * yielded again.
+   *
+   *   for await (const e of client.watch(job.uuid)) console.log(e.type, e.job.status, e.job.status_detail);
+   */
+  async *watch(uuid: string, opts: RequestOptions = {}): AsyncGenerator<JobEvent, ApiJob | undefined> {
+    const url = new URL(`${this.baseUrl}/api/v1/jobs/${encodeURIComponent(uuid)}/events`);
+    const headers = { accept: 'text/event-stream', authorization: `Bearer ${this.apiKey}`, 'user-agent': this.userAgent };
+    let last: ApiJob | undefined;
+    let failures = 0;
+    for (;;) {
+      let res: Response;
+      try {
+        // Connecting has the usual time limit; an open stream has none (it may wait for hours).
+        const connect = AbortSignal.timeout(this.timeoutMs);
+        const ctrl = new AbortController();
+        const onAbort = () => ctrl.abort(opts.signal?.reason);
+        opts.signal?.addEventListener('abort', onAbort, { once: true });
+        const timer = setTimeout(() => ctrl.abort(connect.reason), this.timeoutMs);
+        try {
+          res = await this.fetchFn(url, { headers, signal: ctrl.signal });
+        } finally {
+          clearTimeout(timer);
+        }
+        if (!res.ok) {
+          const err = this.errorFrom(res, await res.text(), `GET ${url.pathname} failed`);
+          opts.signal?.removeEventListener('abort', onAbort);
+          if ((res.status >= 500 || res.status === 429) && failures < this.retries) {
+            await sleep(err.retryAfterMs ?? this.backoff(failures++), opts.signal);
+            continue;
+          }
+          throw err;
+        }
+        const events = res.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
+        try {
+          for await (const msg of events) {
+            failures = 0;
+            if (msg.event === 'error') break; // the server could not read the job: reconnect
+            if (msg.event !== 'status' && msg.event !== 'progress') continue;
+            const job = JSON.parse(msg.data) as ApiJob;
+            const type: JobEvent['type'] = !last || last.status !== job.status ? 'status' : 'progress';
+            if (last && last.status === job.status && last.status_detail === job.status_detail) continue;
+            last = job;
+            yield { type, job };
+            if (isTerminalStatus(job.status)) {
+              ctrl.abort();
+              return job;
+            }
+          }
+        } finally {
+          opts.signal?.removeEventListener('abort', onAbort);
+        }
+      } catch (err) {
+        if (opts.signal?.aborted) throw opts.signal.reason;
+        if (err instanceof MediaJobsError) throw err;
+        if (failures >= this.retries) throw new MediaJobsError(`GET ${url.pathname} failed: ${describeCause(err)}`, { status: 0, cause: err });
+      }
+      // The stream ended early (a proxy, a restart): reconnect after a backoff.
+      await sleep(this.backoff(failures++), opts.signal);
     }
   }
 

@@ -1,8 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Kysely } from 'kysely';
-import { findActiveKey } from '../store/keys.js';
-import type { Database } from '../store/schema.js';
 import { ApiError } from './api-error.js';
+import type { KeyCache } from './key-cache.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -14,15 +12,16 @@ declare module 'fastify' {
 }
 
 const CHALLENGE = { 'www-authenticate': 'Bearer realm="media-jobs"' };
+const BEARER_RE = /^Bearer +([\x21-\x7e]{1,200})\s*$/i;
 
 /** Bearer API keys; missing, malformed, unknown and revoked keys all get 401. */
-export function authHook(db: Kysely<Database>) {
+export function authHook(keys: KeyCache) {
   return async (request: FastifyRequest, _reply: FastifyReply) => {
     const header = request.headers.authorization;
     if (!header) throw new ApiError(401, 'missing Authorization header: use "Authorization: Bearer <API key>"', CHALLENGE);
-    const m = /^Bearer +([\x21-\x7e]{1,200})\s*$/i.exec(header);
+    const m = BEARER_RE.exec(header);
     if (!m) throw new ApiError(401, 'malformed Authorization header: use "Authorization: Bearer <API key>"', CHALLENGE);
-    const key = await findActiveKey(db, m[1]!);
+    const key = await keys.lookup(m[1]!);
     if (key === undefined) throw new ApiError(401, 'invalid or revoked API key', CHALLENGE);
     request.owner = key.owner;
     request.apiKeyId = key.id;

@@ -1,33 +1,20 @@
 import fs from 'node:fs';
-import { z } from 'zod';
-import { JOB_STATUSES } from '../jobs/states.js';
+import type { SwaggerOptions } from '@fastify/swagger';
+import { createJsonSchemaTransform, createJsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { submitSchema, toJsonSchema, webhookSchema } from '../jobs/submit-schema.js';
 import type { Catalogue } from '../processors/catalogue.js';
 import { SLOT_NAMES, type JobType } from '../processors/types.js';
 import { EVENT_TYPES } from '../webhooks/events.js';
-import {
-  apiJobSchema,
-  deliveryAttemptSchema,
-  deliveryListSchema,
-  deliverySchema,
-  errorEnvelopeSchema,
-  errorTypeSchema,
-  healthSchema,
-  jobListSchema,
-  jobStatusSchema,
-  jobTypeInfoSchema,
-  jobTypesSchema,
-  okEnvelope,
-  resultLinkSchema,
-  slotSpecSchema,
-  webhookPayloadSchema,
-} from './schemas.js';
+import { COMPONENT_IDS, componentRegistry, ERROR_RESPONSES } from './schemas.js';
 
 /**
- * The OpenAPI 3.1 document of the whole HTTP interface, generated from the same zod schemas that
- * validate submits (submit-schema.ts, one body per catalogue entry) and from the response shapes
- * in schemas.ts. test/openapi checks it against the OpenAPI 3.1 meta-schema and that every route
- * the server registers is in it.
+ * The OpenAPI 3.1 document. Paths, parameters and response shapes come from the routes' own zod
+ * schemas (@fastify/swagger + fastify-type-provider-zod: the same schemas that validate requests),
+ * component schemas from the registry in schemas.ts, and the per-job-type submit bodies from the
+ * catalogue (submit-schema.ts). What is left here is what no schema can say: prose, examples,
+ * response headers, the webhooks, and the expansion of the submit route into one operation per job
+ * type. test/openapi checks the result against the OpenAPI 3.1 meta-schema, against every route the
+ * server registers, and against real responses.
  */
 
 export interface OpenApiDeps {
@@ -65,39 +52,6 @@ function tidy(schema: unknown): unknown {
   // z.literal(0) renders as a number; the envelope's code is an integer.
   if (out.type === 'number' && Number.isInteger(out.const)) out.type = 'integer';
   return out;
-}
-
-/** Response data shapes, named: rendered together so shared parts become $refs. */
-function responseComponents(): Record<string, Json> {
-  const reg = z.registry<{ id: string }>();
-  const named: Array<[string, z.ZodType]> = [
-    ['JobStatus', jobStatusSchema],
-    ['ErrorType', errorTypeSchema],
-    ['Job', apiJobSchema],
-    ['JobEnvelope', okEnvelope(apiJobSchema)],
-    ['ResultLink', resultLinkSchema],
-    ['ResultLinkEnvelope', okEnvelope(resultLinkSchema)],
-    ['JobList', jobListSchema],
-    ['JobListEnvelope', okEnvelope(jobListSchema)],
-    ['SlotSpec', slotSpecSchema],
-    ['JobTypeInfo', jobTypeInfoSchema],
-    ['JobTypes', jobTypesSchema],
-    ['JobTypesEnvelope', okEnvelope(jobTypesSchema)],
-    ['WebhookPayload', webhookPayloadSchema],
-    ['WebhookDeliveryAttempt', deliveryAttemptSchema],
-    ['WebhookDelivery', deliverySchema],
-    ['WebhookDeliveryEnvelope', okEnvelope(deliverySchema)],
-    ['WebhookDeliveries', deliveryListSchema],
-    ['WebhookDeliveriesEnvelope', okEnvelope(deliveryListSchema)],
-    ['ErrorEnvelope', errorEnvelopeSchema],
-    ['Health', healthSchema],
-    ['HealthEnvelope', okEnvelope(healthSchema)],
-  ];
-  for (const [id, s] of named) reg.add(s, { id });
-  const out = z.toJSONSchema(reg, { io: 'output', unrepresentable: 'any', uri: (id) => `#/components/schemas/${id}` }) as {
-    schemas: Record<string, Json>;
-  };
-  return tidy(out.schemas) as Record<string, Json>;
 }
 
 const pascal = (name: string) =>
@@ -152,6 +106,7 @@ interface ErrorSpec {
 const ERRORS: ErrorSpec[] = [
   { status: 400, name: 'BadRequest', description: 'The request is invalid: the message names the field.', example: 'input.source: must be a public http or https URL (host resolves to a private address)' },
   { status: 401, name: 'Unauthorized', description: 'Missing, malformed, unknown or revoked API key.', example: 'invalid or revoked API key' },
+  { status: 403, name: 'Forbidden', description: 'The signed result URL is invalid or has expired.', example: 'result URL has expired; fetch a new one from GET /api/v1/jobs/{uuid}/result' },
   { status: 404, name: 'NotFound', description: 'The job (or job type, or event) does not exist or is not the caller\'s: both answer the same.', example: 'job not found' },
   { status: 409, name: 'Conflict', description: 'Idempotency-Key reused with a different body; cancel of a terminal job; result not ready or never will be.', example: 'job is already completed; only queued or processing jobs can be cancelled' },
   { status: 410, name: 'Gone', description: 'The result was deleted at the end of its retention period.', example: 'result was deleted at the end of its retention period' },
@@ -159,6 +114,7 @@ const ERRORS: ErrorSpec[] = [
   { status: 415, name: 'UnsupportedMediaType', description: 'A write route got a body that is not JSON.', example: 'Content-Type must be application/json' },
   { status: 429, name: 'TooManyRequests', description: 'Rate limited: retry after the number of seconds in `Retry-After`.', example: 'rate limit exceeded: 60 submit requests per minute for this API key; retry in 42s' },
   { status: 500, name: 'InternalError', description: 'Anything unexpected. No stack trace is returned; quote X-Request-Id when reporting it.', example: 'internal error' },
+  { status: 503, name: 'ServiceUnavailable', description: 'Not ready: the database is not reachable or its migrations are not applied, or the process is shutting down.', example: 'database is not reachable' },
 ];
 
 function errorResponses(): Record<string, Json> {
@@ -180,29 +136,117 @@ function errorResponses(): Record<string, Json> {
   return out;
 }
 
-type ErrorName = (typeof ERRORS)[number]['name'];
-const errs = (...names: ErrorName[]): Record<string, Json> =>
-  Object.fromEntries(names.map((n) => [String(ERRORS.find((e) => e.name === n)!.status), ref('responses', n)]));
-
-/** Errors any authenticated route can answer. */
-const COMMON_ERRORS: ErrorName[] = ['Unauthorized', 'TooManyRequests', 'InternalError'];
-
-const successHeaders = (extra: Json = {}) => ({
+/** Headers on every success of an authenticated route. */
+const SUCCESS_HEADERS = {
   'X-Request-Id': ref('headers', 'X-Request-Id'),
   RateLimit: ref('headers', 'RateLimit'),
   'RateLimit-Policy': ref('headers', 'RateLimit-Policy'),
-  ...extra,
-});
+};
 
-const okJson = (description: string, schema: string, example?: unknown, extraHeaders: Json = {}) => ({
-  description,
-  headers: successHeaders(extraHeaders),
-  content: { 'application/json': { schema: ref('schemas', schema), ...(example === undefined ? {} : { example }) } },
-});
+const exampleLink = {
+  uuid: exampleJob().uuid,
+  url: 'https://media-jobs.example.com/results/0b7e5a52-1c1f-4a8e-9f61-1f0a3c5d7e90.webp?expires=1767229200&signature=…',
+  expires_at: '2026-01-01T01:00:00.000Z',
+  content_type: 'image/webp',
+  size_bytes: 48213,
+};
 
-const uuidParam = { name: 'uuid', in: 'path', required: true, description: 'The job\'s uuid.', schema: { type: 'string', format: 'uuid' } };
+interface Prose {
+  summary: string;
+  description?: string;
+  /** Example of the 200 body. */
+  example?: unknown;
+  /** Extra headers of the 200 response. */
+  headers?: Json;
+  /** Parameters no route schema declares (headers the handler reads). */
+  parameters?: Json[];
+}
 
-function submitOperations(types: JobType[]): Record<string, Json> {
+/** What the route schemas cannot say, by operationId. */
+const PROSE: Record<string, Prose> = {
+  listJobs: {
+    summary: "List the caller's jobs",
+    description: 'Newest first, one page at a time. Pass `next_cursor` back as `cursor` for the next page; it is null on the last page.',
+    example: ok({ jobs: [exampleJob()], next_cursor: null }),
+  },
+  getJobStatus: {
+    summary: 'Read the state of a job',
+    description:
+      'With `wait` (seconds) the request is held while the job is not terminal and answered the moment it reaches a terminal state, ' +
+      'or with its current state when the time is up: a long poll, so a client learns the end at once without polling every second. ' +
+      'Without `wait` (or `wait=0`) it answers at once. A queued job\'s `status_detail` tells its place in the queue.',
+    example: ok(exampleJob({ status: 'processing', status_detail: 'transforming image', started_at: '2026-01-01T00:00:01.000Z' })),
+  },
+  cancelJob: {
+    summary: 'Cancel a job',
+    description:
+      'A `queued` or `processing` job becomes `cancelled` at once (a running processor is aborted and its late result discarded), and `job.cancelled` is sent if subscribed. ' +
+      'No body is needed (an empty body or `{}` is fine). A job already in a terminal state answers 409.',
+    example: ok(exampleJob({ status: 'cancelled', status_detail: 'cancelled by the client', finished_at: '2026-01-01T00:00:02.000Z' })),
+    parameters: [ref('parameters', 'X-Request-Id')],
+  },
+  getJobResult: {
+    summary: 'Get a signed URL of the result',
+    description:
+      'Only when `result_ready` is true. The URL is absolute, needs no API key, and expires at `expires_at` (ask again for a fresh one). ' +
+      'A job that is not finished, failed or was cancelled answers 409; a result deleted after its retention answers 410.',
+    example: ok(exampleLink),
+  },
+  getJob: {
+    summary: 'Read a job with its input',
+    description: 'The job object plus the `input` it was submitted with and its webhook URL and events (never the secret). For pages that show one job; to follow a job use the status route or its events.',
+  },
+  watchJob: {
+    summary: "Follow a job's state as Server-Sent Events",
+    description:
+      'A `text/event-stream` (send the API key as the Bearer header, e.g. with `fetch`, since `EventSource` cannot). ' +
+      'Each message has an `id`, an `event` and one line of JSON `data`, the job object:\n\n' +
+      '- `status`: the state changed (the first message is always the current state);\n' +
+      '- `progress`: only `status_detail` changed (a processor\'s progress, the place in the queue);\n' +
+      '- `error`: the job could not be read (the envelope); reconnect to resume.\n\n' +
+      'The stream ends right after the `status` message of a terminal state (`completed`, `failed`, `cancelled`); a job that is already terminal gets that one message. ' +
+      'Comment lines (`: keep-alive`) keep idle connections open. Terminal states are sent the moment they happen; other changes within about a second. ' +
+      'A job of another owner answers 404 with the envelope; more than 32 open streams per owner answer 429.',
+  },
+  listWebhookDeliveries: { summary: "A job's webhook events and their delivery attempts" },
+  redeliverWebhook: {
+    summary: 'Send a webhook event again now',
+    description:
+      'Same event id and same body bytes, a fresh timestamp and signature. Recorded as a manual attempt; a success marks a pending or failed delivery delivered. Answers with the delivery afterwards.',
+    parameters: [ref('parameters', 'X-Request-Id')],
+  },
+  listJobTypes: {
+    summary: 'The job types, their media slots, models and options',
+    description: 'Everything here comes from the same catalogue declarations that validate submits; `body_schema` is the JSON Schema of the submit body.',
+  },
+  getOpenApi: { summary: 'This document', description: 'The OpenAPI 3.1 description of the service. No API key needed; not wrapped in the envelope.' },
+  getDocs: { summary: 'Interactive API documentation', description: 'Swagger UI, served entirely by this service (no CDN), reading /api/v1/openapi.json.' },
+  downloadResult: {
+    summary: 'Download a result (signed URL)',
+    description:
+      'The `url` of `GET /api/v1/jobs/{uuid}/result` points here when results are stored locally. The signature is the credential: no API key. ' +
+      'A tampered or expired URL answers 403; a result deleted after its retention 410. Errors use the envelope.',
+    headers: {
+      'Content-Length': { schema: { type: 'integer' } },
+      'Cache-Control': { schema: { type: 'string' }, description: 'private, until the URL expires.' },
+    },
+  },
+  healthz: { summary: 'Liveness', description: 'Answers 200 while the process is up and serving HTTP. For orchestrators; no API key.', example: ok({ status: 'ok' }) },
+  readyz: {
+    summary: 'Readiness',
+    description: 'Answers 200 when the service can take traffic (the database answers and every migration is applied), 503 when it cannot or is shutting down. No API key.',
+    example: ok({ status: 'ready', database: 'sqlite' }),
+  },
+  metrics: {
+    summary: 'Prometheus metrics',
+    description: 'Metrics in the Prometheus text exposition format (HTTP latency by route, jobs submitted and finished, queue depth, webhook deliveries…). No API key: keep it off the public edge.',
+  },
+};
+
+const SUBMIT_TEMPLATE = `${API}/jobs/submit/{jobType}`;
+
+/** The submit route, one operation per job type: body schema and prose from the catalogue, responses from the route. */
+function submitOperations(types: JobType[], template: Json): Record<string, Json> {
   const paths: Record<string, Json> = {};
   for (const t of types) {
     const models = t.models.map((m) => `- \`${m.name}\`: ${m.description}`).join('\n');
@@ -213,10 +257,18 @@ function submitOperations(types: JobType[]): Record<string, Json> {
         return `- \`input.${s}\` (${spec.required ? 'required' : 'optional'}, ${count} ${spec.accepts} URL${spec.max > 1 ? 's' : ''}): ${spec.description}`;
       })
       .join('\n');
+    const responses = structuredClone(template.responses) as Record<string, Json>;
+    const okRes = responses['200']!;
+    okRes.headers = {
+      ...(okRes.headers as Json),
+      'Idempotent-Replayed': ref('headers', 'Idempotent-Replayed'),
+      'Preference-Applied': { description: '`wait=N` when a `Prefer: wait=N` was honoured.', schema: { type: 'string' } },
+    };
+    (okRes.content as Record<string, Json>)['application/json']!.example = ok(exampleJob({ job_type: t.name, model: t.models[0]?.name }));
     paths[`${API}/jobs/submit/${t.name}`] = {
       post: {
+        ...template,
         operationId: `submit${pascal(t.name)}`,
-        tags: ['Jobs'],
         summary: `Submit a job of type ${t.name}`,
         description:
           `${t.description}\n\n**Models**\n\n${models}\n\n` +
@@ -239,237 +291,47 @@ function submitOperations(types: JobType[]): Record<string, Json> {
           required: true,
           content: { 'application/json': { schema: ref('schemas', `Submit${pascal(t.name)}`), example: exampleBody(t) } },
         },
-        responses: {
-          '200': okJson('The job, queued. A replay of an idempotent request returns the original response.', 'JobEnvelope', ok(exampleJob({ job_type: t.name, model: t.models[0]?.name })), {
-            'Idempotent-Replayed': ref('headers', 'Idempotent-Replayed'),
-            'Preference-Applied': { description: '`wait=N` when a `Prefer: wait=N` was honoured.', schema: { type: 'string' } },
-          }),
-          ...errs('BadRequest', 'Conflict', 'PayloadTooLarge', 'UnsupportedMediaType', ...COMMON_ERRORS),
-        },
+        responses,
       },
     };
   }
   return paths;
 }
 
-function jobPaths(): Record<string, Json> {
-  return {
-    [`${API}/jobs`]: {
-      get: {
-        operationId: 'listJobs',
-        tags: ['Jobs'],
-        summary: "List the caller's jobs",
-        description: 'Newest first, one page at a time. Pass `next_cursor` back as `cursor` for the next page; it is null on the last page.',
-        parameters: [
-          { name: 'status', in: 'query', required: false, description: 'Only jobs in this state.', schema: { type: 'string', enum: [...JOB_STATUSES] } },
-          { name: 'job_type', in: 'query', required: false, description: 'Only jobs of this type.', schema: { type: 'string' } },
-          { name: 'limit', in: 'query', required: false, description: 'Page size.', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
-          { name: 'cursor', in: 'query', required: false, description: '`next_cursor` of the previous page.', schema: { type: 'string' } },
-        ],
-        responses: {
-          '200': okJson('One page of jobs.', 'JobListEnvelope', ok({ jobs: [exampleJob()], next_cursor: null })),
-          ...errs('BadRequest', ...COMMON_ERRORS),
-        },
-      },
-    },
-    [`${API}/jobs/{uuid}/status`]: {
-      get: {
-        operationId: 'getJobStatus',
-        tags: ['Jobs'],
-        summary: 'Read the state of a job',
-        description:
-          'With `wait` (seconds, 0–60) the request is held while the job is not terminal and answered the moment it reaches a terminal state, ' +
-          'or with its current state when the time is up: a long poll, so a client learns the end at once without polling every second. ' +
-          'Without `wait` (or `wait=0`) it answers at once. A queued job\'s `status_detail` tells its place in the queue.',
-        parameters: [
-          uuidParam,
-          { name: 'wait', in: 'query', required: false, description: 'Long-poll: hold the request up to this many seconds until the job is terminal.', schema: { type: 'integer', minimum: 0, maximum: 60, default: 0 } },
-        ],
-        responses: {
-          '200': okJson('The job.', 'JobEnvelope', ok(exampleJob({ status: 'processing', status_detail: 'transforming image', started_at: '2026-01-01T00:00:01.000Z' }))),
-          ...errs('BadRequest', 'NotFound', ...COMMON_ERRORS),
-        },
-      },
-    },
-    [`${API}/jobs/{uuid}/cancel`]: {
-      post: {
-        operationId: 'cancelJob',
-        tags: ['Jobs'],
-        summary: 'Cancel a job',
-        description:
-          'A `queued` or `processing` job becomes `cancelled` at once (a running processor is aborted and its late result discarded), and `job.cancelled` is sent if subscribed. ' +
-          'No body is needed (an empty body or `{}` is fine). A job already in a terminal state answers 409.',
-        parameters: [uuidParam, ref('parameters', 'X-Request-Id')],
-        responses: {
-          '200': okJson('The cancelled job.', 'JobEnvelope', ok(exampleJob({ status: 'cancelled', status_detail: 'cancelled by the client', finished_at: '2026-01-01T00:00:02.000Z' }))),
-          ...errs('NotFound', 'Conflict', 'UnsupportedMediaType', ...COMMON_ERRORS),
-        },
-      },
-    },
-    [`${API}/jobs/{uuid}/result`]: {
-      get: {
-        operationId: 'getJobResult',
-        tags: ['Jobs'],
-        summary: 'Get a signed URL of the result',
-        description:
-          'Only when `result_ready` is true. The URL is absolute, needs no API key, and expires at `expires_at` (ask again for a fresh one). ' +
-          'A job that is not finished, failed or was cancelled answers 409; a result deleted after its retention answers 410.',
-        parameters: [uuidParam],
-        responses: {
-          '200': okJson(
-            'The signed result link.',
-            'ResultLinkEnvelope',
-            ok({
-              uuid: exampleJob().uuid,
-              url: 'https://media-jobs.example.com/results/0b7e5a52-1c1f-4a8e-9f61-1f0a3c5d7e90.webp?expires=1767229200&signature=…',
-              expires_at: '2026-01-01T01:00:00.000Z',
-              content_type: 'image/webp',
-              size_bytes: 48213,
-            }),
-          ),
-          ...errs('NotFound', 'Conflict', 'Gone', ...COMMON_ERRORS),
-        },
-      },
-    },
-    [`${API}/jobs/{uuid}/webhook-deliveries`]: {
-      get: {
-        operationId: 'listWebhookDeliveries',
-        tags: ['Webhooks'],
-        summary: "A job's webhook events and their delivery attempts",
-        parameters: [uuidParam],
-        responses: {
-          '200': okJson('The deliveries (empty when the job has no webhook or is not terminal yet).', 'WebhookDeliveriesEnvelope'),
-          ...errs('NotFound', ...COMMON_ERRORS),
-        },
-      },
-    },
-    [`${API}/jobs/{uuid}/webhook-deliveries/{event_id}/redeliver`]: {
-      post: {
-        operationId: 'redeliverWebhook',
-        tags: ['Webhooks'],
-        summary: 'Send a webhook event again now',
-        description:
-          'Same event id and same body bytes, a fresh timestamp and signature. Recorded as a manual attempt; a success marks a pending or failed delivery delivered. Answers with the delivery afterwards.',
-        parameters: [
-          uuidParam,
-          { name: 'event_id', in: 'path', required: true, description: 'The event to send again.', schema: { type: 'string', format: 'uuid' } },
-          ref('parameters', 'X-Request-Id'),
-        ],
-        responses: {
-          '200': okJson('The delivery, with the new attempt.', 'WebhookDeliveryEnvelope'),
-          ...errs('NotFound', 'UnsupportedMediaType', ...COMMON_ERRORS),
-        },
-      },
-    },
-    [`${API}/job-types`]: {
-      get: {
-        operationId: 'listJobTypes',
-        tags: ['Job types'],
-        summary: 'The job types, their media slots, models and options',
-        description: 'Everything here comes from the same catalogue declarations that validate submits; `body_schema` is the JSON Schema of the submit body.',
-        responses: {
-          '200': okJson('The catalogue.', 'JobTypesEnvelope'),
-          ...errs(...COMMON_ERRORS),
-        },
-      },
-    },
-  };
+const ERROR_NAMES = new Set<string>(Object.values(ERROR_RESPONSES));
+
+/** Adds what the route schemas cannot carry to one generated operation. */
+function finishOperation(op: Json, authenticated: boolean): void {
+  const prose = PROSE[op.operationId as string];
+  if (prose) {
+    op.summary = prose.summary;
+    if (prose.description) op.description = prose.description;
+    if (prose.parameters) op.parameters = [...((op.parameters as Json[] | undefined) ?? []), ...prose.parameters];
+  }
+  const responses = (op.responses ?? {}) as Record<string, Json>;
+  for (const [status, res] of Object.entries(responses)) {
+    // Error responses point at the shared components (headers, example) named in route schemas.
+    if (typeof res.description === 'string' && ERROR_NAMES.has(res.description)) {
+      responses[status] = ref('responses', res.description);
+      continue;
+    }
+    if (status !== '200') continue;
+    res.headers = { ...(authenticated ? SUCCESS_HEADERS : {}), ...(prose?.headers ?? {}) };
+    if (Object.keys(res.headers as Json).length === 0) delete res.headers;
+    const json = (res.content as Record<string, Json> | undefined)?.['application/json'];
+    if (json && prose?.example !== undefined) json.example = prose.example;
+  }
+  if (op.operationId === 'downloadResult') {
+    // The result's own type (the `content_type` of its result link).
+    responses['200']!.content = Object.fromEntries(['image/*', 'video/*', 'audio/*', 'application/json', 'application/octet-stream'].map((t) => [t, {}]));
+  }
 }
 
-function operationalPaths(): Record<string, Json> {
-  const open = { security: [] as unknown[] };
-  return {
-    [`${API}/openapi.json`]: {
-      get: {
-        operationId: 'getOpenApi',
-        tags: ['Meta'],
-        summary: 'This document',
-        description: 'The OpenAPI 3.1 description of the service. No API key needed; not wrapped in the envelope.',
-        ...open,
-        responses: { '200': { description: 'The OpenAPI document.', content: { 'application/json': { schema: { type: 'object' } } } } },
-      },
-    },
-    '/docs': {
-      get: {
-        operationId: 'getDocs',
-        tags: ['Meta'],
-        summary: 'Interactive API documentation',
-        description: 'Swagger UI, served entirely by this service (no CDN), reading /api/v1/openapi.json.',
-        ...open,
-        responses: { '200': { description: 'An HTML page.', content: { 'text/html': { schema: { type: 'string' } } } } },
-      },
-    },
-    '/results/{key}': {
-      get: {
-        operationId: 'downloadResult',
-        tags: ['Results'],
-        summary: 'Download a result (signed URL)',
-        description:
-          'The `url` of `GET /api/v1/jobs/{uuid}/result` points here when results are stored locally. The signature is the credential: no API key. ' +
-          'A tampered or expired URL answers 403; a result deleted after its retention 410. Errors use the envelope.',
-        ...open,
-        parameters: [
-          { name: 'key', in: 'path', required: true, description: 'Result object key.', schema: { type: 'string' } },
-          { name: 'expires', in: 'query', required: true, description: 'Expiry, Unix seconds.', schema: { type: 'integer' } },
-          { name: 'signature', in: 'query', required: true, description: 'HMAC signature (base64url).', schema: { type: 'string' } },
-        ],
-        responses: {
-          '200': {
-            description: 'The result bytes.',
-            headers: {
-              'Content-Length': { schema: { type: 'integer' } },
-              'Cache-Control': { schema: { type: 'string' }, description: 'private, until the URL expires.' },
-            },
-            // The result's own type (the `content_type` of its result link).
-            content: Object.fromEntries(
-              ['image/*', 'video/*', 'audio/*', 'application/json', 'application/octet-stream'].map((t) => [t, {}]),
-            ),
-          },
-          '403': {
-            description: 'The signature is invalid or the URL has expired.',
-            content: { 'application/json': { schema: ref('schemas', 'ErrorEnvelope'), example: { code: -1, message: 'result URL has expired; fetch a new one from GET /api/v1/jobs/{uuid}/result', data: {} } } },
-          },
-          '410': ref('responses', 'Gone'),
-        },
-      },
-    },
-    '/healthz': {
-      get: {
-        operationId: 'healthz',
-        tags: ['Operations'],
-        summary: 'Liveness',
-        description: 'Answers 200 while the process is up and serving HTTP. For orchestrators; no API key.',
-        ...open,
-        responses: { '200': { description: 'Alive.', content: { 'application/json': { schema: ref('schemas', 'HealthEnvelope'), example: ok({ status: 'ok' }) } } } },
-      },
-    },
-    '/readyz': {
-      get: {
-        operationId: 'readyz',
-        tags: ['Operations'],
-        summary: 'Readiness',
-        description: 'Answers 200 when the service can take traffic (the database answers and every migration is applied), 503 when it cannot or is shutting down. No API key.',
-        ...open,
-        responses: {
-          '200': { description: 'Ready.', content: { 'application/json': { schema: ref('schemas', 'HealthEnvelope'), example: ok({ status: 'ready', database: 'sqlite' }) } } },
-          '503': {
-            description: 'Not ready.',
-            content: { 'application/json': { schema: ref('schemas', 'ErrorEnvelope'), example: { code: -1, message: 'database is not reachable', data: {} } } },
-          },
-        },
-      },
-    },
-    '/metrics': {
-      get: {
-        operationId: 'metrics',
-        tags: ['Operations'],
-        summary: 'Prometheus metrics',
-        description: 'Metrics in the Prometheus text exposition format (HTTP latency by route, jobs submitted and finished, queue depth, webhook deliveries…). No API key: keep it off the public edge.',
-        ...open,
-        responses: { '200': { description: 'Metrics.', content: { 'text/plain': { schema: { type: 'string' } } } } },
-      },
-    },
-  };
+/** Parameters rendered from zod: path ones first, without the noise (`$schema`, long regexes next to a format). */
+function finishParameters(op: Json): void {
+  const params = (op.parameters as Json[] | undefined) ?? [];
+  for (const p of params) if (p.schema) p.schema = tidy(p.schema);
+  params.sort((a, b) => Number(b.in === 'path') - Number(a.in === 'path'));
 }
 
 function webhookOperations(): Json {
@@ -534,10 +396,25 @@ const OVERVIEW = `Asynchronous media jobs: submit a job, follow its status (long
 
 **Clients.** \`import { MediaJobsClient, verifyWebhook } from 'media-jobs'\`, or the \`media-jobs submit|status|wait|result|cancel|jobs\` commands.`;
 
-/** Builds the document. Cheap enough to build once at start-up; the catalogue does not change. */
-export function buildOpenApi(deps: OpenApiDeps): Json {
+/**
+ * @fastify/swagger's options: the document's fixed parts, fastify-type-provider-zod's transforms
+ * for the routes' zod schemas, and the additions above. Built once, on the first request for it.
+ */
+export function swaggerOptions(deps: OpenApiDeps): SwaggerOptions {
+  const transform = createJsonSchemaTransform({ schemaRegistry: componentRegistry, skipList: [] });
+  const transformObject = createJsonSchemaTransformObject({ schemaRegistry: componentRegistry });
+  return {
+    openapi: base(),
+    hideUntagged: false,
+    transform,
+    transformObject: (input) => finish(transformObject(input) as Json, deps),
+  } as SwaggerOptions;
+}
+
+function finish(doc: Json, deps: OpenApiDeps): Json {
   const types = deps.catalogue.list();
-  const schemas: Record<string, Json> = responseComponents();
+  const components = doc.components as { schemas: Record<string, Json> };
+  const schemas = tidy(components.schemas) as Record<string, Json>;
   schemas.WebhookSettings = tidy(toJsonSchema(webhookSchema({ allowPrivate: deps.allowPrivate }))) as Json;
   for (const t of types) {
     const body = tidy(toJsonSchema(submitSchema(t, { allowPrivate: deps.allowPrivate }))) as Json;
@@ -545,7 +422,29 @@ export function buildOpenApi(deps: OpenApiDeps): Json {
     if (props?.webhook) props.webhook = ref('schemas', 'WebhookSettings');
     schemas[`Submit${pascal(t.name)}`] = { title: `${t.name} submit body`, description: t.description, ...body };
   }
+  components.schemas = schemas;
+  doc.jsonSchemaDialect = 'https://spec.openapis.org/oas/3.1/dialect/base';
 
+  const paths = doc.paths as Record<string, Record<string, Json>>;
+  for (const [path, item] of Object.entries(paths)) {
+    for (const op of Object.values(item)) {
+      finishParameters(op);
+      finishOperation(op, path.startsWith(`${API}/`) && op.operationId !== 'getOpenApi');
+    }
+  }
+  const template = paths[SUBMIT_TEMPLATE]?.post;
+  delete paths[SUBMIT_TEMPLATE];
+  if (template) Object.assign(paths, submitOperations(types, template));
+  doc.webhooks = webhookOperations();
+  // The transform renders an input twin (`JobInput`…) of every component; only request bodies would use them.
+  const twins = new Set(COMPONENT_IDS.map((id) => `${id}Input`));
+  const used = JSON.stringify({ ...doc, components: { ...components, schemas: Object.fromEntries(Object.entries(schemas).filter(([k]) => !twins.has(k))) } });
+  if (![...twins].some((t) => used.includes(`"#/components/schemas/${t}"`))) for (const t of twins) delete schemas[t];
+  return doc;
+}
+
+/** The document's fixed parts (paths come from the routes). */
+function base(): Json {
   return {
     openapi: '3.1.0',
     info: {
@@ -566,13 +465,10 @@ export function buildOpenApi(deps: OpenApiDeps): Json {
       { name: 'Operations', description: 'Health and metrics (no API key).' },
       { name: 'Meta', description: 'This document and its viewer.' },
     ],
-    paths: { ...submitOperations(types), ...jobPaths(), ...operationalPaths() },
-    webhooks: webhookOperations(),
     components: {
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer <API key>`.' },
       },
-      schemas,
       responses: errorResponses(),
       parameters: {
         'Idempotency-Key': {

@@ -152,3 +152,74 @@ export type JobListShape = z.infer<typeof jobListSchema>;
 export type JobTypeInfoShape = z.infer<typeof jobTypeInfoSchema>;
 export type WebhookPayloadShape = z.infer<typeof webhookPayloadSchema>;
 export type DeliveryShape = z.infer<typeof deliverySchema>;
+
+/**
+ * The named shapes of the OpenAPI document (components/schemas): an `id` in zod's global registry
+ * (next to their descriptions), so fastify-type-provider-zod's transforms render them as $refs.
+ */
+export const componentRegistry = z.globalRegistry;
+export const jobEnvelopeSchema = okEnvelope(apiJobSchema);
+export const resultLinkEnvelopeSchema = okEnvelope(resultLinkSchema);
+export const jobListEnvelopeSchema = okEnvelope(jobListSchema);
+export const jobTypesEnvelopeSchema = okEnvelope(jobTypesSchema);
+export const deliveryEnvelopeSchema = okEnvelope(deliverySchema);
+export const deliveryListEnvelopeSchema = okEnvelope(deliveryListSchema);
+export const healthEnvelopeSchema = okEnvelope(healthSchema);
+for (const [id, s] of [
+  ['JobStatus', jobStatusSchema],
+  ['ErrorType', errorTypeSchema],
+  ['Job', apiJobSchema],
+  ['JobEnvelope', jobEnvelopeSchema],
+  ['ResultLink', resultLinkSchema],
+  ['ResultLinkEnvelope', resultLinkEnvelopeSchema],
+  ['JobList', jobListSchema],
+  ['JobListEnvelope', jobListEnvelopeSchema],
+  ['SlotSpec', slotSpecSchema],
+  ['JobTypeInfo', jobTypeInfoSchema],
+  ['JobTypes', jobTypesSchema],
+  ['JobTypesEnvelope', jobTypesEnvelopeSchema],
+  ['WebhookPayload', webhookPayloadSchema],
+  ['WebhookDeliveryAttempt', deliveryAttemptSchema],
+  ['WebhookDelivery', deliverySchema],
+  ['WebhookDeliveryEnvelope', deliveryEnvelopeSchema],
+  ['WebhookDeliveries', deliveryListSchema],
+  ['WebhookDeliveriesEnvelope', deliveryListEnvelopeSchema],
+  ['ErrorEnvelope', errorEnvelopeSchema],
+  ['Health', healthSchema],
+  ['HealthEnvelope', healthEnvelopeSchema],
+] as Array<[string, z.ZodType]>) {
+  componentRegistry.add(s, { ...componentRegistry.get(s), id });
+}
+export const COMPONENT_IDS: readonly string[] = [...componentRegistry._idmap.keys()];
+
+/** Names of the documented error responses (components/responses), by HTTP status. */
+export const ERROR_RESPONSES = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  409: 'Conflict',
+  410: 'Gone',
+  413: 'PayloadTooLarge',
+  415: 'UnsupportedMediaType',
+  429: 'TooManyRequests',
+  500: 'InternalError',
+  503: 'ServiceUnavailable',
+} as const;
+export type ErrorStatus = keyof typeof ERROR_RESPONSES;
+
+/** A route's `schema.response`: the success shape plus the errors it can answer (rendered as $refs). */
+export function responses(success: Record<number, { description: string; schema: z.ZodType; type?: string }>, ...errors: ErrorStatus[]) {
+  const out: Record<number, unknown> = {};
+  for (const [status, s] of Object.entries(success)) {
+    out[Number(status)] = { description: s.description, content: { [s.type ?? 'application/json']: { schema: s.schema } } };
+  }
+  for (const status of errors) out[status] = { description: ERROR_RESPONSES[status], content: { 'application/json': { schema: errorEnvelopeSchema } } };
+  return out;
+}
+
+/** Errors any authenticated route can answer. */
+export const COMMON_ERRORS: ErrorStatus[] = [401, 429, 500];
+
+/** A path parameter holding a job or event uuid: documented as one, checked by the handler (malformed → 404). */
+export const uuidParam = (description: string) => z.string().meta({ format: 'uuid', description });

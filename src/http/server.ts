@@ -1,23 +1,35 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
+import fastifySwagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
+import type { z } from 'zod';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { JobService } from '../jobs/service.js';
 import type { Catalogue } from '../processors/catalogue.js';
 import type { LocalResultStore } from '../storage/local.js';
 import type { Store } from '../store/db.js';
-import { ApiError } from './api-error.js';
+import { DomainError } from '../errors.js';
+import { isDatabaseUnavailable } from '../store/errors.js';
+import { ApiError, STATUS_OF_KIND } from './api-error.js';
 import { authHook } from './auth.js';
 import { fail } from './envelope.js';
 import { jobTypeRoutes } from './routes/job-types.js';
-import { jobRoutes } from './routes/jobs.js';
+import { jobRoutes, validationMessage } from './routes/jobs.js';
+import { swaggerOptions } from './openapi.js';
 import { docsRoutes } from './routes/docs.js';
 import { opsRoutes } from './routes/ops.js';
 import { resultRoutes } from './routes/results.js';
-import { rateLimitHook, type RateLimitOptions } from './rate-limit.js';
+import { registerRateLimits, type RateLimitOptions } from './rate-limit.js';
+import { KeyCache } from './key-cache.js';
+import type { Signals } from '../signals.js';
+import { KEY_REVOKED_SIGNAL } from '../store/keys.js';
 import type { Metrics } from '../metrics.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { eventRoutes, type EventStreamOptions } from './routes/events.js';
+import { jobDetailRoutes } from './routes/job-detail.js';
+import { dashboardRoutes } from './routes/dashboard.js';
+import { adminRoutes, type LocalWorkerInfo } from './admin/routes.js';
 import type { WebhookService } from '../webhooks/service.js';
 
 export interface HttpDeps {
@@ -31,8 +43,14 @@ export interface HttpDeps {
   allowPrivate: boolean;
   metrics: Metrics;
   rateLimits: RateLimitOptions;
+  /** Revocations made by other processes reach the key cache through it (PostgreSQL NOTIFY). */
+  signals?: Signals;
   /** Present when results are served by this process (the local store). */
   localResults?: { store: LocalResultStore; secret: string };
+  /** GET /api/v1/jobs/{uuid}/events tuning (tests shorten the poll). */
+  eventStreams?: EventStreamOptions;
+  /** The worker pools of this process, for the operator view. */
+  localWorkers?: () => LocalWorkerInfo[];
 }
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
@@ -103,6 +121,19 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     done(null, value);
   });
 
+  // Route schemas are zod (fastify-type-provider-zod's convention): they validate requests here,
+  // with the envelope's words, and build the OpenAPI document (openapi.ts). Responses are not
+  // re-validated on the way out (the hot path); test/openapi checks real ones against the document.
+  app.setValidatorCompiler(({ schema }) => {
+    const zod = schema as unknown as z.ZodType;
+    return (data: unknown) => {
+      const r = zod.safeParse(data ?? {});
+      return r.success ? { value: r.data } : { error: new ApiError(400, validationMessage(r.error.issues, data)) };
+    };
+  });
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  app.register(fastifySwagger, swaggerOptions({ catalogue: deps.catalogue, allowPrivate: deps.allowPrivate }));
+
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -128,10 +159,17 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     if (err instanceof ApiError) {
       return reply.code(err.statusCode).headers(err.headers).send(fail(err.message));
     }
+    if (err instanceof DomainError) {
+      if (err.kind === 'unavailable') reply.header('retry-after', '1');
+      return reply.code(STATUS_OF_KIND[err.kind]).send(fail(err.message));
+    }
     if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
       const [status, message] = describeFastifyError(err, deps.maxBodyBytes);
       return reply.code(status).send(fail(message));
     }
+    // The database is down, restarting, locked or full: not a bug, and a retry may succeed (no log line per
+    // request: the PostgreSQL store logs each outage once).
+    if (isDatabaseUnavailable(err)) return reply.code(503).header('retry-after', '5').send(fail('database unavailable, retry later'));
     request.log.error({ err }, 'unhandled error');
     return reply.code(500).send(fail('internal error'));
   });
@@ -150,20 +188,39 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     return reply.code(404).send(fail(`no route ${request.method} ${path}`));
   });
 
+  const keys = new KeyCache(deps.store.db);
+  const dropKeys = () => keys.clear();
+  deps.signals?.on(KEY_REVOKED_SIGNAL, dropKeys);
+  app.addHook('onClose', async () => {
+    keys.close();
+    deps.signals?.off(KEY_REVOKED_SIGNAL, dropKeys);
+  });
+  app.decorateRequest('owner', '');
+  app.decorateRequest('apiKeyId', '');
+
   app.register(
     async (api) => {
-      api.addHook('onRequest', authHook(deps.store.db));
-      api.addHook('preHandler', rateLimitHook(deps.store, deps.clock, deps.rateLimits));
+      api.addHook('onRequest', authHook(keys));
+      await registerRateLimits(api, deps.rateLimits, deps.log);
       jobRoutes(api, deps.service);
       webhookRoutes(api, deps.webhooks);
       jobTypeRoutes(api, deps.catalogue, deps.allowPrivate);
+      eventRoutes(api, { service: deps.service, signals: deps.signals, metrics: deps.metrics }, deps.eventStreams);
+      jobDetailRoutes(api, deps.service, deps.store);
     },
     { prefix: '/api/v1' },
   );
 
-  opsRoutes(app, deps.store, deps.metrics);
-  docsRoutes(app, deps); // GET /api/v1/openapi.json (no API key, not enveloped) and /docs
-  if (deps.localResults) resultRoutes(app, deps.localResults.store, deps.localResults.secret, deps.clock);
+  // The operator's routes: their own scope and auth hook (admin tokens), not the API-key hook.
+  app.register((admin) => adminRoutes(admin, { store: deps.store, clock: deps.clock, signals: deps.signals, localWorkers: deps.localWorkers }), { prefix: '/admin/api' });
+
+  // In a plugin, so they are added after @fastify/swagger is listening for routes.
+  app.register(async (root) => {
+    opsRoutes(root, deps.store, deps.metrics);
+    docsRoutes(root, deps); // GET /api/v1/openapi.json (no API key, not enveloped) and /docs
+    if (deps.localResults) resultRoutes(root, deps.localResults.store, deps.localResults.secret, deps.clock);
+    await dashboardRoutes(root);
+  });
   return app;
 }
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
-import { ApiError } from '../http/api-error.js';
+import { invalid } from '../errors.js';
 
 // The package is CommonJS with an ESM-style d.ts: its module.exports is the function itself.
 const canonicalize = canonicalizeModule as unknown as (input: unknown) => string | undefined;
@@ -9,7 +9,7 @@ const canonicalize = canonicalizeModule as unknown as (input: unknown) => string
 export function checkIdempotencyKey(key: string | undefined): string | undefined {
   if (key === undefined) return undefined;
   if (!/^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$/.test(key)) {
-    throw new ApiError(400, 'Idempotency-Key: must be 1 to 255 printable ASCII characters');
+    throw invalid('Idempotency-Key: must be 1 to 255 printable ASCII characters');
   }
   return key;
 }

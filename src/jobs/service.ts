@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
-import { ApiError } from '../http/api-error.js';
+import { conflict, gone, invalid, notFound } from '../errors.js';
 import { checkUrl, type LookupAll } from '../media/index.js';
 import type { Catalogue } from '../processors/catalogue.js';
 import type { Metrics } from '../metrics.js';
@@ -11,12 +11,13 @@ import type { Signals } from '../signals.js';
 import type { ResultStore } from '../storage/types.js';
 import type { Store } from '../store/db.js';
 import { findIdempotencyKey, reserveIdempotencyKey } from '../store/idempotency.js';
-import { getJob, insertJob, listJobs, queuePosition, transition } from '../store/jobs.js';
+import { getJobView, jobsAhead, listJobs, type NewJob } from '../store/jobs.js';
 import type { Database } from '../store/schema.js';
 import { requestFingerprint } from './idempotency.js';
 import { isTerminal, type JobStatus } from './states.js';
 import { describeIssue, isSlotName, submitSchema, type SubmitBody } from './submit-schema.js';
-import { toApiJob, type ApiJob, type JobRow } from './view.js';
+import type { JobLifecycle } from './lifecycle.js';
+import { toApiJob, type ApiJob, type JobView } from './view.js';
 
 export interface SubmitRequest {
   owner: string;
@@ -51,6 +52,7 @@ export interface JobServiceDeps {
   config: Config;
   clock: Clock;
   results: ResultStore;
+  lifecycle: JobLifecycle;
   signals: Signals;
   metrics?: Metrics;
   /** DNS for submit-time URL checks; tests inject one. */
@@ -58,6 +60,8 @@ export interface JobServiceDeps {
 }
 
 const NOT_FOUND = 'job not found';
+/** Queue position is exact up to this many jobs ahead; beyond it the status says "more than". */
+export const POSITION_CAP = 1000;
 
 /** The four operations of the public API, independent of HTTP. */
 export class JobService {
@@ -74,7 +78,7 @@ export class JobService {
   async submit(req: SubmitRequest): Promise<SubmitOutcome> {
     const { owner, idempotencyKey: key } = req;
     const schema = this.schemas.get(req.jobType);
-    if (!schema) throw new ApiError(404, `unknown job type "${req.jobType}"; GET /api/v1/job-types lists them`);
+    if (!schema) throw notFound(`unknown job type "${req.jobType}"; GET /api/v1/job-types lists them`);
     const fingerprint = requestFingerprint(req.method, req.path, req.body);
 
     if (key !== undefined) {
@@ -84,14 +88,14 @@ export class JobService {
 
     const body = await this.validate(req.jobType, schema, req.body);
     const now = this.deps.clock.now();
-    const row: JobRow = {
+    const row = {
       uuid: randomUUID(),
       owner,
       job_type: body.job_type,
       model: body.model,
       input: JSON.stringify(body.input),
       webhook: body.webhook ? JSON.stringify(body.webhook) : null,
-      status: 'queued',
+      status: 'queued' as const,
       status_detail: 'waiting for a worker',
       error_type: null,
       error_message: null,
@@ -106,7 +110,7 @@ export class JobService {
       started_at: null,
       finished_at: null,
       updated_at: now,
-    };
+    } satisfies NewJob;
     const outcome: SubmitOutcome = {
       statusCode: 200,
       body: { code: 0, message: 'ok', data: toApiJob(row) },
@@ -114,32 +118,27 @@ export class JobService {
       replayed: false,
     };
 
-    const created = await this.db.transaction().execute(async (trx) => {
-      if (key !== undefined) {
-        const reserved = await reserveIdempotencyKey(trx, {
-          owner,
-          key,
-          fingerprint,
-          response_status: outcome.statusCode,
-          response_body: JSON.stringify(outcome.body),
-          request_id: req.requestId,
-          job_uuid: row.uuid,
-          created_at: now,
-          expires_at: now + this.deps.config.idempotencyTtlMs,
-        });
-        if (!reserved) return false;
-      }
-      await insertJob(trx, row);
-      return true;
-    });
-    if (!created) {
+    const reserve =
+      key === undefined
+        ? undefined
+        : (trx: Kysely<Database>) =>
+            reserveIdempotencyKey(trx, {
+              owner,
+              key,
+              fingerprint,
+              response_status: outcome.statusCode,
+              response_body: JSON.stringify(outcome.body),
+              request_id: req.requestId,
+              job_uuid: row.uuid,
+              created_at: now,
+              expires_at: now + this.deps.config.idempotencyTtlMs,
+            });
+    if (!(await this.deps.lifecycle.create(row, reserve))) {
       // A concurrent request with the same key won the race: answer as its replay.
       const prior = await findIdempotencyKey(this.db, owner, key!, this.deps.clock.now());
-      if (!prior) throw new ApiError(409, 'Idempotency-Key: a request with this key is in progress; retry');
+      if (!prior) throw conflict('Idempotency-Key: a request with this key is in progress; retry');
       return this.replay(prior, fingerprint);
     }
-    this.deps.signals.jobQueued();
-    this.deps.metrics?.jobsSubmitted.inc({ job_type: row.job_type });
     return outcome;
   }
 
@@ -148,7 +147,7 @@ export class JobService {
     fingerprint: string,
   ): SubmitOutcome {
     if (prior.fingerprint !== fingerprint) {
-      throw new ApiError(409, 'Idempotency-Key: already used with a different request; use a new key for a new request');
+      throw conflict('Idempotency-Key: already used with a different request; use a new key for a new request');
     }
     return {
       statusCode: prior.response_status,
@@ -161,16 +160,16 @@ export class JobService {
   /** Schema first (shape, models, URL syntax), then DNS for every URL: all or nothing. */
   private async validate(jobType: string, schema: z.ZodType, raw: unknown): Promise<SubmitBody> {
     if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-      throw new ApiError(400, 'body must be a JSON object');
+      throw invalid('body must be a JSON object');
     }
     const bodyType = (raw as { job_type?: unknown }).job_type;
     if (typeof bodyType === 'string' && bodyType !== jobType) {
-      throw new ApiError(400, `job_type: must equal the path's job type "${jobType}" (got "${bodyType}")`);
+      throw invalid(`job_type: must equal the path's job type "${jobType}" (got "${bodyType}")`);
     }
     const parsed = schema.safeParse(raw);
     if (!parsed.success) {
       const messages = parsed.error.issues.slice(0, 3).map((i) => describeIssue(i, raw));
-      throw new ApiError(400, messages.join('; '));
+      throw invalid(messages.join('; '));
     }
     const body = parsed.data as SubmitBody;
     const urls: Array<[string, string]> = [];
@@ -188,7 +187,7 @@ export class JobService {
       }),
     );
     const firstBad = checks.find((c) => c !== undefined);
-    if (firstBad) throw new ApiError(400, firstBad);
+    if (firstBad) throw invalid(firstBad);
     return body;
   }
 
@@ -197,21 +196,28 @@ export class JobService {
    * the job-finished signal (from any process on PostgreSQL) and re-reads at least every second.
    */
   async status(owner: string, uuid: string, waitMs = 0): Promise<ApiJob> {
-    let row = await getJob(this.db, uuid, owner);
-    if (!row) throw new ApiError(404, NOT_FOUND);
+    let row = await getJobView(this.db, uuid, owner);
+    if (!row) throw notFound(NOT_FOUND);
     const deadline = Date.now() + waitMs;
     while (!isTerminal(row.status) && Date.now() < deadline) {
       await this.nextFinish(uuid, Math.min(1000, deadline - Date.now()));
-      row = (await getJob(this.db, uuid, owner))!;
+      row = (await getJobView(this.db, uuid, owner))!;
     }
     return this.view(row);
   }
 
-  /** The public job; a queued job's detail tells its place in the queue. */
-  private async view(row: JobRow): Promise<ApiJob> {
+  /**
+   * The public job; a queued job's detail tells its place in the queue (claim order), exact up
+   * to POSITION_CAP jobs ahead, so a status read costs the same at any backlog.
+   */
+  private async view(row: JobView): Promise<ApiJob> {
     const job = toApiJob(row);
     if (row.status === 'queued') {
-      job.status_detail = `${row.status_detail} (position ${await queuePosition(this.db, row.created_at)} in the queue)`;
+      const ahead = await jobsAhead(this.db, row, POSITION_CAP);
+      job.status_detail =
+        ahead < POSITION_CAP
+          ? `${row.status_detail} (position ${ahead + 1} in the queue)`
+          : `${row.status_detail} (more than ${POSITION_CAP.toLocaleString('en-US')} jobs ahead in the queue)`;
     }
     return job;
   }
@@ -233,7 +239,7 @@ export class JobService {
     let before: { createdAt: number; uuid: string } | undefined;
     if (q.cursor !== undefined) {
       const m = /^(\d{1,16}):([0-9a-f-]{36})$/.exec(Buffer.from(q.cursor, 'base64url').toString());
-      if (!m) throw new ApiError(400, 'cursor: not a cursor returned by this endpoint');
+      if (!m) throw invalid('cursor: not a cursor returned by this endpoint');
       before = { createdAt: Number(m[1]), uuid: m[2]! };
     }
     const rows = await listJobs(this.db, { owner, status: q.status, jobType: q.jobType, limit: q.limit + 1, before });
@@ -246,39 +252,27 @@ export class JobService {
   }
 
   async cancel(owner: string, uuid: string): Promise<ApiJob> {
-    const now = this.deps.clock.now();
-    const row = await transition(this.db, uuid, {
-      from: ['queued', 'processing'],
-      to: 'cancelled',
-      owner,
-      now,
-      set: { status_detail: 'cancelled by the client' },
-      firstWebhookDelayMs: this.deps.config.webhookRetryScheduleMs[0],
-    });
+    const row = await this.deps.lifecycle.cancel(owner, uuid);
     if (!row) {
-      const current = await getJob(this.db, uuid, owner);
-      if (!current) throw new ApiError(404, NOT_FOUND);
-      throw new ApiError(409, `job is already ${current.status}; only queued or processing jobs can be cancelled`);
+      const current = await getJobView(this.db, uuid, owner);
+      if (!current) throw notFound(NOT_FOUND);
+      throw conflict(`job is already ${current.status}; only queued or processing jobs can be cancelled`);
     }
-    this.deps.signals.jobCancelled(uuid);
-    this.deps.signals.jobFinished(uuid);
-    this.deps.metrics?.jobsFinished.inc({ job_type: row.job_type, status: 'cancelled' });
     return toApiJob(row);
   }
 
   async result(owner: string, uuid: string): Promise<ResultLink> {
-    const row = await getJob(this.db, uuid, owner);
-    if (!row) throw new ApiError(404, NOT_FOUND);
+    const row = await getJobView(this.db, uuid, owner);
+    if (!row) throw notFound(NOT_FOUND);
     if (row.status !== 'completed' || !row.result_key) {
-      throw new ApiError(
-        409,
+      throw conflict(
         isTerminal(row.status)
           ? `job is ${row.status}; it has no result`
           : `result is not ready: job is ${row.status}`,
       );
     }
     if (row.result_deleted_at !== null) {
-      throw new ApiError(410, 'result was deleted at the end of its retention period');
+      throw gone('result was deleted at the end of its retention period');
     }
     const expiresAt = this.deps.clock.now() + this.deps.config.resultUrlTtlMs;
     return {

@@ -1,11 +1,8 @@
 /** Job states and the one table of legal transitions (DESIGN.md §2). */
-export const JOB_STATUSES = ['queued', 'processing', 'completed', 'failed', 'cancelled'] as const;
-export type JobStatus = (typeof JOB_STATUSES)[number];
+import { ACTIVE_STATUSES, JOB_STATUSES, TERMINAL_STATUSES, type JobStatus } from '../store/schema.js';
 
-export const TERMINAL_STATUSES = ['completed', 'failed', 'cancelled'] as const;
+export { ACTIVE_STATUSES, JOB_STATUSES, TERMINAL_STATUSES, type JobStatus };
 export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
-
-export const ACTIVE_STATUSES = ['queued', 'processing'] as const;
 
 const NEXT: Record<JobStatus, readonly JobStatus[]> = {
   queued: ['processing', 'cancelled'],

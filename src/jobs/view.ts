@@ -1,8 +1,7 @@
-import type { Selectable } from 'kysely';
-import type { JobsTable } from '../store/schema.js';
+import type { JobRow, JobView } from '../store/jobs.js';
 import type { JobStatus } from './states.js';
 
-export type JobRow = Selectable<JobsTable>;
+export type { JobRow, JobView };
 
 /** The job object of the public API (DESIGN.md §2): `data` of submit, status and cancel. */
 export interface ApiJob {
@@ -25,7 +24,13 @@ export function isResultReady(row: Pick<JobRow, 'status' | 'result_key' | 'resul
   return row.status === 'completed' && row.result_key !== null && row.result_deleted_at === null;
 }
 
-export function toApiJob(row: JobRow): ApiJob {
+/** The columns the public job object is made of. */
+export type ApiJobSource = Pick<
+  JobRow,
+  'uuid' | 'job_type' | 'model' | 'status' | 'status_detail' | 'error_type' | 'error_message' | 'result_key' | 'result_deleted_at' | 'created_at' | 'started_at' | 'finished_at'
+>;
+
+export function toApiJob(row: ApiJobSource): ApiJob {
   return {
     uuid: row.uuid,
     job_type: row.job_type,

@@ -2,6 +2,10 @@ import type { JobType } from './types.js';
 import os from 'node:os';
 import { createFaceSwapJobType } from './face-swap/index.js';
 import { createImageTransformJobType } from './image-transform.js';
+import { createVideoFaceSwapJobType } from './video/face-swap.js';
+import { resolveBinaries } from './video/ffmpeg.js';
+import { createVideoFromImageAudioJobType } from './video/from-image-audio.js';
+import { DEFAULT_VIDEO_LIMITS } from './video/options.js';
 
 /** The job types a service runs. Extra types (e.g. a benchmark's no-op) can be passed in. */
 export class Catalogue {
@@ -30,12 +34,22 @@ export class Catalogue {
 export interface DefaultTypesOptions {
   /** Threads for CPU-heavy types that run in worker threads. */
   threads: number;
+  /** Video limits and ffmpeg location (Config.video); defaults: 120 s, 1920x1080, the npm-shipped ffmpeg. */
+  video?: { maxSeconds: number; maxPixels: number; ffmpegPath?: string | undefined; ffprobePath?: string | undefined };
 }
 
 export function defaultJobTypes(opts: DefaultTypesOptions): JobType[] {
+  const threads = Math.max(1, Math.min(opts.threads, os.availableParallelism()));
+  const limits = opts.video ? { maxSeconds: opts.video.maxSeconds, maxPixels: opts.video.maxPixels } : DEFAULT_VIDEO_LIMITS;
+  // Resolved lazily: a missing ffmpeg fails the video jobs, not the service's start.
+  let bins: ReturnType<typeof resolveBinaries> | undefined;
+  const binaries = () =>
+    (bins ??= resolveBinaries({ FFMPEG_PATH: opts.video?.ffmpegPath ?? process.env.FFMPEG_PATH, FFPROBE_PATH: opts.video?.ffprobePath ?? process.env.FFPROBE_PATH }));
   return [
     createImageTransformJobType() as unknown as JobType,
     // Threads start on the first swap, so API-only processes never load the face models.
-    createFaceSwapJobType({ threads: Math.max(1, Math.min(opts.threads, os.availableParallelism())) }) as unknown as JobType,
+    createFaceSwapJobType({ threads }) as unknown as JobType,
+    createVideoFaceSwapJobType({ threads, limits, binaries }) as unknown as JobType,
+    createVideoFromImageAudioJobType({ limits, binaries }) as unknown as JobType,
   ];
 }

@@ -66,3 +66,14 @@ export interface JobType<S extends z.ZodObject = z.ZodObject> {
   /** Optional release of resources (worker threads) at shutdown. */
   close?(): Promise<void>;
 }
+
+/**
+ * Whether a sniffed media type fits a slot's kind. Audio-only files in an mp4/m4a or webm container
+ * sniff as video/mp4 or video/webm (the container, not the streams): an audio slot takes them and the
+ * processor's own probe decides.
+ */
+export function mediaFits(accepts: SlotSpec['accepts'], mime: string | undefined): boolean {
+  if (!mime) return false;
+  if (mime.startsWith(`${accepts}/`)) return true;
+  return accepts === 'audio' && (mime === 'video/mp4' || mime === 'video/webm' || mime === 'video/x-matroska');
+}

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, SqliteDialect } from 'kysely';
+import { Kysely, SqliteDialect, type Driver } from 'kysely';
+import type { Logger } from 'pino';
 import type { Database } from './schema.js';
 import { migrateToLatest } from './migrations.js';
 
@@ -13,19 +14,30 @@ export interface Store {
   /** The connection URL (PostgreSQL), for the LISTEN connection. */
   url?: string;
   close(): Promise<void>;
+  /** PostgreSQL: bound every later query to `ms` (a dead peer then fails fast instead of hanging). */
+  boundQueries?(ms: number): void;
+}
+
+export interface OpenOptions {
+  migrate?: boolean;
+  poolSize?: number;
+  /** PostgreSQL: see store/postgres.ts. */
+  connectTimeoutMs?: number;
+  queryTimeoutMs?: number;
+  log?: Logger;
 }
 
 /**
  * Opens the store named by `databaseUrl` (`sqlite:<file>` or `postgres://…`).
  * Everything above this file talks to Kysely only; dialect differences stay in store/.
  */
-export async function openStore(databaseUrl: string, opts: { migrate?: boolean; poolSize?: number } = {}): Promise<Store> {
+export async function openStore(databaseUrl: string, opts: OpenOptions = {}): Promise<Store> {
   let store: Store;
   if (databaseUrl.startsWith('sqlite:')) {
     store = openSqlite(databaseUrl.slice('sqlite:'.length));
   } else if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
     const { openPostgres } = await import('./postgres.js');
-    store = await openPostgres(databaseUrl, opts.poolSize ?? 10);
+    store = await openPostgres(databaseUrl, { poolSize: opts.poolSize ?? 10, connectTimeoutMs: opts.connectTimeoutMs, log: opts.log });
   } else {
     throw new Error(`DATABASE_URL must start with sqlite: or postgres:// (got "${databaseUrl.split(':')[0]}:…")`);
   }
@@ -37,6 +49,7 @@ export async function openStore(databaseUrl: string, opts: { migrate?: boolean; 
       throw err;
     }
   }
+  if (opts.queryTimeoutMs) store.boundQueries?.(opts.queryTimeoutMs);
   return store;
 }
 
@@ -49,6 +62,53 @@ function openSqlite(file: string): Store {
   database.pragma('synchronous = NORMAL');
   database.pragma('busy_timeout = 5000');
   database.pragma('foreign_keys = ON');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+  // 64 MiB of page cache (the default is 2 MiB): a job write touches the table and several
+  // indexes, and at a large backlog their upper levels should stay in memory.
+  database.pragma('cache_size = -65536');
+  const db = new Kysely<Database>({ dialect: new RollbackSafeSqliteDialect(database) });
   return { db, dialect: 'sqlite', close: () => db.destroy() };
+}
+
+/**
+ * Kysely prepares every statement it runs; preparing costs more than running a point query on
+ * SQLite. Prepared statements are reusable (Kysely never iterates two at once on one connection),
+ * so keep the most recent ones by SQL text.
+ */
+function withStatementCache(database: SQLite.Database, max = 500) {
+  const cache = new Map<string, SQLite.Statement>();
+  return {
+    close: () => database.close(),
+    prepare(source: string) {
+      let stmt = cache.get(source);
+      if (stmt) {
+        // Refresh its place in the LRU order.
+        cache.delete(source);
+      } else {
+        stmt = database.prepare(source);
+        if (cache.size >= max) cache.delete(cache.keys().next().value!);
+      }
+      cache.set(source, stmt);
+      return stmt;
+    },
+  };
+}
+
+/**
+ * On SQLITE_FULL, SQLITE_BUSY or SQLITE_IOERR, SQLite may already have rolled the transaction back;
+ * Kysely's ROLLBACK would then fail with "no transaction is active" and hide the real error (a 500
+ * instead of the 503 that a full disk deserves).
+ */
+class RollbackSafeSqliteDialect extends SqliteDialect {
+  constructor(private readonly database: SQLite.Database) {
+    super({ database: withStatementCache(database) });
+  }
+
+  override createDriver(): Driver {
+    const driver = super.createDriver();
+    const rollback = driver.rollbackTransaction.bind(driver);
+    driver.rollbackTransaction = async (connection) => {
+      if (this.database.inTransaction) await rollback(connection);
+    };
+    return driver;
+  }
 }

@@ -1,14 +1,61 @@
-import { sql, type Insertable, type Kysely, type Updateable } from 'kysely';
-import type { Database, JobsTable } from './schema.js';
+import { CompiledQuery, sql, type Insertable, type Kysely, type RawBuilder, type Selectable, type Updateable } from 'kysely';
 import type { Dialect } from './db.js';
-import { assertTransitions, isTerminal, type JobStatus } from '../jobs/states.js';
-import type { JobRow } from '../jobs/view.js';
-import { terminalEvent } from '../webhooks/events.js';
+import type { Database, JobStatus, JobsTable, WebhookEventsTable } from './schema.js';
 
-/** Every job query lives here; callers never write SQL for jobs. */
+/**
+ * Every job query lives here; callers never write SQL for jobs. Each query's cost is bounded by
+ * what it returns, never by the number of jobs in the table: claims, the owner's last vtime and
+ * queue position seek partial indexes that hold only queued rows (migration 003), and the queue
+ * depth is read from trigger-maintained counters.
+ */
 
-export async function insertJob(db: Kysely<Database>, row: Insertable<JobsTable>): Promise<void> {
-  await db.insertInto('jobs').values(row).execute();
+export type JobRow = Selectable<JobsTable>;
+/** A new job; its vtime is computed by insertJob. */
+export type NewJob = Omit<Insertable<JobsTable>, 'vtime'>;
+
+/** The columns the public job object needs (status is the hottest read: no input, no webhook). */
+const VIEW_COLUMNS = [
+  'uuid',
+  'owner',
+  'job_type',
+  'model',
+  'status',
+  'status_detail',
+  'error_type',
+  'error_message',
+  'result_key',
+  'result_content_type',
+  'result_size',
+  'result_deleted_at',
+  'vtime',
+  'created_at',
+  'started_at',
+  'finished_at',
+] as const;
+export type JobView = Pick<JobRow, (typeof VIEW_COLUMNS)[number]>;
+
+/**
+ * Inserts a queued job with its virtual start time: max(head of the queue, the owner's last
+ * queued vtime + 1). Two index seeks inside the INSERT; two concurrent submits of one owner may
+ * share a vtime, which only ties them (broken by created_at, uuid).
+ */
+export async function insertJob(db: Kysely<Database>, row: NewJob, notify?: RawBuilder<unknown>): Promise<void> {
+  const vtime = sql<number>`(SELECT max(v) FROM (
+      SELECT coalesce((SELECT vtime FROM jobs WHERE status = 'queued' ORDER BY vtime, created_at, uuid LIMIT 1), 0) AS v
+      UNION ALL
+      SELECT coalesce((SELECT vtime FROM jobs WHERE status = 'queued' AND owner = ${row.owner} ORDER BY vtime DESC LIMIT 1) + 1, 0)
+    ) AS candidates)`;
+  if (notify === undefined) {
+    await db.insertInto('jobs').values({ ...row, vtime }).execute();
+    return;
+  }
+  // PostgreSQL: the NOTIFY rides in the same statement (a data-modifying CTE), one round trip and
+  // no BEGIN/COMMIT of its own; it is delivered at commit, so never for a job that was not stored.
+  await db
+    .with('inserted', (q) => q.insertInto('jobs').values({ ...row, vtime }).returning('uuid'))
+    .selectFrom('inserted')
+    .select(notify.as('notified'))
+    .execute();
 }
 
 /** A job of `owner`; another owner's job is indistinguishable from a missing one. */
@@ -18,130 +65,192 @@ export function getJob(db: Kysely<Database>, uuid: string, owner?: string): Prom
   return q.executeTakeFirst();
 }
 
+/** Compiled once per Kysely instance: the status read is the hottest query, and building it costs more than running it. */
+const viewQuery = new WeakMap<Kysely<Database>, string>();
+
+/** The columns a status read needs, by primary key. */
+export async function getJobView(db: Kysely<Database>, uuid: string, owner: string): Promise<JobView | undefined> {
+  let text = viewQuery.get(db);
+  if (text === undefined) {
+    const compiled = db.selectFrom('jobs').select(VIEW_COLUMNS).where('uuid', '=', '').where('owner', '=', '').compile();
+    text = compiled.sql;
+    viewQuery.set(db, text);
+  }
+  const res = await db.executeQuery<JobView>(CompiledQuery.raw(text, [uuid, owner]));
+  return res.rows[0];
+}
+
 export interface TransitionSpec {
   from: readonly JobStatus[];
   to: JobStatus;
   owner?: string;
-  /** When set, only the worker holding this lease may make the change. */
+  /** When set, only the holder of this lease may make the change. */
   leaseOwner?: string;
   /** When set, only if the lease expired before this time (a dead worker's job). */
   leaseExpiredBefore?: number;
   set?: Omit<Updateable<JobsTable>, 'status' | 'uuid'>;
   now: number;
-  /** Delay of the first webhook attempt (the schedule's first entry). */
-  firstWebhookDelayMs?: number;
 }
 
 /**
- * The one place a job changes state: a conditional UPDATE (…WHERE status IN from), and, when the
- * new state is terminal, the webhook event written in the same transaction (outbox), so a crash
- * can delay a webhook but never lose it. Returns the updated row, or undefined when the job was
- * not in one of the `from` states (someone else got there first).
+ * One conditional state change: UPDATE … WHERE status IN (from) [AND lease/owner]. Returns the
+ * updated row, or undefined when the job was not in one of the `from` states (someone else got
+ * there first). Terminal changes also clear the lease and stamp finished_at. Run it inside the
+ * caller's transaction when something must be written with it (the webhook outbox row).
  */
-export async function transition(db: Kysely<Database>, uuid: string, spec: TransitionSpec): Promise<JobRow | undefined> {
-  assertTransitions(spec.from, spec.to);
-  const terminal = isTerminal(spec.to);
-  const run = async (trx: Kysely<Database>) => {
-    let q = trx
-      .updateTable('jobs')
-      .set({
-        ...spec.set,
-        status: spec.to,
-        updated_at: spec.now,
-        ...(terminal ? { finished_at: spec.now, lease_owner: null, lease_expires_at: null } : {}),
-      })
-      .where('uuid', '=', uuid)
-      .where('status', 'in', spec.from);
-    if (spec.owner !== undefined) q = q.where('owner', '=', spec.owner);
-    if (spec.leaseOwner !== undefined) q = q.where('lease_owner', '=', spec.leaseOwner);
-    if (spec.leaseExpiredBefore !== undefined) q = q.where('lease_expires_at', '<', spec.leaseExpiredBefore);
-    const row = await q.returningAll().executeTakeFirst();
-    if (row && terminal) {
-      const event = terminalEvent(row, spec.now, spec.firstWebhookDelayMs);
-      if (event) await trx.insertInto('webhook_events').values(event).execute();
-    }
-    return row;
-  };
-  // A transaction only when there may be a second statement.
-  return terminal ? db.transaction().execute(run) : run(db);
+export function updateState(db: Kysely<Database>, uuid: string, spec: TransitionSpec, terminal: boolean): Promise<JobRow | undefined> {
+  let q = db
+    .updateTable('jobs')
+    .set({
+      ...spec.set,
+      status: spec.to,
+      updated_at: spec.now,
+      ...(terminal ? { finished_at: spec.now, lease_owner: null, lease_expires_at: null } : {}),
+    })
+    .where('uuid', '=', uuid)
+    .where('status', 'in', spec.from);
+  if (spec.owner !== undefined) q = q.where('owner', '=', spec.owner);
+  if (spec.leaseOwner !== undefined) q = q.where('lease_owner', '=', spec.leaseOwner);
+  if (spec.leaseExpiredBefore !== undefined) q = q.where('lease_expires_at', '<', spec.leaseExpiredBefore);
+  return q.returningAll().executeTakeFirst();
+}
+
+export async function insertWebhookEvents(db: Kysely<Database>, events: Insertable<WebhookEventsTable>[]): Promise<void> {
+  if (events.length > 0) await db.insertInto('webhook_events').values(events).execute();
 }
 
 export interface ClaimSpec {
-  workerId: string;
+  /** The lease token written on every claimed job (unique per claim). */
+  leaseOwner: string;
   leaseMs: number;
-  maxAttempts: number;
   now: number;
+  /** Job types this worker runs; each is claimed from its own index range. */
+  jobTypes: readonly string[];
+  /** At most this many jobs. */
+  limit: number;
 }
+
+const claimSet = (spec: ClaimSpec) => sql`status = 'processing', status_detail = 'starting',
+  lease_owner = ${spec.leaseOwner}, lease_expires_at = ${spec.now + spec.leaseMs}, attempts = attempts + 1,
+  started_at = coalesce(started_at, ${spec.now}), updated_at = ${spec.now}`;
 
 /**
- * Claims the oldest runnable job under a lease: a queued job, or a processing job whose lease
- * expired (its worker died) and that has attempts left. One statement, so two workers never
- * claim the same job; PostgreSQL adds SKIP LOCKED so they do not wait on each other either.
+ * Claims up to `limit` queued jobs of the given types, in claim order (vtime, created_at, uuid),
+ * in one statement. Each type is an index seek to the head of its own range of `jobs_queue_type`,
+ * so neither the backlog nor other types' jobs add cost. PostgreSQL locks the picked rows with
+ * SKIP LOCKED, so concurrent claimers take different jobs without waiting on each other.
  */
-export async function claimNext(db: Kysely<Database>, dialect: Dialect, spec: ClaimSpec): Promise<JobRow | undefined> {
-  assertTransitions(['queued', 'processing'], 'processing');
-  const pick = db
-    .selectFrom('jobs')
-    .select('uuid')
-    .where((eb) =>
-      eb.or([
-        eb('status', '=', 'queued'),
-        eb.and([
-          eb('status', '=', 'processing'),
-          eb('lease_expires_at', '<', spec.now),
-          eb('attempts', '<', spec.maxAttempts),
-        ]),
-      ]),
-    )
-    .orderBy('created_at')
-    .limit(1)
-    .$if(dialect === 'postgres', (q) => q.forUpdate().skipLocked());
-  return db
-    .updateTable('jobs')
-    .set({
-      status: 'processing',
-      status_detail: 'starting',
-      lease_owner: spec.workerId,
-      lease_expires_at: spec.now + spec.leaseMs,
-      attempts: sql<number>`attempts + 1`,
-      started_at: sql<number>`coalesce(started_at, ${spec.now})`,
-      updated_at: spec.now,
-    })
-    .where('uuid', '=', pick)
-    .where('status', 'in', ['queued', 'processing'])
-    .returningAll()
-    .executeTakeFirst();
+export async function claimJobs(db: Kysely<Database>, dialect: Dialect, spec: ClaimSpec): Promise<JobRow[]> {
+  if (spec.jobTypes.length === 0 || spec.limit <= 0) return [];
+  const k = spec.limit;
+  if (dialect === 'postgres') {
+    const arms = spec.jobTypes.map(
+      (t, i) => sql`${sql.raw(`c${i}`)} AS (SELECT uuid, vtime, created_at FROM jobs WHERE status = 'queued' AND job_type = ${t}
+        ORDER BY vtime, created_at, uuid LIMIT ${k} FOR UPDATE SKIP LOCKED)`,
+    );
+    const union = sql.join(
+      spec.jobTypes.map((_, i) => sql`SELECT * FROM ${sql.raw(`c${i}`)}`),
+      sql` UNION ALL `,
+    );
+    const res = await sql<JobRow>`WITH ${sql.join(arms)},
+        pick AS (SELECT uuid FROM (${union}) u ORDER BY vtime, created_at, uuid LIMIT ${k})
+      UPDATE jobs SET ${claimSet(spec)} FROM pick WHERE jobs.uuid = pick.uuid RETURNING jobs.*`.execute(db);
+    return sortClaimed(res.rows);
+  }
+  // SQLite has one writer: the pick and the update cannot interleave with another claim.
+  const union = sql.join(
+    spec.jobTypes.map(
+      (t) => sql`SELECT * FROM (SELECT uuid, vtime, created_at FROM jobs WHERE status = 'queued' AND job_type = ${t}
+        ORDER BY vtime, created_at, uuid LIMIT ${k})`,
+    ),
+    sql` UNION ALL `,
+  );
+  const res = await sql<JobRow>`UPDATE jobs SET ${claimSet(spec)}
+    WHERE status = 'queued' AND uuid IN (SELECT uuid FROM (${union}) ORDER BY vtime, created_at, uuid LIMIT ${k})
+    RETURNING *`.execute(db);
+  return sortClaimed(res.rows);
 }
 
-/** Extends a lease; false when the job is no longer ours (cancelled, or lease lost). */
-export async function renewLease(
-  db: Kysely<Database>,
-  uuid: string,
-  workerId: string,
-  until: number,
-  detail?: string,
-): Promise<boolean> {
+function sortClaimed(rows: JobRow[]): JobRow[] {
+  return rows.sort((a, b) => Number(a.vtime) - Number(b.vtime) || Number(a.created_at) - Number(b.created_at) || (a.uuid < b.uuid ? -1 : 1));
+}
+
+/** Queued jobs near the head of the given types' queues, in claim order (OWNER_MAX_RUNNING's path). */
+export async function queueHead(db: Kysely<Database>, jobTypes: readonly string[], window: number) {
+  const rows = await Promise.all(
+    jobTypes.map((t) =>
+      db
+        .selectFrom('jobs')
+        .select(['uuid', 'owner', 'vtime', 'created_at'])
+        .where('status', '=', 'queued')
+        .where('job_type', '=', t)
+        .orderBy('vtime')
+        .orderBy('created_at')
+        .orderBy('uuid')
+        .limit(window)
+        .execute(),
+    ),
+  );
+  return rows
+    .flat()
+    .sort((a, b) => Number(a.vtime) - Number(b.vtime) || Number(a.created_at) - Number(b.created_at) || (a.uuid < b.uuid ? -1 : 1))
+    .slice(0, window);
+}
+
+/** Running jobs per owner, for owners in `owners` (bounded by the number of running jobs). */
+export async function runningByOwner(db: Kysely<Database>, owners: readonly string[]): Promise<Map<string, number>> {
+  if (owners.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('jobs')
+    .select(['owner', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('status', '=', 'processing')
+    .where('owner', 'in', owners)
+    .groupBy('owner')
+    .execute();
+  return new Map(rows.map((r) => [r.owner, Number(r.n)]));
+}
+
+/** Claims exactly these queued jobs (those still queued); the limited path's second step. */
+export async function claimByUuid(db: Kysely<Database>, uuids: readonly string[], spec: ClaimSpec): Promise<JobRow[]> {
+  if (uuids.length === 0) return [];
+  const res = await sql<JobRow>`UPDATE jobs SET ${claimSet(spec)}
+    WHERE status = 'queued' AND uuid IN (${sql.join(uuids)}) RETURNING *`.execute(db);
+  return sortClaimed(res.rows);
+}
+
+/** Moves jobs behind the queue's current window (an owner at its running limit yields its turn). */
+export async function deferJobs(db: Kysely<Database>, uuids: readonly string[], vtime: number, now: number): Promise<void> {
+  if (uuids.length === 0) return;
+  await db.updateTable('jobs').set({ vtime, updated_at: now }).where('status', '=', 'queued').where('uuid', 'in', uuids).execute();
+}
+
+/** Serialises limited claims across processes (PostgreSQL), inside the claim's transaction. */
+export async function lockLimitedClaims(db: Kysely<Database>, dialect: Dialect): Promise<void> {
+  if (dialect === 'postgres') await sql`SELECT pg_advisory_xact_lock(727274001)`.execute(db);
+}
+
+/** Extends a lease (and sets status_detail); false when the job is no longer this lease's. */
+export async function renewLease(db: Kysely<Database>, uuid: string, leaseOwner: string, until: number, detail?: string): Promise<boolean> {
   const res = await db
     .updateTable('jobs')
     .set({ lease_expires_at: until, ...(detail !== undefined ? { status_detail: detail } : {}) })
     .where('uuid', '=', uuid)
     .where('status', '=', 'processing')
-    .where('lease_owner', '=', workerId)
+    .where('lease_owner', '=', leaseOwner)
     .executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
 }
 
-/** Processing jobs whose lease expired with no attempts left: they are failed by maintenance. */
-export async function exhaustedJobs(db: Kysely<Database>, now: number, maxAttempts: number): Promise<string[]> {
-  const rows = await db
+/** Running jobs whose lease ran out (their worker died or hung), oldest expiry first. */
+export function expiredLeases(db: Kysely<Database>, now: number, limit: number) {
+  return db
     .selectFrom('jobs')
-    .select('uuid')
+    .select(['uuid', 'attempts', 'lease_expires_at'])
     .where('status', '=', 'processing')
     .where('lease_expires_at', '<', now)
-    .where('attempts', '>=', maxAttempts)
-    .limit(100)
+    .orderBy('lease_expires_at')
+    .limit(limit)
     .execute();
-  return rows.map((r) => r.uuid);
 }
 
 /** Completed jobs whose result blob is past retention and not yet deleted. */
@@ -171,8 +280,8 @@ export interface ListSpec {
 }
 
 /** The owner's jobs, newest first, keyset-paginated on (created_at, uuid). */
-export function listJobs(db: Kysely<Database>, spec: ListSpec): Promise<JobRow[]> {
-  let q = db.selectFrom('jobs').selectAll().where('owner', '=', spec.owner);
+export function listJobs(db: Kysely<Database>, spec: ListSpec): Promise<JobView[]> {
+  let q = db.selectFrom('jobs').select(VIEW_COLUMNS).where('owner', '=', spec.owner);
   if (spec.status) q = q.where('status', '=', spec.status);
   if (spec.jobType) q = q.where('job_type', '=', spec.jobType);
   if (spec.before) {
@@ -182,26 +291,42 @@ export function listJobs(db: Kysely<Database>, spec: ListSpec): Promise<JobRow[]
   return q.orderBy('created_at', 'desc').orderBy('uuid', 'desc').limit(spec.limit).execute();
 }
 
-/** 1-based place of a queued job among all queued jobs (claims go oldest first). */
-export async function queuePosition(db: Kysely<Database>, createdAt: number): Promise<number> {
-  const row = await db
-    .selectFrom('jobs')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('status', '=', 'queued')
-    .where('created_at', '<', createdAt)
-    .executeTakeFirstOrThrow();
-  return Number(row.n) + 1;
+/**
+ * How many queued jobs are ahead of this one in claim order, counting at most `cap` (an index
+ * range of at most `cap` entries, whatever the backlog). Returns `cap` when there are at least
+ * that many.
+ */
+export async function jobsAhead(db: Kysely<Database>, job: Pick<JobRow, 'vtime' | 'created_at' | 'uuid'>, cap: number): Promise<number> {
+  const v = Number(job.vtime);
+  const c = Number(job.created_at);
+  const row = await sql<{ n: number | string }>`SELECT count(*) AS n FROM (
+      SELECT 1 FROM jobs WHERE status = 'queued' AND (vtime, created_at, uuid) < (${v}, ${c}, ${job.uuid})
+      ORDER BY vtime, created_at, uuid LIMIT ${cap}) AS ahead`.execute(db);
+  return Number(row.rows[0]?.n ?? 0);
 }
 
-/** Jobs per active state, for the queue-depth gauge. */
+/** Jobs per active state, from the trigger-maintained counters (a few rows, any backlog). */
 export async function countActive(db: Kysely<Database>): Promise<Record<'queued' | 'processing', number>> {
-  const rows = await db
-    .selectFrom('jobs')
-    .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
-    .where('status', 'in', ['queued', 'processing'])
-    .groupBy('status')
-    .execute();
-  const out = { queued: 0, processing: 0 };
-  for (const r of rows) out[r.status as 'queued' | 'processing'] = Number(r.n);
-  return out;
+  const row = await db
+    .selectFrom('queue_counts')
+    .select((eb) => [eb.fn.sum<number>('queued').as('queued'), eb.fn.sum<number>('processing').as('processing')])
+    .executeTakeFirst();
+  return { queued: Number(row?.queued ?? 0), processing: Number(row?.processing ?? 0) };
+}
+
+/**
+ * PostgreSQL plans the partial-index seeks above only if it knows how many jobs are queued: with
+ * no column statistics (a new table, or one that grew from empty in a burst before autovacuum
+ * looked) it assumes `status = 'queued'` matches 0.5 % of rows and may sort the whole queue
+ * instead. Callers run this when the queue has grown a lot since the last time (cheap counters
+ * tell); one process at a time (advisory lock), ANALYZE samples a bounded number of rows.
+ */
+export async function refreshPlannerStats(db: Kysely<Database>, dialect: Dialect): Promise<boolean> {
+  if (dialect !== 'postgres') return false; // SQLite's planner prefers the indexes without statistics
+  return db.transaction().execute(async (trx) => {
+    const { rows } = await sql<{ ok: boolean }>`SELECT pg_try_advisory_xact_lock(727274002) AS ok`.execute(trx);
+    if (!rows[0]?.ok) return false;
+    await sql`ANALYZE jobs`.execute(trx);
+    return true;
+  });
 }

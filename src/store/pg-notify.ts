@@ -2,51 +2,170 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import type { SignalName, Signals } from '../signals.js';
+import { SIGNAL_NAMES, type SignalName, type Signals } from '../signals.js';
 import type { Store } from './db.js';
+import { isDatabaseUnavailable } from './errors.js';
 
 const CHANNEL = 'media_jobs';
-const NAMES = new Set<SignalName>(['job-queued', 'job-cancelled', 'job-finished']);
+const NAMES = new Set<SignalName>(SIGNAL_NAMES);
+/** NOTIFY payloads must stay under 8000 bytes: several signals share one, split past this. */
+const MAX_PAYLOAD = 7000;
+
+export interface BridgeOptions {
+  /** Reconnect delays: first, doubling up to max (each with jitter, so processes spread out). */
+  backoffMs?: number;
+  maxBackoffMs?: number;
+  /** A `SELECT 1` on the LISTEN connection this often: a silently dead peer is noticed. */
+  heartbeatMs?: number;
+  connectTimeoutMs?: number;
+}
 
 /**
  * Bridges Signals across processes with LISTEN/NOTIFY: a submit on one API process wakes a
  * worker on another machine in milliseconds, a cancel reaches the worker running the job.
  * Payload: "<origin> <name> <arg>"; a process ignores its own notifications.
+ *
+ * The LISTEN connection is kept for good: lost, it is reopened with capped exponential backoff
+ * until the database is back (polling covers the gap), and then every local consumer is woken,
+ * since notifications sent while it was gone are lost.
  */
-export async function bridgeSignals(store: Store, signals: Signals, log: Logger): Promise<() => Promise<void>> {
+export async function bridgeSignals(store: Store, signals: Signals, log: Logger, opts: BridgeOptions = {}): Promise<() => Promise<void>> {
+  const { backoffMs = 250, maxBackoffMs = 10_000, heartbeatMs = 15_000, connectTimeoutMs = 5_000 } = opts;
   const origin = randomBytes(6).toString('hex');
   let client: pg.Client | undefined;
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
+  let failures = 0;
+  let lostAt: number | undefined;
+
+  const lost = (c: pg.Client, err: unknown) => {
+    if (c !== client) return; // a stale client, already replaced or never adopted
+    client = undefined;
+    c.end().catch(() => {});
+    if (lostAt === undefined) {
+      lostAt = Date.now();
+      log.warn({ err }, 'LISTEN connection lost; reconnecting with backoff (polling covers the gap)');
+    }
+    schedule();
+  };
 
   const connect = async () => {
-    const c = new pg.Client({ connectionString: store.url });
+    const c = new pg.Client({ connectionString: store.url, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
+    // Permanent: an 'error' without a listener would kill the process.
+    c.on('error', (err) => lost(c, err));
+    c.on('end', () => lost(c, new Error('LISTEN connection ended')));
     c.on('notification', (msg) => {
-      const [from, name, arg = ''] = (msg.payload ?? '').split(' ');
-      if (from === origin || !NAMES.has(name as SignalName)) return;
-      signals.deliver(name as SignalName, arg);
+      // "<origin> <name> <arg>[\n<name> <arg>…]": one NOTIFY may carry a batch of signals.
+      const [head = '', ...rest] = (msg.payload ?? '').split('\n');
+      const [from, name, arg = ''] = head.split(' ');
+      if (from === origin) return;
+      for (const [n, a = ''] of [[name, arg], ...rest.map((l) => l.split(' '))]) {
+        if (NAMES.has(n as SignalName)) signals.deliver(n as SignalName, a);
+      }
     });
-    c.on('error', (err) => {
-      log.warn({ err }, 'LISTEN connection lost; reconnecting (polling covers the gap)');
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${CHANNEL}`);
+    } catch (err) {
       c.end().catch(() => {});
-      if (!closed) retry = setTimeout(() => void connect().catch(() => {}), 1000);
-    });
-    await c.connect();
-    await c.query(`LISTEN ${CHANNEL}`);
+      throw err;
+    }
+    if (closed) return void c.end().catch(() => {});
     client = c;
+    failures = 0;
+    if (lostAt !== undefined) {
+      log.info({ down_ms: Date.now() - lostAt }, 'LISTEN connection restored');
+      lostAt = undefined;
+      // Whatever was submitted meanwhile sent no notification we heard: look now, not at the next poll.
+      signals.deliver('job-queued', '');
+    }
   };
-  await connect();
 
-  // Fire-and-forget: a lost NOTIFY only means the next poll finds the work.
+  /** "<origin> <name> <arg>[\n<name> <arg>…]" payloads, each under MAX_PAYLOAD bytes. */
+  const payloads = (list: ReadonlyArray<readonly [SignalName, string]>): string[] => {
+    const out: string[] = [];
+    let current = '';
+    for (const [name, arg] of list) {
+      const line = `${name} ${arg}`;
+      if (current !== '' && current.length + line.length + 1 > MAX_PAYLOAD) {
+        out.push(current);
+        current = '';
+      }
+      current = current === '' ? `${origin} ${line}` : `${current}\n${line}`;
+    }
+    if (current !== '') out.push(current);
+    return out;
+  };
+
+
+  const schedule = () => {
+    if (closed || retry) return;
+    const delay = Math.min(maxBackoffMs, backoffMs * 2 ** failures++) * (0.5 + Math.random() / 2);
+    retry = setTimeout(() => {
+      retry = undefined;
+      connect().catch((err) => {
+        if (lostAt === undefined) {
+          lostAt = Date.now();
+          log.warn({ err }, 'LISTEN connection failed; retrying with backoff (polling covers the gap)');
+        }
+        schedule();
+      });
+    }, delay);
+    retry.unref();
+  };
+
+  // A peer that vanished without RST/FIN (a blackholed network) is only noticed by talking to it.
+  const heartbeat = setInterval(() => {
+    const c = client;
+    if (!c) return;
+    // Destroying the socket (not a polite end(), which would wait on the dead peer) fires 'error'.
+    const dead = setTimeout(() => {
+      const err = Object.assign(new Error(`LISTEN heartbeat unanswered for ${connectTimeoutMs} ms`), { code: 'ETIMEDOUT' });
+      (c as unknown as { connection: { stream: { destroy(e: Error): void } } }).connection.stream.destroy(err);
+    }, connectTimeoutMs);
+    c.query('SELECT 1').then(
+      () => clearTimeout(dead),
+      (err) => {
+        clearTimeout(dead);
+        lost(c, err);
+      },
+    );
+  }, heartbeatMs);
+  heartbeat.unref();
+
+  try {
+    await connect();
+  } catch (err) {
+    // The service works without it (workers poll); keep trying in the background.
+    lostAt = Date.now();
+    log.warn({ err }, 'LISTEN connection failed; retrying with backoff (polling covers the gap)');
+    schedule();
+  }
+
+  // Fire-and-forget: a lost NOTIFY only means the next poll finds the work. During an outage the
+  // pool logs the outage once; a failed NOTIFY adds nothing.
   signals.transport = {
     publish(name, arg) {
-      sql`SELECT pg_notify(${CHANNEL}, ${`${origin} ${name} ${arg}`})`.execute(store.db).catch((err) => log.warn({ err }, 'NOTIFY failed'));
+      sql`SELECT pg_notify(${CHANNEL}, ${`${origin} ${name} ${arg}`})`.execute(store.db).catch((err) => {
+        if (!isDatabaseUnavailable(err)) log.warn({ err }, 'NOTIFY failed');
+      });
+    },
+    async publishWithin(db, list) {
+      const values = sql.join(payloads(list).map((p) => sql`pg_notify(${CHANNEL}, ${p})`));
+      await sql`SELECT ${values}`.execute(db as typeof store.db);
+    },
+    notifyExpression(list) {
+      const all = payloads(list);
+      return all.length === 1 ? sql`pg_notify(${CHANNEL}, ${all[0]})` : undefined;
     },
   };
   return async () => {
     closed = true;
     clearTimeout(retry);
+    clearInterval(heartbeat);
     signals.transport = undefined;
-    await client?.end().catch(() => {});
+    const c = client;
+    client = undefined;
+    await c?.end().catch(() => {});
   };
 }

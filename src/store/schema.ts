@@ -1,5 +1,10 @@
 import type { Generated } from 'kysely';
-import type { JobStatus } from '../jobs/states.js';
+
+/** The job states, as stored; jobs/states.ts owns which transitions between them are legal. */
+export const JOB_STATUSES = ['queued', 'processing', 'completed', 'failed', 'cancelled'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+export const ACTIVE_STATUSES = ['queued', 'processing'] as const satisfies readonly JobStatus[];
+export const TERMINAL_STATUSES = ['completed', 'failed', 'cancelled'] as const satisfies readonly JobStatus[];
 
 /** Times are Unix milliseconds in BIGINT columns on both dialects; JSON is stored as TEXT. */
 export interface ApiKeysTable {
@@ -30,6 +35,12 @@ export interface JobsTable {
   attempts: Generated<number>;
   lease_owner: string | null;
   lease_expires_at: number | null;
+  /**
+   * Virtual start time (start-time fair queueing): claims take queued jobs in (vtime, created_at,
+   * uuid) order. A submit gets max(head of the queue, owner's last queued vtime + 1), so one
+   * owner's burst interleaves with everyone else's jobs instead of standing in front of them.
+   */
+  vtime: Generated<number>;
   created_at: number;
   started_at: number | null;
   finished_at: number | null;
@@ -86,10 +97,20 @@ export interface WebhookAttemptsTable {
   manual: number;
 }
 
-export interface RateLimitsTable {
-  bucket: string;
-  count: number;
-  expires_at: number;
+/** Jobs per active state, maintained by triggers (sharded on PostgreSQL so writers rarely meet). */
+export interface QueueCountsTable {
+  shard: number;
+  queued: number;
+  processing: number;
+}
+
+/** Operator tokens (`mja_…`), for /admin/api and the dashboard's operator view. */
+export interface AdminTokensTable {
+  id: string;
+  token_hash: string;
+  prefix: string;
+  created_at: number;
+  revoked_at: number | null;
 }
 
 export interface Database {
@@ -99,5 +120,6 @@ export interface Database {
   settings: SettingsTable;
   webhook_events: WebhookEventsTable;
   webhook_attempts: WebhookAttemptsTable;
-  rate_limits: RateLimitsTable;
+  queue_counts: QueueCountsTable;
+  admin_tokens: AdminTokensTable;
 }

@@ -11,54 +11,142 @@ import type { Database, WebhookAttemptsTable, WebhookEventsTable } from './schem
 export type WebhookEventRow = Selectable<WebhookEventsTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
 
-export interface ClaimEventSpec {
-  /** The dispatcher taking the lease. */
-  leaseOwner: string;
-  leaseMs: number;
-  now: number;
-  /** Destinations (origins) this dispatcher will not take more of right now (fairness). */
-  skipDestinations?: readonly string[];
+/**
+ * Due deliveries are found through the partial index `webhook_events_pending_destination`
+ * (destination, next_attempt_at) WHERE state = 'pending' (migration 004): delivered and failed
+ * events are not in it, so no query here grows with the history, only with what is pending.
+ */
+
+/** A destination with pending events and the earliest next_attempt_at among them. */
+export interface PendingDestination {
+  destination: string;
+  /** Earliest next_attempt_at of its pending events (leased ones included). */
+  dueAt: number;
 }
 
 /**
- * Claims the most overdue pending event under a lease: due (next_attempt_at <= now) and not
- * leased, or leased by a dispatcher whose lease expired (it died mid-attempt). One conditional
- * UPDATE, so two dispatchers never take the same attempt; PostgreSQL adds SKIP LOCKED so they
- * do not wait on each other either.
+ * Destinations with pending events, in name order after `after` (a round-robin cursor), at most
+ * `limit`: a skip scan of the index, one seek per destination, whatever the number of events.
  */
-export async function claimDueEvent(db: Kysely<Database>, dialect: Dialect, spec: ClaimEventSpec): Promise<WebhookEventRow | undefined> {
-  const { now } = spec;
-  const skip = spec.skipDestinations ?? [];
-  const pick = db
-    .selectFrom('webhook_events')
-    .select('event_id')
-    .where('state', '=', 'pending')
-    .where('next_attempt_at', '<=', now)
-    .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', now)]))
-    .$if(skip.length > 0, (q) => q.where((eb) => eb.or([eb('destination', 'is', null), eb('destination', 'not in', skip)])))
-    .orderBy('next_attempt_at')
-    .limit(1)
-    .$if(dialect === 'postgres', (q) => q.forUpdate().skipLocked());
-  return db
-    .updateTable('webhook_events')
-    .set({ lease_owner: spec.leaseOwner, lease_expires_at: now + spec.leaseMs, updated_at: now })
-    .where('event_id', '=', pick)
-    .where('state', '=', 'pending')
-    .where('next_attempt_at', '<=', now)
-    .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', now)]))
-    .returningAll()
-    .executeTakeFirst();
+export async function pendingDestinations(db: Kysely<Database>, after: string, limit: number): Promise<PendingDestination[]> {
+  const { rows } = await pendingDestinationsQuery(after, limit).execute(db);
+  return rows.map((r) => ({ destination: r.destination, dueAt: Number(r.due_at) }));
 }
 
-/** When the next pending event falls due after `now` (for the dispatcher's sleep), if any. */
+/** The statement of pendingDestinations (exported for bench/webhooks-explain.ts). */
+export function pendingDestinationsQuery(after: string, limit: number) {
+  return sql<{ destination: string; due_at: number | string }>`
+    WITH RECURSIVE d(dest, n) AS (
+      SELECT (SELECT min(destination) FROM webhook_events WHERE state = 'pending' AND destination > ${after}), 1
+      UNION ALL
+      SELECT (SELECT min(destination) FROM webhook_events WHERE state = 'pending' AND destination > d.dest), d.n + 1
+      FROM d WHERE d.dest IS NOT NULL AND d.n < ${limit}
+    )
+    SELECT dest AS destination,
+      (SELECT next_attempt_at FROM webhook_events
+        WHERE state = 'pending' AND destination = d.dest ORDER BY next_attempt_at LIMIT 1) AS due_at
+    FROM d WHERE dest IS NOT NULL`;
+}
+
+export interface DestinationClaim {
+  destination: string;
+  /** At most this many of its due events. */
+  limit: number;
+}
+
+export interface ClaimSpec {
+  /** The dispatcher taking the leases. */
+  leaseOwner: string;
+  leaseMs: number;
+  now: number;
+  destinations: readonly DestinationClaim[];
+}
+
+/**
+ * Claims, in one statement, up to `limit` due events of each destination (most overdue first)
+ * under a lease: due (next_attempt_at <= now) and not leased, or leased by a dispatcher whose
+ * lease expired (it died mid-attempt). Per-destination limits keep the dispatcher's fairness cap
+ * exact, and each destination is an index range, so a destination with a large backlog costs
+ * the others nothing. SQLite runs the statement under its write lock; PostgreSQL locks the picked
+ * rows with SKIP LOCKED, so concurrent dispatchers never take the same event nor wait on each other
+ * (in a MATERIALIZED CTE: as a join input, the LIMITed subquery could be rescanned per row).
+ */
+export async function claimDueEvents(db: Kysely<Database>, dialect: Dialect, spec: ClaimSpec): Promise<WebhookEventRow[]> {
+  const query = claimDueEventsQuery(dialect, spec);
+  return query ? (await query.execute(db)).rows : [];
+}
+
+/** The statement of claimDueEvents (exported for bench/webhooks-explain.ts); undefined when nothing is wanted. */
+export function claimDueEventsQuery(dialect: Dialect, spec: ClaimSpec) {
+  const wanted = spec.destinations.filter((d) => d.limit > 0);
+  if (wanted.length === 0) return undefined;
+  const { now } = spec;
+  const lease = now + spec.leaseMs;
+  const claimable = (t: string) =>
+    sql`${sql.ref(`${t}.state`)} = 'pending' AND ${sql.ref(`${t}.next_attempt_at`)} <= ${now} AND (${sql.ref(`${t}.lease_expires_at`)} IS NULL OR ${sql.ref(`${t}.lease_expires_at`)} < ${now})`;
+  // The same test on the row being updated, written so that no planner drives the UPDATE from the
+  // state index instead of the picked ids (SQLite without statistics does: a scan of every due event).
+  const stillClaimable = (t: string) =>
+    sql`(${sql.ref(`${t}.state`)} || '') = 'pending' AND (${sql.ref(`${t}.next_attempt_at`)} + 0) <= ${now} AND (${sql.ref(`${t}.lease_expires_at`)} IS NULL OR ${sql.ref(`${t}.lease_expires_at`)} < ${now})`;
+  if (dialect === 'postgres') {
+    return sql<WebhookEventRow>`
+      WITH picked AS MATERIALIZED (
+        SELECT c.event_id FROM unnest(${wanted.map((d) => d.destination)}::text[], ${wanted.map((d) => d.limit)}::int[]) AS d(destination, room)
+        CROSS JOIN LATERAL (
+          SELECT w.event_id FROM webhook_events w
+          WHERE w.destination = d.destination AND ${claimable('w')}
+          ORDER BY w.next_attempt_at LIMIT d.room
+          FOR UPDATE SKIP LOCKED
+        ) c
+      )
+      UPDATE webhook_events e SET lease_owner = ${spec.leaseOwner}, lease_expires_at = ${lease}, updated_at = ${now}
+      FROM picked
+      WHERE e.event_id = picked.event_id AND ${stillClaimable('e')}
+      RETURNING e.*`;
+  }
+  const picks = wanted.map(
+    (d) => sql`SELECT event_id FROM (
+      SELECT w.event_id FROM webhook_events w WHERE w.destination = ${d.destination} AND ${claimable('w')}
+      ORDER BY w.next_attempt_at LIMIT ${d.limit})`,
+  );
+  return sql<WebhookEventRow>`
+    UPDATE webhook_events SET lease_owner = ${spec.leaseOwner}, lease_expires_at = ${lease}, updated_at = ${now}
+    WHERE event_id IN (${sql.join(picks, sql` UNION ALL `)}) AND ${stillClaimable('webhook_events')}
+    RETURNING *`;
+}
+
+export interface ClaimEventSpec {
+  leaseOwner: string;
+  leaseMs: number;
+  now: number;
+  /** Destinations (origins) not to take more of right now (fairness). */
+  skipDestinations?: readonly string[];
+}
+
+/** Claims the single most overdue due event outside `skipDestinations` (claimDueEvents, one at a time). */
+export async function claimDueEvent(db: Kysely<Database>, dialect: Dialect, spec: ClaimEventSpec): Promise<WebhookEventRow | undefined> {
+  const skip = new Set(spec.skipDestinations ?? []);
+  const due = (await pendingDestinations(db, '', 1_000))
+    .filter((d) => !skip.has(d.destination) && d.dueAt <= spec.now)
+    .sort((x, y) => x.dueAt - y.dueAt);
+  for (const d of due) {
+    const [row] = await claimDueEvents(db, dialect, { ...spec, destinations: [{ destination: d.destination, limit: 1 }] });
+    if (row) return row;
+  }
+  return undefined;
+}
+
+/** When the next pending event falls due after `now` (for the dispatcher's sleep), if any: one index seek. */
 export async function nextDueAt(db: Kysely<Database>, now: number): Promise<number | undefined> {
   const row = await db
     .selectFrom('webhook_events')
-    .select((eb) => eb.fn.min('next_attempt_at').as('at'))
-    .where('state', '=', 'pending')
+    .select('next_attempt_at')
+    .where('state', '=', sql.lit('pending'))
     .where('next_attempt_at', '>', now)
+    .orderBy('next_attempt_at')
+    .limit(1)
     .executeTakeFirst();
-  return row?.at === null || row?.at === undefined ? undefined : Number(row.at);
+  return row?.next_attempt_at === null || row?.next_attempt_at === undefined ? undefined : Number(row.next_attempt_at);
 }
 
 export interface AttemptRecord {
@@ -70,24 +158,31 @@ export interface AttemptRecord {
   manual: boolean;
 }
 
-/** Appends an attempt; its number is one more than the event's attempts so far (one statement). */
-async function insertAttempt(db: Kysely<Database>, eventId: string, a: AttemptRecord): Promise<void> {
+/**
+ * Appends attempts in one statement; each one's number is one more than its event's attempts
+ * recorded so far (events must be distinct within one call).
+ */
+async function insertAttempts(db: Kysely<Database>, rows: ReadonlyArray<{ eventId: string; attempt: AttemptRecord }>): Promise<void> {
+  if (rows.length === 0) return;
   await db
     .insertInto('webhook_attempts')
-    .values((eb) => ({
-      event_id: eventId,
-      attempt: eb
-        .selectFrom('webhook_attempts')
-        .select(sql<number>`count(*) + 1`.as('n'))
-        .where('event_id', '=', eventId),
-      started_at: a.startedAt,
-      duration_ms: Math.max(0, Math.round(a.durationMs)),
-      http_status: a.httpStatus,
-      error: a.error,
-      ok: a.ok ? 1 : 0,
-      manual: a.manual ? 1 : 0,
-    }))
+    .values(
+      rows.map(({ eventId, attempt: a }) => ({
+        event_id: eventId,
+        attempt: sql<number>`(SELECT count(*) + 1 FROM webhook_attempts WHERE event_id = ${eventId})`,
+        started_at: a.startedAt,
+        duration_ms: Math.max(0, Math.round(a.durationMs)),
+        http_status: a.httpStatus,
+        error: a.error,
+        ok: a.ok ? 1 : 0,
+        manual: a.manual ? 1 : 0,
+      })),
+    )
     .execute();
+}
+
+async function insertAttempt(db: Kysely<Database>, eventId: string, a: AttemptRecord): Promise<void> {
+  await insertAttempts(db, [{ eventId, attempt: a }]);
 }
 
 export interface ScheduledOutcome {
@@ -101,41 +196,83 @@ export interface ScheduledOutcome {
   now: number;
 }
 
+export interface ScheduledAttempt extends Omit<ScheduledOutcome, 'leaseOwner'> {
+  eventId: string;
+}
+
+/** At most this many outcomes per recording statement (bound parameters stay far below the limits). */
+export const MAX_RECORD_BATCH = 200;
+
 /**
- * Records a scheduled attempt and moves the event on, in one transaction. The event changes only
- * if this dispatcher still holds its lease and it is still pending (a manual redelivery may have
- * delivered it meanwhile); the attempt is recorded either way, because it happened.
+ * Records finished scheduled attempts of one dispatcher and moves their events on, and gives
+ * back the events in `release` (claimed, never sent), all in one transaction. An event changes
+ * only if this dispatcher still holds its lease and it is still pending (a manual redelivery may
+ * have delivered it meanwhile); its attempt is recorded either way, because it happened. Returns
+ * the ids of the events that moved. Events must be distinct; at most MAX_RECORD_BATCH of them.
+ */
+export async function recordScheduledAttempts(
+  db: Kysely<Database>,
+  leaseOwner: string,
+  attempts: readonly ScheduledAttempt[],
+  release: readonly string[] = [],
+  now = Date.now(),
+): Promise<Set<string>> {
+  if (attempts.length === 0 && release.length === 0) return new Set();
+  return db.transaction().execute(async (trx) => {
+    const applied = new Set<string>();
+    if (attempts.length > 0) {
+      await insertAttempts(
+        trx,
+        attempts.map((o) => ({ eventId: o.eventId, attempt: o.attempt })),
+      );
+      // PostgreSQL types a VALUES list from its first row, so that row carries casts (SQLite accepts
+      // them). Correlated lookups rather than UPDATE … FROM: SQLite plans a join with a VALUES list
+      // as a scan of the whole table; this form is primary-key seeks on both databases.
+      const values = attempts.map((o, i) =>
+        i === 0
+          ? sql`(CAST(${o.eventId} AS TEXT), CAST(${o.state} AS TEXT), CAST(${o.nextAttemptAt} AS BIGINT), CAST(${o.claimedAttempts} AS INTEGER))`
+          : sql`(${o.eventId}, ${o.state}, ${o.nextAttemptAt}, ${o.claimedAttempts})`,
+      );
+      const { rows } = await sql<{ event_id: string }>`
+        WITH v(id, st, nx, att) AS (VALUES ${sql.join(values)})
+        UPDATE webhook_events SET
+          state = (SELECT st FROM v WHERE v.id = webhook_events.event_id),
+          next_attempt_at = (SELECT nx FROM v WHERE v.id = webhook_events.event_id),
+          attempts = attempts + 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = ${now}
+        WHERE event_id IN (SELECT id FROM v) AND (state || '') = 'pending' AND lease_owner = ${leaseOwner}
+          AND attempts = (SELECT att FROM v WHERE v.id = webhook_events.event_id)
+        RETURNING event_id`.execute(trx);
+      for (const r of rows) applied.add(r.event_id);
+    }
+    if (release.length > 0) await releaseEvents(trx, release, leaseOwner, now);
+    return applied;
+  });
+}
+
+/**
+ * Records one scheduled attempt and moves the event on, in one transaction (recordScheduledAttempts
+ * for a single outcome). True when the event moved.
  */
 export async function finishScheduledAttempt(db: Kysely<Database>, eventId: string, o: ScheduledOutcome): Promise<boolean> {
-  return db.transaction().execute(async (trx) => {
-    await insertAttempt(trx, eventId, o.attempt);
-    const res = await trx
-      .updateTable('webhook_events')
-      .set({
-        state: o.state,
-        attempts: sql<number>`attempts + 1`,
-        next_attempt_at: o.nextAttemptAt,
-        lease_owner: null,
-        lease_expires_at: null,
-        updated_at: o.now,
-      })
-      .where('event_id', '=', eventId)
-      .where('state', '=', 'pending')
-      .where('lease_owner', '=', o.leaseOwner)
-      .where('attempts', '=', o.claimedAttempts)
-      .executeTakeFirst();
-    return Number(res.numUpdatedRows) > 0;
-  });
+  const { leaseOwner, ...rest } = o;
+  const applied = await recordScheduledAttempts(db, leaseOwner, [{ ...rest, eventId }], [], o.now);
+  return applied.has(eventId);
+}
+
+/** Gives claimed events back untouched (never sent): due again at once. */
+export async function releaseEvents(db: Kysely<Database>, eventIds: readonly string[], leaseOwner: string, now: number): Promise<void> {
+  if (eventIds.length === 0) return;
+  await db
+    .updateTable('webhook_events')
+    .set({ lease_owner: null, lease_expires_at: null, updated_at: now })
+    .where('event_id', 'in', eventIds)
+    .where('lease_owner', '=', leaseOwner)
+    .execute();
 }
 
 /** Gives a claimed event back untouched (shutdown mid-attempt): due again at once. */
 export async function releaseEvent(db: Kysely<Database>, eventId: string, leaseOwner: string, now: number): Promise<void> {
-  await db
-    .updateTable('webhook_events')
-    .set({ lease_owner: null, lease_expires_at: null, updated_at: now })
-    .where('event_id', '=', eventId)
-    .where('lease_owner', '=', leaseOwner)
-    .execute();
+  await releaseEvents(db, [eventId], leaseOwner, now);
 }
 
 /**

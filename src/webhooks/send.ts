@@ -4,7 +4,7 @@
  * (DNS, connect, request, response headers) bounded by WEBHOOK_TIMEOUT.
  */
 import { describeNetworkError, formatDuration, networkErrorCode } from '../media/net-errors.js';
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { Clock } from '../clock.js';
 import { createGuardedAgent, type IsPublic, type LookupAll } from '../media/index.js';
 import { deliveryHeaders } from './sign.js';
@@ -43,8 +43,16 @@ export function describeDeliveryError(err: unknown): string {
   return describeNetworkError(err, 'receiver');
 }
 
+/** Origin and path of a webhook URL, parsed once per URL rather than once per attempt. */
+interface Target {
+  origin: string;
+  path: string;
+}
+const TARGET_CACHE_SIZE = 1_000;
+
 export class WebhookSender {
   private readonly agent: Dispatcher;
+  private readonly targets = new Map<string, Target>();
 
   constructor(private readonly opts: SenderOptions) {
     this.agent = createGuardedAgent({
@@ -57,9 +65,11 @@ export class WebhookSender {
 
   /**
    * Sends one attempt with a fresh timestamp (and signature). Never throws for the receiver's
-   * sake; a `signal` abort (shutdown) rethrows its reason so the caller can hand the event back.
+   * sake; aborting `controller` (shutdown) rethrows its reason so the caller can hand the event
+   * back. The timeout aborts the same controller: one controller and one timer per attempt, no
+   * listeners, because this runs for every delivery.
    */
-  async send(event: Deliverable, signal?: AbortSignal): Promise<AttemptResult> {
+  async send(event: Deliverable, controller = new AbortController()): Promise<AttemptResult> {
     const { clock, timeoutMs } = this.opts;
     const startedAt = clock.now();
     const t0 = performance.now();
@@ -67,31 +77,29 @@ export class WebhookSender {
     const body = Buffer.from(event.body, 'utf8');
     const headers = deliveryHeaders({ eventId: event.event_id, timestamp: Math.floor(startedAt / 1000), body, secret: event.secret });
 
-    const controller = new AbortController();
+    const signal = controller.signal;
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
       controller.abort(new Error('webhook attempt timed out'));
     }, timeoutMs);
-    const onAbort = () => controller.abort(signal!.reason);
-    signal?.addEventListener('abort', onAbort, { once: true });
     const result = (r: Omit<AttemptResult, 'startedAt' | 'durationMs'>): AttemptResult => ({ ...r, startedAt, durationMs: elapsed() });
     try {
-      signal?.throwIfAborted();
+      signal.throwIfAborted();
       let res: Dispatcher.ResponseData;
       try {
-        res = await request(event.url, {
+        res = await this.agent.request({
+          ...this.target(event.url),
           method: 'POST',
           headers,
           body,
-          dispatcher: this.agent,
-          signal: controller.signal,
+          signal,
           headersTimeout: timeoutMs,
           bodyTimeout: timeoutMs,
         });
       } catch (err) {
-        if (signal?.aborted) throw signal.reason;
         if (timedOut) return result({ ok: false, httpStatus: null, error: `timed out after ${formatDuration(timeoutMs)}` });
+        if (signal.aborted) throw signal.reason;
         return result({ ok: false, httpStatus: null, error: describeDeliveryError(err) });
       }
       const status = res.statusCode;
@@ -105,8 +113,19 @@ export class WebhookSender {
       return { ok, startedAt, durationMs, httpStatus: status, error };
     } finally {
       clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
     }
+  }
+
+  /** Throws (like undici would) on a URL that does not parse. */
+  private target(url: string): Target {
+    let t = this.targets.get(url);
+    if (!t) {
+      const u = new URL(url);
+      t = { origin: u.origin, path: `${u.pathname}${u.search}` };
+      if (this.targets.size >= TARGET_CACHE_SIZE) this.targets.clear();
+      this.targets.set(url, t);
+    }
+    return t;
   }
 
   async close(): Promise<void> {

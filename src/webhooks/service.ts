@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
-import { ApiError } from '../http/api-error.js';
+import { notFound } from '../errors.js';
 import type { Store } from '../store/db.js';
-import { getJob } from '../store/jobs.js';
+import { getJobView } from '../store/jobs.js';
 import {
   finishManualAttempt,
   getEvent,
@@ -72,7 +72,7 @@ export class WebhookService {
   constructor(private readonly deps: WebhookServiceDeps) {}
 
   private async requireJob(owner: string, uuid: string): Promise<void> {
-    if (!(await getJob(this.deps.store.db, uuid, owner))) throw new ApiError(404, JOB_NOT_FOUND);
+    if (!(await getJobView(this.deps.store.db, uuid, owner))) throw notFound(JOB_NOT_FOUND);
   }
 
   async list(owner: string, uuid: string): Promise<{ deliveries: ApiDelivery[] }> {
@@ -90,7 +90,7 @@ export class WebhookService {
     await this.requireJob(owner, uuid);
     const { store, clock, sender } = this.deps;
     const event = await getEvent(store.db, uuid, eventId, owner);
-    if (!event) throw new ApiError(404, EVENT_NOT_FOUND);
+    if (!event) throw notFound(EVENT_NOT_FOUND);
     const result = await sender.send(event);
     await finishManualAttempt(store.db, event.event_id, { ...result, manual: true }, clock.now());
     const [row] = (await listEventsWithAttempts(store.db, uuid, owner)).filter((r) => r.event.event_id === event.event_id);

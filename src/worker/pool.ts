@@ -5,26 +5,26 @@ import type { Dispatcher } from 'undici';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { JobError } from '../jobs/errors.js';
+import type { Held, JobLifecycle } from '../jobs/lifecycle.js';
 import type { JobRow } from '../jobs/view.js';
 import { createGuardedAgent, fetchMedia, type IsPublic, type LookupAll } from '../media/index.js';
 import { formatDuration } from '../media/net-errors.js';
 import type { Catalogue } from '../processors/catalogue.js';
-import { SLOT_NAMES, type FetchedMedia, type JobType, type SlotName } from '../processors/types.js';
-import type { Metrics } from '../metrics.js';
+import { mediaFits, SLOT_NAMES, type FetchedMedia, type JobType, type SlotName } from '../processors/types.js';
 import type { Signals } from '../signals.js';
 import type { ResultStore } from '../storage/types.js';
 import type { Store } from '../store/db.js';
-import { claimNext, renewLease, transition } from '../store/jobs.js';
+import { isDatabaseUnavailable } from '../store/errors.js';
 
 export interface WorkerPoolDeps {
   store: Store;
+  lifecycle: JobLifecycle;
   catalogue: Catalogue;
   config: Config;
   clock: Clock;
   results: ResultStore;
   signals: Signals;
   log: Logger;
-  metrics?: Metrics;
   /** Test seams for the media address rule (real fetching, injected DNS). */
   lookup?: LookupAll;
   isPublic?: IsPublic;
@@ -43,21 +43,31 @@ interface Running {
   done: Promise<void>;
 }
 
+const MAX_BACKOFF_MS = 5_000;
+const CLAIM_COALESCE_MS = 5;
+const MAX_COALESCE_MS = 50;
 
 /**
- * In-process workers: WORKER_CONCURRENCY loops that claim a job under a lease, keep the lease
- * alive while it runs, and finish it only if it is still theirs. A job whose worker died is
- * claimed again when its lease runs out; JOB_MAX_ATTEMPTS bounds how often.
+ * In-process workers: one claim loop fills WORKER_CONCURRENCY slots, taking as many jobs per
+ * claim (one statement) as there are free slots; each job keeps its lease alive while it runs
+ * and is finished only if it is still its own. A job whose worker died goes back to the queue
+ * when its lease runs out (recoverExpired, on a timer here and in maintenance).
  */
 export class WorkerPool {
   readonly id = `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   private readonly running = new Map<string, Running>();
-  private readonly loops: Promise<void>[] = [];
+  private loopDone: Promise<void> = Promise.resolve();
   private stopping = false;
   private claims = 0;
-  private readonly sleepers = new Set<() => void>();
+  private wake: (() => void) | undefined;
+  private woken = false;
+  private reaper: NodeJS.Timeout | undefined;
+  private reaping: Promise<unknown> = Promise.resolve();
+  private readonly jobTypes: string[];
   private readonly dispatcher: Dispatcher;
-  private readonly onQueued = () => this.wakeOne();
+  private readonly onQueued = () => {
+    if (this.running.size < this.deps.config.workerConcurrency) this.poke();
+  };
   private readonly onCancelled = (uuid: string) => this.running.get(uuid)?.controller.abort(new Stop('cancelled'));
 
   constructor(private readonly deps: WorkerPoolDeps) {
@@ -66,23 +76,35 @@ export class WorkerPool {
       lookup: deps.lookup,
       isPublic: deps.isPublic,
     });
+    this.jobTypes = deps.catalogue.list().map((t) => t.name);
   }
 
   start(): void {
     this.deps.signals.on('job-queued', this.onQueued);
     this.deps.signals.on('job-cancelled', this.onCancelled);
-    for (let i = 0; i < this.deps.config.workerConcurrency; i++) this.loops.push(this.loop());
+    this.loopDone = this.loop();
+    const every = Math.min(5_000, Math.max(200, Math.floor(this.deps.config.jobLeaseMs / 4)));
+    this.reaper = setInterval(() => {
+      this.reaping = Promise.all([this.deps.lifecycle.recoverExpired(), this.deps.lifecycle.tunePlanner()]).catch((err) => {
+        if (!isDatabaseUnavailable(err)) this.deps.log.error({ err }, 'recovering expired leases failed');
+      });
+    }, every);
+    this.reaper.unref();
   }
 
   /** Stops claiming, lets running jobs finish for up to `graceMs`, then hands the rest back. */
   async stop(graceMs = 10_000): Promise<void> {
     this.stopping = true;
-    this.wakeAll();
-    const all = Promise.all(this.loops);
+    clearInterval(this.reaper);
+    this.poke();
+    await this.loopDone;
+    const all = Promise.all([...this.running.values()].map((r) => r.done));
     const grace = new Promise<void>((r) => setTimeout(r, graceMs).unref());
     await Promise.race([all, grace]);
     for (const r of this.running.values()) r.controller.abort(new Stop('shutdown'));
     await all;
+    await this.reaping;
+    await this.deps.lifecycle.drain();
     this.deps.signals.off('job-queued', this.onQueued);
     this.deps.signals.off('job-cancelled', this.onCancelled);
     await this.dispatcher.close();
@@ -92,69 +114,94 @@ export class WorkerPool {
     return this.running.size;
   }
 
-  private wakeAll(): void {
-    for (const wake of [...this.sleepers]) wake();
-  }
-
-  /**
-   * Wakes one idle slot, not all: a submit then costs one claim per process instead of one per
-   * slot (no thundering herd); a slot that finds work wakes the next, so a burst still fans out.
-   */
-  private wakeOne(): void {
-    const first = this.sleepers.values().next();
-    if (!first.done) first.value();
+  private poke(): void {
+    this.woken = true;
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
   }
 
   private sleep(ms: number): Promise<void> {
+    if (this.woken || this.stopping) return Promise.resolve();
     return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(t);
-        this.sleepers.delete(done);
-        resolve();
-      };
       const t = setTimeout(done, ms);
-      this.sleepers.add(done);
+      const self = this;
+      function done() {
+        clearTimeout(t);
+        if (self.wake === done) self.wake = undefined;
+        resolve();
+      }
+      this.wake = done;
     });
   }
 
   private async loop(): Promise<void> {
-    const { store, config, clock, log } = this.deps;
+    const { config, log, lifecycle } = this.deps;
+    let backoff = 0;
+    let emptyClaims = 0;
     while (!this.stopping) {
-      let job: JobRow | undefined;
+      this.woken = false;
+      const free = config.workerConcurrency - this.running.size;
+      if (free <= 0) {
+        // A finishing job pokes; the timeout is only a backstop.
+        await this.sleep(config.queuePollIntervalMs);
+        continue;
+      }
+      let jobs: JobRow[];
+      const claimedAt = performance.now();
       try {
         // A lease token per claim, not per process: if this process ever re-claims its own job
         // (a lease that lapsed under load), the older attempt can no longer finish it.
-        job = await claimNext(store.db, store.dialect, {
-          workerId: `${this.id}/${++this.claims}`,
-          leaseMs: config.jobLeaseMs,
-          maxAttempts: config.jobMaxAttempts,
-          now: clock.now(),
-        });
+        jobs = await lifecycle.claim({ leaseOwner: `${this.id}/${++this.claims}`, jobTypes: this.jobTypes, limit: free });
+        if (backoff > 0) log.info('database is back: claiming jobs again');
+        backoff = 0;
       } catch (err) {
-        log.error({ err }, 'claiming a job failed');
-        await this.sleep(config.queuePollIntervalMs);
+        if (isDatabaseUnavailable(err)) {
+          if (backoff === 0) log.warn({ err }, 'database unavailable: workers pause and retry');
+          backoff = Math.min(MAX_BACKOFF_MS, Math.max(100, backoff * 2));
+        } else {
+          log.error({ err }, 'claiming jobs failed');
+          backoff = config.queuePollIntervalMs;
+        }
+        this.woken = false;
+        await this.sleep(backoff);
         continue;
       }
-      if (!job) {
+      for (const job of jobs) this.launch(job);
+      // A full claim may have left more behind: go again at once if slots are free.
+      if (jobs.length < free) {
         await this.sleep(config.queuePollIntervalMs);
-        continue;
+        // Every submit wakes every worker process. Under a stream of submits, claim at most every
+        // CLAIM_COALESCE_MS: one claim then takes what arrived meanwhile, instead of one (mostly
+        // empty, contended) claim per submit per process. An idle queue's first job is not delayed.
+        // A process whose claims keep coming back empty (other processes took the work) waits
+        // longer, up to 50 ms, so the processes that are getting jobs carry the stream.
+        emptyClaims = jobs.length === 0 ? emptyClaims + 1 : 0;
+        const gap = Math.min(MAX_COALESCE_MS, CLAIM_COALESCE_MS * 2 ** Math.min(emptyClaims, 4));
+        const since = performance.now() - claimedAt;
+        if (since < gap) await new Promise((r) => setTimeout(r, gap - since));
       }
-      this.wakeOne();
-      const controller = new AbortController();
-      const done = this.execute(job, controller).catch((err) => log.error({ err, job_uuid: job.uuid }, 'job bookkeeping failed'));
-      this.running.set(job.uuid, { controller, done });
-      await done;
-      this.running.delete(job.uuid);
     }
   }
 
+  private launch(job: JobRow): void {
+    const controller = new AbortController();
+    const done = this.execute(job, controller)
+      .catch((err) => this.deps.log.error({ err, job_uuid: job.uuid }, 'job bookkeeping failed'))
+      .finally(() => {
+        this.running.delete(job.uuid);
+        this.poke();
+      });
+    this.running.set(job.uuid, { controller, done });
+  }
+
   private async execute(job: JobRow, controller: AbortController): Promise<void> {
-    const { store, config, clock, log, results, signals } = this.deps;
+    const { config, clock, log, results, lifecycle } = this.deps;
     const jlog = log.child({ job_uuid: job.uuid, job_type: job.job_type });
     const signal = controller.signal;
-    const lease = job.lease_owner!;
-    jlog.info({ attempt: job.attempts }, 'job started');
     const startedAt = clock.now();
+    const held: Held = { uuid: job.uuid, lease: job.lease_owner!, job_type: job.job_type, startedAt };
+    jlog.info({ attempt: job.attempts }, 'job started');
 
     // Lease upkeep doubles as the cross-process cancel check: a failed renewal means the job
     // is no longer ours (cancelled, or our lease lapsed and another worker took it).
@@ -164,32 +211,16 @@ export class WorkerPool {
       const d = detail;
       detail = undefined;
       renewing = renewing
-        .then(() => renewLease(store.db, job.uuid, lease, clock.now() + config.jobLeaseMs, d))
+        .then(() => lifecycle.progress(held, d))
         .then((ours) => {
           if (!ours && !signal.aborted) controller.abort(new Stop('cancelled'));
         })
-        .catch((err) => jlog.warn({ err }, 'lease renewal failed'));
+        .catch((err) => {
+          if (!isDatabaseUnavailable(err)) jlog.warn({ err }, 'lease renewal failed');
+        });
     };
     const heartbeat = setInterval(renew, Math.max(200, Math.floor(config.jobLeaseMs / 3)));
     const timeout = setTimeout(() => controller.abort(new Stop('timeout')), config.jobTimeoutMs);
-
-    const finish = async (to: 'completed' | 'failed' | 'queued', set: Parameters<typeof transition>[2]['set']) => {
-      await renewing;
-      const row = await transition(store.db, job.uuid, {
-        from: ['processing'],
-        to,
-        leaseOwner: lease,
-        now: clock.now(),
-        set,
-        firstWebhookDelayMs: config.webhookRetryScheduleMs[0],
-      });
-      if (row && to !== 'queued') {
-        signals.jobFinished(job.uuid);
-        this.deps.metrics?.jobsFinished.inc({ job_type: job.job_type, status: to });
-        this.deps.metrics?.processingSeconds.observe({ job_type: job.job_type, status: to }, (clock.now() - startedAt) / 1000);
-      }
-      return row;
-    };
 
     try {
       const type = this.deps.catalogue.get(job.job_type);
@@ -207,12 +238,8 @@ export class WorkerPool {
 
       const key = `${job.uuid}.${job.attempts}.${out.extension}`;
       await results.put(key, out.bytes, out.contentType);
-      const row = await finish('completed', {
-        status_detail: 'done',
-        result_key: key,
-        result_content_type: out.contentType,
-        result_size: out.bytes.length,
-      });
+      await renewing;
+      const row = await lifecycle.complete(held, { key, contentType: out.contentType, size: out.bytes.length });
       if (!row) {
         // Cancelled (or taken over) while we stored: the late result is discarded.
         await results.delete(key);
@@ -221,25 +248,26 @@ export class WorkerPool {
         jlog.info({ duration_ms: clock.now() - startedAt, size_bytes: out.bytes.length }, 'job completed');
       }
     } catch (err) {
+      await renewing;
       const why = signal.aborted && signal.reason instanceof Stop ? signal.reason.why : undefined;
       if (why === 'cancelled' || why === 'lease-lost') {
         jlog.info({ why }, 'job stopped');
       } else if (why === 'shutdown') {
         // Handed back; this attempt does not count against JOB_MAX_ATTEMPTS.
-        await finish('queued', { status_detail: 'waiting for a worker (handed back at shutdown)', lease_owner: null, lease_expires_at: null, attempts: Math.max(0, job.attempts - 1) });
+        await lifecycle.handBack(held, Number(job.attempts));
         jlog.info('job handed back at shutdown');
       } else if (why === 'timeout') {
-        await finish('failed', {
-          status_detail: 'timed out',
-          error_type: 'timeout',
-          error_message: `job ran longer than the ${formatDuration(config.jobTimeoutMs)} limit`,
+        await lifecycle.fail(held, {
+          errorType: 'timeout',
+          message: `job ran longer than the ${formatDuration(config.jobTimeoutMs)} limit`,
+          detail: 'timed out',
         });
         jlog.warn('job timed out');
       } else if (err instanceof JobError) {
-        await finish('failed', { status_detail: 'failed', error_type: err.errorType, error_message: err.message });
+        await lifecycle.fail(held, { errorType: err.errorType, message: err.message });
         jlog.info({ error_type: err.errorType, error_message: err.message }, 'job failed');
       } else {
-        await finish('failed', { status_detail: 'failed', error_type: 'internal_error', error_message: 'internal error while processing the job' });
+        await lifecycle.fail(held, { errorType: 'internal_error', message: 'internal error while processing the job' });
         jlog.error({ err }, 'job failed with an unexpected error');
       }
     } finally {
@@ -274,7 +302,7 @@ export class WorkerPool {
             dispatcher: this.dispatcher,
           }).then(
             (m) => {
-              if (!m.mime?.startsWith(`${spec.accepts}/`)) {
+              if (!mediaFits(spec.accepts, m.mime)) {
                 throw new JobError('invalid_media', `${field}: not ${spec.accepts === 'image' ? 'an' : 'a'} ${spec.accepts} file (detected ${m.mime ?? 'unknown data'})`);
               }
               return [slot, i, m] as [SlotName, number, FetchedMedia];

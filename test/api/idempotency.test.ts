@@ -122,7 +122,7 @@ describe('Idempotency-Key', () => {
         config: app.config,
         clock: { now: () => Date.now() + offset.ms },
         results: new LocalResultStore(`${svc.dataDir}/results`, app.config.publicBaseUrl, 'x'),
-        signals: app.signals,
+        lifecycle: app.lifecycle,
         log: app.log,
       });
       const left = await app.store.db.selectFrom('idempotency_keys').select('key').where('key', 'in', ['ttl-1', 'ttl-2']).execute();

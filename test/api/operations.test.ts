@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
+import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleepJobType } from '../helpers/job-types.js';
@@ -147,9 +149,31 @@ describe('operations endpoints', () => {
   });
 });
 
-describe('rate limits', () => {
-  it('answers 429 with Retry-After and RateLimit headers past the per-key limit', async () => {
-    const limited = await startService({ RATE_LIMIT_SUBMIT: '3', RATE_LIMIT_READ: '0', WORKER_CONCURRENCY: '0' }, { jobTypes: [sleepJobType()] });
+/** The real Redis on this machine, or why the Redis variant is skipped (never skipped when REQUIRE_REDIS=true). */
+async function redisAvailable(): Promise<boolean> {
+  const probe = new Redis(REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: 2000, retryStrategy: () => null });
+  probe.on('error', () => {});
+  try {
+    await probe.connect();
+    return (await probe.ping()) === 'PONG';
+  } catch (err) {
+    if (process.env.REQUIRE_REDIS === 'true') throw new Error(`REQUIRE_REDIS=true but Redis at ${REDIS_URL} is unreachable: ${(err as Error).message}`);
+    console.warn(`rate limits on Redis: SKIPPED, Redis at ${REDIS_URL} is unreachable (set REQUIRE_REDIS=true to fail instead)`);
+    return false;
+  } finally {
+    probe.disconnect();
+  }
+}
+const REDIS_URL = 'redis://127.0.0.1:6379';
+const redisUp = await redisAvailable();
+
+describe.each([
+  { store: 'local', env: {} as Record<string, string> },
+  // A unique key prefix per run: counters never leak between tests or runs.
+  { store: 'redis', env: { REDIS_URL, REDIS_KEY_PREFIX: `media-jobs-test:${randomUUID()}:` } },
+])('rate limits ($store store)', ({ store, env }) => {
+  it.skipIf(store === 'redis' && !redisUp)('answers 429 with Retry-After and RateLimit headers past the per-key limit', async () => {
+    const limited = await startService({ RATE_LIMIT_SUBMIT: '3', RATE_LIMIT_READ: '0', WORKER_CONCURRENCY: '0', ...env }, { jobTypes: [sleepJobType()] });
     try {
       const body = { job_type: 'test-sleep', model: 'v1', input: {} };
       const replies = [];
@@ -157,15 +181,40 @@ describe('rate limits', () => {
       expect(replies.slice(0, 3).map((r) => r.status)).toEqual([200, 200, 200]);
       expect(replies[0]!.headers.get('ratelimit-policy')).toBe('"submit";q=3;w=60');
       expect(replies[2]!.headers.get('ratelimit')).toMatch(/^"submit";r=0;t=\d+$/);
+      // The plugin's IETF draft fields (enableDraftSpec).
+      expect(replies[1]!.headers.get('ratelimit-limit')).toBe('3');
+      expect(replies[1]!.headers.get('ratelimit-remaining')).toBe('1');
       const r = replies[3]!;
       expect(r.status).toBe(429);
       expect(r.body.code).toBe(-1);
+      expect(r.body.data).toEqual({});
       expect(r.body.message).toMatch(/^rate limit exceeded: 3 submit requests per minute/);
       expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
       // Per key: another key still gets through; reads are not limited here.
       const other = await limited.newKey('other');
       expect((await limited.call('POST', '/api/v1/jobs/submit/test-sleep', { body, key: other })).status).toBe(200);
       expect((await limited.call('GET', '/api/v1/job-types')).status).toBe(200);
+    } finally {
+      await limited.stop();
+    }
+  });
+
+  it.skipIf(store === 'redis' && !redisUp)('limits reads per key across routes; cancels count apart (write policy, the read limit)', async () => {
+    const limited = await startService({ RATE_LIMIT_SUBMIT: '0', RATE_LIMIT_READ: '3', WORKER_CONCURRENCY: '0', ...env }, { jobTypes: [sleepJobType()] });
+    try {
+      const statuses = [
+        (await limited.call('GET', '/api/v1/job-types')).status,
+        (await limited.call('GET', '/api/v1/jobs')).status,
+        (await limited.call('POST', '/api/v1/jobs/00000000-0000-4000-8000-000000000000/cancel')).status,
+        (await limited.call('GET', '/api/v1/jobs')).status,
+      ];
+      expect(statuses).toEqual([200, 200, 404, 200]);
+      const r = await limited.call('GET', '/api/v1/jobs');
+      expect(r.status).toBe(429);
+      expect(r.headers.get('ratelimit-policy')).toBe('"read";q=3;w=60');
+      expect(r.body.message).toMatch(/^rate limit exceeded: 3 read requests per minute/);
+      // Submits are not limited here.
+      expect((await limited.call('POST', '/api/v1/jobs/submit/test-sleep', { body: { job_type: 'test-sleep', model: 'v1', input: {} } })).status).toBe(200);
     } finally {
       await limited.stop();
     }

@@ -133,6 +133,9 @@ describe('CLI keys', () => {
     children.push(svc);
     expect((await svc.call('GET', '/api/v1/job-types')).status).toBe(200);
     expect(cli(['keys', 'revoke', id], env).status).toBe(0);
+    // The CLI is another process: the service's key cache hears of the revoke by NOTIFY on
+    // PostgreSQL, and within its 5 s TTL at the latest (the documented revoke delay).
+    await waitFor(async () => (await svc.call('GET', '/api/v1/job-types')).status === 401, 'the revoked key to be refused', 15_000);
     expect((await svc.call('GET', '/api/v1/job-types')).status).toBe(401);
     expect(cli(['keys', 'list'], env).stdout).toMatch(/revoked/);
     await svc.term();

@@ -706,8 +706,11 @@ describe('fuzzing the public API (fast-check, seed fixed)', () => {
       if (dec.length === 1 && dec[0] === 'job-types') return get;
       if (dec.length === 1 && dec[0] === 'jobs') return get && queryOnly(['limit', 'status']);
       if (dec.length === 3 && dec[0] === 'jobs' && dec[1] === 'submit') return m === 'POST' && dec[2] === 'image-transform' && bk === 'valid-submit';
+      // GET /jobs/{uuid}: the job with its input (the dashboard's job page).
+      if (dec.length === 2 && dec[0] === 'jobs' && mine(dec[1])) return get;
       if (dec.length === 3 && dec[0] === 'jobs' && mine(dec[1])) {
         if (dec[2] === 'status') return get && queryOnly(['wait']);
+        if (dec[2] === 'events') return get;
         if (dec[2] === 'result' || dec[2] === 'webhook-deliveries') return get;
         if (dec[2] === 'cancel') return m === 'POST' && bk !== 'junk';
       }

@@ -1,7 +1,15 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../src/store/db.js';
-import { claimDueEvent, finishScheduledAttempt, nextDueAt, releaseEvent } from '../../src/store/webhooks.js';
+import {
+  claimDueEvent,
+  claimDueEvents,
+  finishScheduledAttempt,
+  nextDueAt,
+  pendingDestinations,
+  recordScheduledAttempts,
+  releaseEvent,
+} from '../../src/store/webhooks.js';
 import { storeEnv } from '../helpers/db.js';
 import { tempDir } from '../helpers/service.js';
 
@@ -103,5 +111,87 @@ describe('webhook outbox claims', () => {
     await releaseEvent(a.db, 'f2', 'A', now);
     expect((await claimDueEvent(b.db, b.dialect, { leaseOwner: 'B', leaseMs: 60_000, now: now + 1, skipDestinations: ['http://dead.example'] }))?.event_id).toBe('f2');
     expect((await claimDueEvent(b.db, b.dialect, { leaseOwner: 'B', leaseMs: 60_000, now: now + 1 }))?.event_id).toBe('f1');
+  });
+});
+
+describe('webhook outbox batches', () => {
+  const T1 = T0 + 100_000;
+  const attempt = (ok: boolean) => ({ startedAt: T1, durationMs: 3, httpStatus: ok ? 200 : 500, error: ok ? null : 'HTTP 500', ok, manual: false });
+
+  it('claims per destination, each up to its own limit, most overdue first, in one statement', async () => {
+    await a.db.updateTable('webhook_events').set({ state: 'delivered', next_attempt_at: null }).execute();
+    for (let i = 0; i < 20; i++) await insertEvent(`dead${String(i).padStart(2, '0')}`, 'http://dead.example', T1 - 1_000 + i);
+    await insertEvent('live1', 'http://live.example', T1 - 10);
+    await insertEvent('live2', 'http://live.example', T1 - 5);
+    await insertEvent('soon', 'http://soon.example', T1 + 5_000);
+
+    const found = await pendingDestinations(a.db, '', 10);
+    expect(found.map((d) => d.destination)).toEqual(['http://dead.example', 'http://live.example', 'http://soon.example']);
+    expect(found.map((d) => d.dueAt)).toEqual([T1 - 1_000, T1 - 10, T1 + 5_000]);
+    // The round-robin cursor: after 'dead', and a limit.
+    expect((await pendingDestinations(a.db, 'http://dead.example', 1)).map((d) => d.destination)).toEqual(['http://live.example']);
+
+    const got = await claimDueEvents(a.db, a.dialect, {
+      leaseOwner: 'A',
+      leaseMs: 60_000,
+      now: T1,
+      destinations: [
+        { destination: 'http://dead.example', limit: 4 },
+        { destination: 'http://live.example', limit: 4 },
+        { destination: 'http://soon.example', limit: 4 },
+      ],
+    });
+    expect(got.map((e) => e.event_id).sort()).toEqual(['dead00', 'dead01', 'dead02', 'dead03', 'live1', 'live2']);
+    expect(got.every((e) => e.lease_owner === 'A' && Number(e.lease_expires_at) === T1 + 60_000)).toBe(true);
+    // The other dispatcher gets the next ones of the backlog, never the same.
+    const other = await claimDueEvents(b.db, b.dialect, { leaseOwner: 'B', leaseMs: 60_000, now: T1, destinations: [{ destination: 'http://dead.example', limit: 2 }] });
+    expect(other.map((e) => e.event_id)).toEqual(['dead04', 'dead05']);
+  });
+
+  it('records a batch in one transaction: exact attempt numbers, lease-guarded moves, hand-backs', async () => {
+    // live1 already has a manual attempt on record: the scheduled one is number 2.
+    const now = T1 + 50;
+    await a.db
+      .insertInto('webhook_attempts')
+      .values({ event_id: 'live1', attempt: 1, started_at: T1, duration_ms: 1, http_status: 500, error: 'HTTP 500', ok: 0, manual: 1 })
+      .execute();
+    const applied = await recordScheduledAttempts(
+      a.db,
+      'A',
+      [
+        { eventId: 'live1', claimedAttempts: 0, attempt: attempt(true), state: 'delivered', nextAttemptAt: null, now },
+        { eventId: 'live2', claimedAttempts: 0, attempt: attempt(false), state: 'pending', nextAttemptAt: now + 60_000, now },
+        // Leased by B, not A: recorded, not moved.
+        { eventId: 'dead04', claimedAttempts: 0, attempt: attempt(false), state: 'pending', nextAttemptAt: now + 60_000, now },
+      ],
+      ['dead00', 'dead01'],
+      now,
+    );
+    expect([...applied].sort()).toEqual(['live1', 'live2']);
+    const rows = await a.db
+      .selectFrom('webhook_events')
+      .select(['event_id', 'state', 'attempts', 'next_attempt_at', 'lease_owner'])
+      .where('event_id', 'in', ['live1', 'live2', 'dead04', 'dead00', 'dead01', 'dead02'])
+      .orderBy('event_id')
+      .execute();
+    expect(rows.map((r) => [r.event_id, r.state, Number(r.attempts), r.next_attempt_at === null ? null : Number(r.next_attempt_at), r.lease_owner])).toEqual([
+      ['dead00', 'pending', 0, T1 - 1_000, null],
+      ['dead01', 'pending', 0, T1 - 999, null],
+      ['dead02', 'pending', 0, T1 - 998, 'A'],
+      ['dead04', 'pending', 0, T1 - 996, 'B'],
+      ['live1', 'delivered', 1, null, null],
+      ['live2', 'pending', 1, now + 60_000, null],
+    ]);
+    const numbers = await a.db.selectFrom('webhook_attempts').select(['event_id', 'attempt', 'manual']).where('event_id', 'in', ['live1', 'live2', 'dead04']).orderBy('id').execute();
+    expect(numbers.map((n) => [n.event_id, Number(n.attempt), Number(n.manual)])).toEqual([
+      ['live1', 1, 1],
+      ['live1', 2, 0],
+      ['live2', 1, 0],
+      ['dead04', 1, 0],
+    ]);
+    // Handed back: due again at once, for anyone.
+    const again = await claimDueEvents(b.db, b.dialect, { leaseOwner: 'B', leaseMs: 60_000, now, destinations: [{ destination: 'http://dead.example', limit: 2 }] });
+    expect(again.map((e) => e.event_id)).toEqual(['dead00', 'dead01']);
+    expect(await nextDueAt(a.db, now)).toBe(T1 + 5_000);
   });
 });

@@ -2,8 +2,10 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
 import { ApiError } from '../api-error.js';
-import { buildOpenApi, type OpenApiDeps } from '../openapi.js';
+import type { OpenApiDeps } from '../openapi.js';
+import { responses } from '../schemas.js';
 
 /**
  * GET /api/v1/openapi.json (no API key, not enveloped: it is the document) and GET /docs, an
@@ -95,14 +97,18 @@ function asset(name: string): Buffer | undefined {
   return body;
 }
 
-export function docsRoutes(app: FastifyInstance, deps: DocsDeps): void {
+const meta = (operationId: string) => ({ operationId, tags: ['Meta'], security: [] });
+
+/** Needs @fastify/swagger registered on `app` (server.ts): the document is built from the route schemas. */
+export function docsRoutes(app: FastifyInstance, _deps: DocsDeps): void {
   let doc: string | undefined;
-  app.get(OPENAPI_PATH, async (_request, reply) => {
-    doc ??= JSON.stringify(buildOpenApi(deps));
+  const openApiResponse = responses({ 200: { description: 'The OpenAPI document.', schema: z.looseObject({}) } });
+  app.get(OPENAPI_PATH, { schema: { ...meta('getOpenApi'), response: openApiResponse } }, async (_request, reply) => {
+    doc ??= JSON.stringify(app.swagger());
     return reply.header('content-type', 'application/json; charset=utf-8').header('cache-control', 'no-cache').send(doc);
   });
 
-  app.get('/docs', async (_request, reply) =>
+  app.get('/docs', { schema: { ...meta('getDocs'), response: responses({ 200: { description: 'An HTML page.', schema: z.string(), type: 'text/html' } }) } }, async (_request, reply) =>
     reply
       .header('content-type', 'text/html; charset=utf-8')
       .header('content-security-policy', CSP)
@@ -112,7 +118,7 @@ export function docsRoutes(app: FastifyInstance, deps: DocsDeps): void {
       .send(PAGE),
   );
 
-  app.get('/docs/:asset', async (request, reply) => {
+  app.get('/docs/:asset', { schema: { hide: true } }, async (request, reply) => {
     const name = (request.params as { asset: string }).asset;
     const body = asset(name);
     if (!body) throw new ApiError(404, `no route GET /docs/${name}`);

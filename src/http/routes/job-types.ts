@@ -3,6 +3,7 @@ import { submitSchema, toJsonSchema } from '../../jobs/submit-schema.js';
 import type { Catalogue } from '../../processors/catalogue.js';
 import { SLOT_NAMES } from '../../processors/types.js';
 import { ok } from '../envelope.js';
+import { COMMON_ERRORS, jobTypesEnvelopeSchema, responses } from '../schemas.js';
 
 /** Discovery, rendered once from the catalogue: the same schemas that validate submits. */
 export function describeJobTypes(catalogue: Catalogue, allowPrivate: boolean) {
@@ -19,5 +20,11 @@ export function describeJobTypes(catalogue: Catalogue, allowPrivate: boolean) {
 
 export function jobTypeRoutes(app: FastifyInstance, catalogue: Catalogue, allowPrivate: boolean): void {
   const body = ok({ job_types: describeJobTypes(catalogue, allowPrivate) });
-  app.get('/job-types', async () => body);
+  app.get('/job-types', {
+    schema: {
+      operationId: 'listJobTypes',
+      tags: ['Job types'],
+      response: responses({ 200: { description: 'The catalogue.', schema: jobTypesEnvelopeSchema } }, ...COMMON_ERRORS),
+    },
+  }, async () => body);
 }

@@ -6,6 +6,14 @@ import { JOB_STATUSES } from '../../jobs/states.js';
 import { describeIssue } from '../../jobs/submit-schema.js';
 import { ApiError } from '../api-error.js';
 import { ok } from '../envelope.js';
+import {
+  COMMON_ERRORS,
+  jobEnvelopeSchema,
+  jobListEnvelopeSchema,
+  resultLinkEnvelopeSchema,
+  responses,
+  uuidParam,
+} from '../schemas.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Long polls hold a request open at most this long. */
@@ -25,18 +33,23 @@ function header(v: string | string[] | undefined): string | undefined {
 const waitSeconds = z.coerce.number().int().min(0).max(MAX_WAIT_SECONDS);
 
 export const listQuery = z.strictObject({
-  status: z.enum(JOB_STATUSES).optional(),
-  job_type: z.string().min(1).max(100).optional(),
-  limit: z.coerce.number().int().min(1).max(100).default(20),
-  cursor: z.string().min(1).max(200).optional(),
+  status: z.enum(JOB_STATUSES).optional().describe('Only jobs in this state.'),
+  job_type: z.string().min(1).max(100).optional().describe('Only jobs of this type.'),
+  limit: z.coerce.number().int().min(1).max(100).default(20).describe('Page size.'),
+  cursor: z.string().min(1).max(200).optional().describe('`next_cursor` of the previous page.'),
 });
-export const statusQuery = z.strictObject({ wait: waitSeconds.optional() });
+export const statusQuery = z.strictObject({
+  wait: waitSeconds.default(0).describe('Long-poll: hold the request up to this many seconds until the job is terminal.'),
+});
+const jobParams = z.object({ uuid: uuidParam("The job's uuid.") });
 
-function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
-  const r = schema.safeParse(value ?? {});
-  if (!r.success) throw new ApiError(400, r.error.issues.slice(0, 3).map((i) => describeIssue(i, value)).join('; '));
-  return r.data;
+/** Route validation (server.ts's validator compiler) answers with these words: the first three issues. */
+export function validationMessage(issues: readonly z.core.$ZodIssue[], value: unknown): string {
+  return issues.slice(0, 3).map((i) => describeIssue(i, value)).join('; ');
 }
+
+/** Prose and examples of these operations live in http/openapi.ts (keyed by operationId). */
+const doc = (operationId: string, tags: string[]) => ({ operationId, tags });
 
 /** `Prefer: wait=N` (RFC 7240) on submit: answer once the job is terminal, or after N seconds. */
 function preferWait(prefer: string | undefined): number {
@@ -45,7 +58,14 @@ function preferWait(prefer: string | undefined): number {
 }
 
 export function jobRoutes(app: FastifyInstance, service: JobService): void {
-  app.post('/jobs/submit/:jobType', async (request, reply) => {
+  // The body is validated by the service against the job type's catalogue schema (its messages);
+  // the document expands this route into one operation per job type (openapi.ts).
+  app.post('/jobs/submit/:jobType', {
+    schema: {
+      ...doc('submit', ['Jobs']),
+      response: responses({ 200: { description: 'The job, queued. A replay of an idempotent request returns the original response.', schema: jobEnvelopeSchema } }, 400, 409, 413, 415, ...COMMON_ERRORS),
+    },
+  }, async (request, reply) => {
     const { jobType } = request.params as { jobType: string };
     const idempotencyKey = checkIdempotencyKey(header(request.headers['idempotency-key']));
     const outcome = await service.submit({
@@ -70,18 +90,43 @@ export function jobRoutes(app: FastifyInstance, service: JobService): void {
     return reply.code(outcome.statusCode).send(outcome.body);
   });
 
-  app.get('/jobs', async (request) => {
-    const q = parse(listQuery, request.query);
+  app.get('/jobs', {
+    schema: {
+      ...doc('listJobs', ['Jobs']),
+      querystring: listQuery,
+      response: responses({ 200: { description: 'One page of jobs.', schema: jobListEnvelopeSchema } }, 400, ...COMMON_ERRORS),
+    },
+  }, async (request) => {
+    const q = request.query as z.output<typeof listQuery>;
     return ok(await service.list(request.owner, { status: q.status, jobType: q.job_type, limit: q.limit, cursor: q.cursor }));
   });
 
-  app.get('/jobs/:uuid/status', async (request) => {
+  app.get('/jobs/:uuid/status', {
+    schema: {
+      ...doc('getJobStatus', ['Jobs']),
+      params: jobParams,
+      querystring: statusQuery,
+      response: responses({ 200: { description: 'The job.', schema: jobEnvelopeSchema } }, 400, 404, ...COMMON_ERRORS),
+    },
+  }, async (request) => {
     const uuid = jobId(request.params);
-    const q = parse(statusQuery, request.query);
-    return ok(await service.status(request.owner, uuid, (q.wait ?? 0) * 1000));
+    const q = request.query as z.output<typeof statusQuery>;
+    return ok(await service.status(request.owner, uuid, q.wait * 1000));
   });
 
-  app.post('/jobs/:uuid/cancel', async (request) => ok(await service.cancel(request.owner, jobId(request.params))));
+  app.post('/jobs/:uuid/cancel', {
+    schema: {
+      ...doc('cancelJob', ['Jobs']),
+      params: jobParams,
+      response: responses({ 200: { description: 'The cancelled job.', schema: jobEnvelopeSchema } }, 404, 409, 415, ...COMMON_ERRORS),
+    },
+  }, async (request) => ok(await service.cancel(request.owner, jobId(request.params))));
 
-  app.get('/jobs/:uuid/result', async (request) => ok(await service.result(request.owner, jobId(request.params))));
+  app.get('/jobs/:uuid/result', {
+    schema: {
+      ...doc('getJobResult', ['Jobs']),
+      params: jobParams,
+      response: responses({ 200: { description: 'The signed result link.', schema: resultLinkEnvelopeSchema } }, 404, 409, 410, ...COMMON_ERRORS),
+    },
+  }, async (request) => ok(await service.result(request.owner, jobId(request.params))));
 }

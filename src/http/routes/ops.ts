@@ -2,28 +2,53 @@ import type { FastifyInstance } from 'fastify';
 import { sql, type Kysely } from 'kysely';
 import type { Metrics } from '../../metrics.js';
 import type { Store } from '../../store/db.js';
+import { isDatabaseUnavailable } from '../../store/errors.js';
 import { isUpToDate } from '../../store/migrations.js';
+import { z } from 'zod';
 import { fail, ok } from '../envelope.js';
+import { healthEnvelopeSchema, responses } from '../schemas.js';
+
+const open = (operationId: string) => ({ operationId, tags: ['Operations'], security: [] });
+
+/** /readyz answers within this long whatever the database does (a load balancer must not hang on it). */
+const READY_TIMEOUT_MS = 3_000;
+
+/** Why the database cannot take traffic now, or undefined when it can. */
+async function databaseProblem(store: Store): Promise<string | undefined> {
+  const check = (async () => {
+    await sql`SELECT 1`.execute(store.db);
+    return (await isUpToDate(store.db as Kysely<unknown>, store.dialect)) ? undefined : 'database migrations are not applied';
+  })();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<string>((resolve) => {
+    timer = setTimeout(() => resolve(`database unavailable: no answer within ${READY_TIMEOUT_MS / 1000} s`), READY_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([check, late]);
+  } catch (err) {
+    const e = err as { code?: unknown; message?: unknown };
+    const what = typeof e.code === 'string' ? `${e.code}: ${String(e.message)}` : String(e.message ?? err);
+    return isDatabaseUnavailable(err) ? `database unavailable: ${what}` : `database check failed: ${what}`;
+  } finally {
+    clearTimeout(timer);
+    check.catch(() => {}); // a check that lost the race still settles later
+  }
+}
 
 /** Operations endpoints, outside /api/v1 and without API keys (keep them off the public edge). */
 export function opsRoutes(app: FastifyInstance, store: Store, metrics: Metrics): void {
   // The process is up and serving HTTP.
-  app.get('/healthz', async () => ok({ status: 'ok' }));
+  app.get('/healthz', { schema: { ...open('healthz'), response: responses({ 200: { description: 'Alive.', schema: healthEnvelopeSchema } }) } }, async () => ok({ status: 'ok' }));
 
-  // The database answers and every migration is applied: safe to route traffic here.
-  app.get('/readyz', async (_request, reply) => {
-    try {
-      await sql`SELECT 1`.execute(store.db);
-      if (!(await isUpToDate(store.db as Kysely<unknown>, store.dialect))) {
-        return reply.code(503).send(fail('database migrations are not applied'));
-      }
-      return ok({ status: 'ready', database: store.dialect });
-    } catch {
-      return reply.code(503).send(fail('database is not reachable'));
-    }
+  // The database answers and every migration is applied: safe to route traffic here. While the
+  // database is down: 503 with the reason, within READY_TIMEOUT_MS.
+  app.get('/readyz', { schema: { ...open('readyz'), response: responses({ 200: { description: 'Ready.', schema: healthEnvelopeSchema } }, 503) } }, async (_request, reply) => {
+    const problem = await databaseProblem(store);
+    if (problem) return reply.code(503).header('retry-after', '5').send(fail(problem));
+    return ok({ status: 'ready', database: store.dialect });
   });
 
-  app.get('/metrics', async (_request, reply) => {
+  app.get('/metrics', { schema: { ...open('metrics'), response: responses({ 200: { description: 'Metrics.', schema: z.string(), type: 'text/plain' } }) } }, async (_request, reply) => {
     reply.header('content-type', metrics.registry.contentType);
     return metrics.registry.metrics();
   });

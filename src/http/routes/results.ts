@@ -2,7 +2,14 @@ import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { LocalResultStore } from '../../storage/local.js';
 import { verifyResultPath } from '../../storage/signing.js';
+import { z } from 'zod';
 import { ApiError } from '../api-error.js';
+import { responses } from '../schemas.js';
+
+const resultQuery = z.object({
+  expires: z.coerce.number().int().describe('Expiry, Unix seconds.'),
+  signature: z.string().describe('HMAC signature (base64url).'),
+});
 
 const TYPES: Record<string, string> = {
   jpg: 'image/jpeg',
@@ -18,7 +25,18 @@ const TYPES: Record<string, string> = {
 
 /** Downloads of local results: no API key, the HMAC-signed, expiring URL is the credential. */
 export function resultRoutes(app: FastifyInstance, store: LocalResultStore, secret: string, clock: Clock): void {
-  app.get('/results/:key', async (request, reply) => {
+  // Checked by verifyResultPath (its 403 words), so the schema documents only: no validation on this route.
+  app.get('/results/:key', {
+    schema: {
+      operationId: 'downloadResult',
+      tags: ['Results'],
+      security: [],
+      params: z.object({ key: z.string().describe('Result object key.') }),
+      querystring: resultQuery,
+      response: responses({ 200: { description: 'The result bytes.', schema: z.string(), type: 'application/octet-stream' } }, 403, 410),
+    },
+    validatorCompiler: () => (value) => ({ value }),
+  }, async (request, reply) => {
     const { key } = request.params as { key: string };
     const q = request.query as Record<string, unknown>;
     const check = verifyResultPath(secret, key, q.expires, q.signature, clock.now());

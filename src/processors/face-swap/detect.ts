@@ -61,6 +61,33 @@ export function loadFaceModels(): Promise<Runtime> {
   return runtime;
 }
 
+let tinyLoaded: Promise<void> | undefined;
+
+/**
+ * The Tiny Face Detector (video key frames): about 5x faster than SSD MobileNet v1 on this backend,
+ * with looser boxes and lower scores. Loaded on first use only, so image jobs never pay for it.
+ */
+export async function locateFacesTiny(
+  img: RgbImage,
+  minConfidence: number,
+  inputSize = 416,
+): Promise<{ box: Box; score: number }[]> {
+  const { faceapi } = await loadFaceModels();
+  tinyLoaded ??= faceapi.nets.tinyFaceDetector.loadFromDisk(path.join(packageDir('@vladmandic/face-api'), 'model'));
+  await tinyLoaded;
+  const tensor = toTensor(faceapi, img);
+  try {
+    const options = new faceapi.TinyFaceDetectorOptions({ inputSize, scoreThreshold: minConfidence });
+    const found = await faceapi.nets.tinyFaceDetector.locateFaces(tensor, options);
+    return found
+      .map((d) => ({ box: { x: d.box.x, y: d.box.y, width: d.box.width, height: d.box.height }, score: d.score }))
+      .filter((f) => f.box.width >= 8 && f.box.height >= 8)
+      .sort((a, b) => b.box.width * b.box.height - a.box.width * a.box.height);
+  } finally {
+    tensor.dispose();
+  }
+}
+
 type Tensor3D = FaceApiModule.tf.Tensor3D;
 
 /** Tensors are made with face-api's re-export of tfjs so their type is the one its nets declare. */

@@ -3,7 +3,7 @@
  * blend. Pure computation apart from an optional sharp resize of the source.
  */
 import { blendInto } from './blend.js';
-import { channelStats, labToRgb, rgbToLab, transferLocal, transferStats } from './color.js';
+import { channelStats, labToRgb, rgbToLab, transferLocal, transferStats, type ChannelStats } from './color.js';
 import { boundingRegion, convexHull, faceSize, type Region } from './geometry.js';
 import { resizeRegion } from './image.js';
 import { distanceInside, featherAlpha, fillPolygon, rasterizePolygon } from './mask.js';
@@ -14,6 +14,17 @@ import { triangulate, warpPiecewiseAffine } from './warp.js';
 export interface SwapOptions {
   blend: BlendMode;
   colorCorrection: boolean;
+  /**
+   * Skin statistics to use for the global colour transfer instead of this image's own (video: a
+   * running average over earlier frames, so the face's colour does not flicker from frame to frame).
+   */
+  colorStats?: ColorStats | undefined;
+}
+
+/** Skin colour statistics (CIELAB) of the warped source face and of the target face. */
+export interface ColorStats {
+  src: ChannelStats;
+  dst: ChannelStats;
 }
 
 /**
@@ -209,7 +220,7 @@ export async function swapFace(
   srcLm: readonly Point[],
   opts: SwapOptions,
   tuning: SwapTuning = DEFAULT_TUNING,
-): Promise<void> {
+): Promise<ColorStats | undefined> {
   const size = faceSize(targetLm);
   let srcPts = extendForehead(srcLm, tuning.forehead);
   // Keep as much of the source's proportions as the geometry allows: a source face much longer or
@@ -246,7 +257,7 @@ export async function swapFace(
   }
 
   const region = boundingRegion([...dstPts, ...targetLm], 2, target.width, target.height);
-  if (region.width < 4 || region.height < 4) return;
+  if (region.width < 4 || region.height < 4) return undefined;
   const n = region.width * region.height;
 
   const { rgb: warped, covered } = warpPiecewiseAffine(src, srcPts, dstPts, triangles, region);
@@ -256,6 +267,7 @@ export async function swapFace(
   const dist = distanceInside(inside, region.width, region.height);
   const alpha = featherAlpha(dist, tuning.erode * size, tuning.feather * size);
 
+  let measured: ColorStats | undefined;
   if (opts.colorCorrection) {
     const dstRgb = new Float32Array(n * 3);
     for (let y = 0; y < region.height; y++) {
@@ -266,7 +278,9 @@ export async function swapFace(
     const dstLab = rgbToLab(dstRgb, covered);
     // Statistics over skin only: the target's features sit at targetLm, the warped source's at dstPts.
     const skin = skinWeights([targetLm, dstPts], region, alpha, FEATURE_MARGIN * size);
-    transferStats(srcLab, covered, channelStats(srcLab, skin), channelStats(dstLab, skin));
+    measured = { src: channelStats(srcLab, skin), dst: channelStats(dstLab, skin) };
+    const use = opts.colorStats ?? measured;
+    transferStats(srcLab, covered, use.src, use.dst);
     const sl = tuning.sigmaL * size;
     const sab = tuning.sigmaAB * size;
     transferLocal(srcLab, dstLab, skin, covered, region.width, region.height, [sl, sab, sab]);
@@ -274,4 +288,5 @@ export async function swapFace(
   }
 
   blendInto(target, region, warped, covered, alpha, opts.blend, size);
+  return measured;
 }

@@ -1,0 +1,131 @@
+/**
+ * `npm run bench:explain`: the query plan of every job query on the hot paths, on SQLite and on
+ * PostgreSQL, with BENCH_EXPLAIN_ROWS (default 1,000,000) queued jobs of one owner in the table.
+ * Each store function runs for real inside a transaction that is rolled back, so the plans are
+ * those of the statements the service sends; they are written to bench/results/explain.md.
+ * What to look for: index seeks (SEARCH … USING INDEX, Index Scan / Index Only Scan with a LIMIT)
+ * and no SCAN of jobs, no Seq Scan, no sort over the backlog.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect, type LogEvent } from 'kysely';
+import pg from 'pg';
+import { fillBacklog } from './scenarios/backlog.js';
+import { freshStore, log, RESULTS_DIR, type Db } from './lib.js';
+import type { Dialect } from '../src/store/db.js';
+import {
+  claimByUuid,
+  claimJobs,
+  countActive,
+  deferJobs,
+  expiredLeases,
+  expiredResults,
+  getJobView,
+  insertJob,
+  jobsAhead,
+  listJobs,
+  queueHead,
+  renewLease,
+  runningByOwner,
+  updateState,
+} from '../src/store/jobs.js';
+import type { Database } from '../src/store/schema.js';
+
+const ROWS = Number(process.env.BENCH_EXPLAIN_ROWS ?? 1_000_000);
+
+class Rollback extends Error {}
+
+async function plans(db: Db): Promise<string[]> {
+  const store = await freshStore(db);
+  const out: string[] = [];
+  try {
+    const last = await fillBacklog(store, ROWS, 'bench');
+    const captured: Array<{ label: string; sql: string; params: readonly unknown[] }> = [];
+    let label = '';
+    const onLog = (e: LogEvent) => {
+      captured.push({ label, sql: e.query.sql, params: e.query.parameters });
+    };
+    const sqlite = db === 'sqlite' ? new SQLite(store.url.slice('sqlite:'.length)) : undefined;
+    const pool = db === 'postgres' ? new pg.Pool({ connectionString: store.url, max: 2 }) : undefined;
+    const k = new Kysely<Database>({
+      dialect: sqlite ? new SqliteDialect({ database: sqlite }) : new PostgresDialect({ pool: pool! }),
+      log: onLog,
+    });
+    const dialect: Dialect = db;
+    const now = Date.now();
+    const step = async (name: string, fn: (t: Kysely<Database>) => Promise<unknown>) => {
+      label = name;
+      await k
+        .transaction()
+        .execute(async (t) => {
+          await fn(t);
+          throw new Rollback();
+        })
+        .catch((e) => {
+          if (!(e instanceof Rollback)) throw e;
+        });
+    };
+    const job = { uuid: last, vtime: ROWS - 1, created_at: now };
+    const newJob = (owner: string) => ({
+      uuid: '00000000-0000-4000-8000-ffffffffffff',
+      owner,
+      job_type: 'bench-noop',
+      model: 'v1',
+      input: '{}',
+      webhook: null,
+      status: 'queued' as const,
+      status_detail: 'waiting for a worker',
+      created_at: now,
+      updated_at: now,
+    });
+    await step('submit: insert with virtual start time (owner with a backlog)', (t) => insertJob(t, newJob('bench')));
+    await step('submit: insert with virtual start time (another owner)', (t) => insertJob(t, newJob('other')));
+    const claim = { leaseOwner: 'explain/1', leaseMs: 30_000, now, limit: 8 };
+    await step('claim 8 jobs, one job type', (t) => claimJobs(t, dialect, { ...claim, jobTypes: ['bench-noop'] }));
+    await step('claim 8 jobs, three job types', (t) => claimJobs(t, dialect, { ...claim, jobTypes: ['bench-noop', 'image-transform', 'image-face-swap'] }));
+    await step('status: the job by key', (t) => getJobView(t, last, 'bench'));
+    await step('status: queue position (capped count)', (t) => jobsAhead(t, job, 1000));
+    await step('metrics: queue depth', (t) => countActive(t));
+    await step('progress: renew a lease', (t) => renewLease(t, last, 'explain/1', now + 30_000, 'working'));
+    await step('finish: conditional state change', (t) => updateState(t, last, { from: ['processing'], to: 'completed', leaseOwner: 'explain/1', now }, true));
+    await step('recovery: expired leases', (t) => expiredLeases(t, now, 100));
+    await step('OWNER_MAX_RUNNING: queue head window', (t) => queueHead(t, ['bench-noop'], 200));
+    await step('OWNER_MAX_RUNNING: running per owner', (t) => runningByOwner(t, ['bench', 'other']));
+    await step('OWNER_MAX_RUNNING: defer a blocked owner', (t) => deferJobs(t, [last], ROWS + 1, now));
+    await step('OWNER_MAX_RUNNING: claim picked jobs', (t) => claimByUuid(t, [last], { ...claim, jobTypes: ['bench-noop'] }));
+    await step('maintenance: results past retention', (t) => expiredResults(t, now));
+    await step('list: newest jobs of an owner', (t) => listJobs(t, { owner: 'bench', limit: 21 }));
+    await step('list: by status', (t) => listJobs(t, { owner: 'bench', status: 'queued', limit: 21 }));
+
+    for (const c of captured) {
+      if (/^(begin|commit|rollback)/i.test(c.sql.trim())) continue;
+      let plan: string;
+      if (sqlite) {
+        const rows = sqlite.prepare(`EXPLAIN QUERY PLAN ${c.sql}`).all(...(c.params as unknown[])) as Array<{ detail: string }>;
+        plan = rows.map((r) => r.detail).join('\n');
+      } else {
+        const client = await pool!.connect();
+        try {
+          const r = await client.query(`EXPLAIN ${c.sql}`, c.params as unknown[]);
+          plan = r.rows.map((x: Record<string, string>) => x['QUERY PLAN']).join('\n');
+        } finally {
+          client.release();
+        }
+      }
+      out.push(`### ${c.label}\n\n\`\`\`sql\n${c.sql.replace(/\s+/g, ' ').trim()}\n\`\`\`\n\`\`\`\n${plan}\n\`\`\`\n`);
+      log(`${db} | ${c.label}\n${plan}\n`);
+    }
+    await k.destroy();
+  } finally {
+    await store.dispose();
+  }
+  return out;
+}
+
+const sections: string[] = [`# Query plans at ${ROWS.toLocaleString('en-US')} queued jobs\n\nWritten by \`npm run bench:explain\` (bench/explain.ts).\n`];
+for (const db of ['sqlite', 'postgres'] as const) {
+  sections.push(`## ${db === 'sqlite' ? 'SQLite' : 'PostgreSQL'}\n`, ...(await plans(db)));
+}
+fs.writeFileSync(path.join(RESULTS_DIR, 'explain.md'), sections.join('\n'));
+log(`wrote bench/results/explain.md`);

@@ -1,0 +1,70 @@
+/**
+ * Video face swap throughput: a 720p/30 fps clip with one face (a pan over a sample photograph),
+ * swapped through the job type's run() with the service's default worker threads, after warm-up.
+ * Prints seconds of processing per second of video (wall clock, and CPU including the ffmpeg
+ * processes), and the peak RSS of this process (worker threads included).
+ * Usage: npx tsx bench/video.ts [seconds=4] [threads=default]
+ */
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import { portrait } from '../test/face-swap/fixtures.js';
+import { makeClip } from '../test/video/fixtures.js';
+import { createVideoFaceSwapJobType } from '../src/processors/video/face-swap.js';
+import { videoFaceSwapOptionsSchema } from '../src/processors/video/options.js';
+
+const seconds = Number(process.argv[2] ?? 4);
+const threads = Number(process.argv[3] ?? Math.max(1, Math.min(4, os.availableParallelism())));
+
+/** CPU seconds of this process and of its reaped children (ffmpeg), from /proc (clock ticks of 10 ms). */
+function cpu(): { self: number; children: number } {
+  const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
+  const t = (i: number) => Number(f[i - 3]) / 100;
+  return { self: t(14) + t(15), children: t(16) + t(17) };
+}
+const peakRssMb = () => Number(/VmHWM:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))![1]) / 1024;
+
+const clip = await makeClip({
+  region: { left: 1280, top: 210, width: 640, height: 360 },
+  width: 1280,
+  height: 720,
+  fps: 30,
+  seconds,
+  pan: 0.05,
+});
+const source = await portrait('curlyBlonde');
+const jt = createVideoFaceSwapJobType({ threads });
+await jt.warmup();
+const c0 = cpu();
+const t0 = performance.now();
+let lastStage = '';
+const out = await jt.run({
+  model: 'warp-blend-track-v1',
+  options: videoFaceSwapOptionsSchema.parse({}),
+  media: {
+    source: [{ url: 'bench', bytes: source, mime: 'image/jpeg' }],
+    target: [{ url: 'bench', bytes: clip, mime: 'video/mp4' }],
+  },
+  signal: new AbortController().signal,
+  progress: (s) => (lastStage = s),
+});
+const wall = (performance.now() - t0) / 1000;
+const c1 = cpu();
+await jt.close();
+const cpuSelf = c1.self - c0.self;
+const cpuFfmpeg = c1.children - c0.children;
+const load = os.loadavg()[0]!;
+console.log(`720p/30 fps, ${seconds} s (${seconds * 30} frames), one face ~420 px, ${threads} worker threads, load average ${load.toFixed(1)}`);
+console.log(`wall ${wall.toFixed(1)} s = ${(wall / seconds).toFixed(2)} s per video second (${((wall * 1000) / (seconds * 30)).toFixed(0)} ms per frame)`);
+console.log(`CPU ${(cpuSelf + cpuFfmpeg).toFixed(1)} s (${cpuSelf.toFixed(1)} s Node incl. worker threads, ${cpuFfmpeg.toFixed(1)} s ffmpeg) = ${((cpuSelf + cpuFfmpeg) / seconds).toFixed(2)} CPU-s per video second`);
+console.log(`peak RSS of the Node process ${peakRssMb().toFixed(0)} MB; output ${(out.bytes.length / 1e6).toFixed(2)} MB; last stage "${lastStage}"`);
+console.log(
+  JSON.stringify({
+    bench: 'video',
+    seconds,
+    threads,
+    wallPerVideoSecond: wall / seconds,
+    cpuPerVideoSecond: (cpuSelf + cpuFfmpeg) / seconds,
+    peakRssMb: peakRssMb(),
+    load,
+  }),
+);

@@ -1,0 +1,152 @@
+import { EventSourceParserStream } from 'eventsource-parser/stream';
+
+/** Credentials live in this tab's sessionStorage only and travel as Bearer headers, never cookies. */
+const KEY = 'media-jobs.api-key';
+const ADMIN = 'media-jobs.admin-token';
+
+export const session = {
+  apiKey: () => sessionStorage.getItem(KEY),
+  adminToken: () => sessionStorage.getItem(ADMIN),
+  setApiKey: (k: string | null) => (k ? sessionStorage.setItem(KEY, k) : sessionStorage.removeItem(KEY)),
+  setAdminToken: (t: string | null) => (t ? sessionStorage.setItem(ADMIN, t) : sessionStorage.removeItem(ADMIN)),
+};
+
+export type JobStatus = 'queued' | 'processing' | 'completed' | 'failed' | 'cancelled';
+export const STATUSES: JobStatus[] = ['queued', 'processing', 'completed', 'failed', 'cancelled'];
+export const isTerminal = (s: JobStatus) => s === 'completed' || s === 'failed' || s === 'cancelled';
+
+export interface Job {
+  uuid: string;
+  job_type: string;
+  model: string;
+  status: JobStatus;
+  status_detail: string;
+  error_type: string | null;
+  error_message: string | null;
+  result_ready: boolean;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+}
+export interface JobDetail extends Job {
+  input: Record<string, unknown>;
+  webhook: { url: string; events?: string[] } | null;
+}
+export interface SlotSpec {
+  required: boolean;
+  min: number;
+  max: number;
+  accepts: 'image' | 'audio' | 'video';
+  description: string;
+}
+export interface JsonSchema {
+  type?: string | string[];
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  enum?: unknown[];
+  default?: unknown;
+  minimum?: number;
+  maximum?: number;
+  description?: string;
+  anyOf?: JsonSchema[];
+}
+export interface JobType {
+  name: string;
+  description: string;
+  slots: Partial<Record<string, SlotSpec>>;
+  models: Array<{ name: string; description: string }>;
+  options: JsonSchema;
+}
+export interface Attempt {
+  attempt: number;
+  started_at: string;
+  http_status: number | null;
+  error: string | null;
+  duration_ms: number;
+  ok: boolean;
+  manual: boolean;
+}
+export interface Delivery {
+  event_id: string;
+  event_type: string;
+  url: string;
+  state: 'pending' | 'delivered' | 'failed';
+  attempts: Attempt[];
+  next_attempt_at: string | null;
+  created_at: string;
+}
+export interface ResultLink {
+  url: string;
+  expires_at: string;
+  content_type: string;
+  size_bytes: number;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+async function request<T>(path: string, token: string | null, init: { method?: string; body?: unknown } = {}): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (init.body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(path, {
+    method: init.method ?? 'GET',
+    headers,
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+    credentials: 'omit',
+  });
+  let env: { code?: number; message?: string; data?: unknown } | undefined;
+  try {
+    env = (await res.json()) as typeof env;
+  } catch {
+    /* not JSON */
+  }
+  if (!res.ok || env?.code !== 0) throw new ApiError(res.status, env?.message ?? `HTTP ${res.status}`);
+  return env.data as T;
+}
+
+/** The public API, as the signed-in API user. */
+export const api = <T>(path: string, init?: { method?: string; body?: unknown }) => request<T>(`/api/v1${path}`, session.apiKey(), init);
+/** The operator routes, with the admin token. */
+export const admin = <T>(path: string, init?: { method?: string; body?: unknown }) => request<T>(`/admin/api${path}`, session.adminToken(), init);
+
+/**
+ * Follows GET /api/v1/jobs/{uuid}/events (fetch, not EventSource: EventSource cannot send the
+ * Bearer header). Calls `onJob` for every event; reconnects after a drop until the job is
+ * terminal or `signal` aborts.
+ */
+export async function watchJob(uuid: string, onJob: (job: Job, kind: string) => void, signal: AbortSignal): Promise<void> {
+  let delay = 1000;
+  while (!signal.aborted) {
+    try {
+      const res = await fetch(`/api/v1/jobs/${uuid}/events`, {
+        headers: { accept: 'text/event-stream', authorization: `Bearer ${session.apiKey() ?? ''}` },
+        credentials: 'omit',
+        signal,
+      });
+      if (!res.ok || !res.body) throw new ApiError(res.status, `events: HTTP ${res.status}`);
+      const reader = res.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        if (value.event !== 'status' && value.event !== 'progress') continue;
+        const job = JSON.parse(value.data) as Job;
+        onJob(job, value.event);
+        if (isTerminal(job.status)) return;
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      if (err instanceof ApiError && err.status >= 400 && err.status < 500 && err.status !== 429) return;
+    }
+    await new Promise((r) => setTimeout(r, delay));
+    delay = Math.min(delay * 2, 10_000);
+  }
+}
+
+export const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');

@@ -1,0 +1,103 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { Clock } from '../../clock.js';
+import type { Signals } from '../../signals.js';
+import type { Store } from '../../store/db.js';
+import { findActiveAdminToken } from '../../store/admin-tokens.js';
+import { recentFailedDeliveries } from '../../store/failed-deliveries.js';
+import { countActive } from '../../store/jobs.js';
+import { createKey, listKeys, revokeKey } from '../../store/keys.js';
+import { ApiError } from '../api-error.js';
+import { ok } from '../envelope.js';
+import { remoteWorkers } from './remote-workers.js';
+import { ThroughputMeter } from './throughput.js';
+
+/** A worker pool running inside this process. */
+export interface LocalWorkerInfo {
+  id: string;
+  concurrency: number;
+  active_jobs: number;
+  job_types: string[];
+}
+
+export interface AdminDeps {
+  store: Store;
+  clock: Clock;
+  signals?: Signals;
+  /** The worker pools of this process (none in an `api`-role process). */
+  localWorkers?: () => LocalWorkerInfo[];
+}
+
+const CHALLENGE = { 'www-authenticate': 'Bearer realm="media-jobs-admin"' };
+const FAILED_LIMIT = 50;
+
+/** Admin tokens only (`media-jobs admin create-token`); API keys are not accepted here. */
+function adminAuth(deps: AdminDeps) {
+  return async (request: FastifyRequest) => {
+    const m = /^Bearer +(mja_[A-Za-z0-9_-]{1,100})\s*$/i.exec(request.headers.authorization ?? '');
+    if (!m) throw new ApiError(401, 'an admin token is required: "Authorization: Bearer mja_…" (media-jobs admin create-token)', CHALLENGE);
+    if (!(await findActiveAdminToken(deps.store.db, m[1]!))) throw new ApiError(401, 'invalid or revoked admin token', CHALLENGE);
+  };
+}
+
+const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(Number(ms)).toISOString());
+const createKeyBody = z.strictObject({ owner: z.string().trim().min(1).max(200) });
+const keyParams = z.object({ id: z.string().min(1).max(100) });
+// Not part of the public API: left out of the OpenAPI document.
+const hidden = { hide: true };
+
+/**
+ * /admin/api/…: the operator's routes, in their own scope with their own auth hook (no API-key
+ * hook, no per-key rate limits). Same envelope as the public API.
+ */
+export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
+  const meter = new ThroughputMeter(deps.signals, () => deps.clock.now());
+  app.addHook('onClose', async () => meter.close());
+  app.addHook('onRequest', adminAuth(deps));
+  // Operator answers are never cached by a browser or a proxy.
+  app.addHook('onSend', async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+  });
+
+  app.get('/overview', { schema: hidden }, async () => {
+    const depth = await countActive(deps.store.db);
+    const series = meter.series();
+    return ok({
+      queue: depth,
+      throughput: {
+        per_minute: series,
+        finished_last_hour: series.reduce((n, p) => n + p.finished, 0),
+        counting_since: iso(meter.since),
+      },
+    });
+  });
+
+  app.get('/workers', { schema: hidden }, async () =>
+    ok({
+      local: deps.localWorkers?.() ?? [],
+      remote: (await remoteWorkers(deps.store.db)).map((w) => ({ ...w, created_at: iso(w.created_at), revoked_at: iso(w.revoked_at), last_seen_at: iso(w.last_seen_at) })),
+    }),
+  );
+
+  app.get('/keys', { schema: hidden }, async () => {
+    const keys = await listKeys(deps.store.db);
+    return ok({ keys: keys.map((k) => ({ id: k.id, owner: k.owner, prefix: k.prefix, created_at: iso(k.created_at), revoked_at: iso(k.revoked_at) })) });
+  });
+
+  app.post('/keys', { schema: { ...hidden, body: createKeyBody } }, async (request) => {
+    const { owner } = request.body as z.output<typeof createKeyBody>;
+    const k = await createKey(deps.store.db, owner, deps.clock.now());
+    return ok({ id: k.id, owner: k.owner, prefix: k.prefix, key: k.key });
+  });
+
+  app.post('/keys/:id/revoke', { schema: { ...hidden, params: keyParams } }, async (request) => {
+    const { id } = request.params as z.output<typeof keyParams>;
+    if (!(await revokeKey(deps.store.db, id, deps.clock.now()))) throw new ApiError(404, 'no active key with this id');
+    return ok({ id, revoked: true });
+  });
+
+  app.get('/failed-deliveries', { schema: hidden }, async () => {
+    const rows = await recentFailedDeliveries(deps.store.db, FAILED_LIMIT);
+    return ok({ deliveries: rows.map((r) => ({ ...r, failed_at: iso(r.failed_at) })), limit: FAILED_LIMIT });
+  });
+}

@@ -1,0 +1,175 @@
+import { PassThrough } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { Gauge } from 'prom-client';
+import { z } from 'zod';
+import type { JobService } from '../../jobs/service.js';
+import { isTerminal } from '../../jobs/states.js';
+import type { ApiJob } from '../../jobs/view.js';
+import type { Metrics } from '../../metrics.js';
+import type { Signals } from '../../signals.js';
+import { ApiError } from '../api-error.js';
+import { fail } from '../envelope.js';
+import { COMMON_ERRORS, responses, uuidParam } from '../schemas.js';
+
+/**
+ * GET /api/v1/jobs/{uuid}/events: the job's state as Server-Sent Events.
+ *
+ * - `event: status` when `status` changes (the first event is always the current state);
+ * - `event: progress` when only `status_detail` changes (a processor's progress, queue position);
+ * - the stream ends right after the `status` event of a terminal state.
+ *
+ * Terminal states and progress details arrive at once through the `job-finished` and
+ * `job-progress` signals (from any process on PostgreSQL; a claim signals only in its own process);
+ * queue-position moves and what a signal missed are caught by re-reading the job (one primary-key
+ * read, plus the bounded queue-position count) every `pollMs`. The cost is bounded per connection
+ * (one timer, one listener, one read per interval) and connections are capped per owner; a client
+ * that disconnects releases all three at once.
+ */
+export interface EventStreamOptions {
+  /** How often a stream re-reads its job (default 1 s). */
+  pollMs?: number;
+  /** An SSE comment this often keeps proxies from closing an idle stream (default 15 s). */
+  keepAliveMs?: number;
+  /** Open streams per owner in this process (default 32); more answer 429. */
+  maxPerOwner?: number;
+}
+
+export interface EventRouteDeps {
+  service: JobService;
+  signals?: Signals;
+  metrics: Metrics;
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const jobParams = z.object({ uuid: uuidParam("The job's uuid.") });
+
+/** One SSE message; `data` is one line of JSON (JSON.stringify never emits a raw newline). */
+function message(id: number, event: string, data: unknown): string {
+  return `id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: EventStreamOptions = {}): void {
+  const pollMs = opts.pollMs ?? 1000;
+  const keepAliveMs = opts.keepAliveMs ?? 15_000;
+  const maxPerOwner = opts.maxPerOwner ?? 32;
+  const perOwner = new Map<string, number>();
+  // Open streams, for operators and for the test that a disconnect frees everything.
+  const open = new Gauge({ name: 'media_jobs_event_streams', help: 'Open Server-Sent Events streams (GET /api/v1/jobs/{uuid}/events).', registers: [deps.metrics.registry] });
+  const closers = new Set<() => void>();
+  // Server shutdown ends every stream (they would otherwise hold close() open).
+  app.addHook('onClose', async () => {
+    for (const close of [...closers]) close();
+  });
+
+  app.get(
+    '/jobs/:uuid/events',
+    {
+      schema: {
+        operationId: 'watchJob',
+        tags: ['Jobs'],
+        params: jobParams,
+        response: responses(
+          { 200: { description: 'A stream of `status` and `progress` events; it ends after the terminal `status` event.', schema: z.string(), type: 'text/event-stream' } },
+          404,
+          ...COMMON_ERRORS,
+        ),
+      },
+    },
+    async (request, reply) => {
+      const raw = (request.params as { uuid: string }).uuid;
+      if (!UUID_RE.test(raw)) throw new ApiError(404, 'job not found');
+      const uuid = raw.toLowerCase();
+      const owner = request.owner;
+      const first = await deps.service.status(owner, uuid); // another owner's job: the same 404
+      const count = perOwner.get(owner) ?? 0;
+      if (count >= maxPerOwner) throw new ApiError(429, `too many open event streams (at most ${maxPerOwner} per API key owner); close one first`, { 'retry-after': '5' });
+      perOwner.set(owner, count + 1);
+      open.inc();
+
+      const stream = new PassThrough();
+      let seq = 0;
+      let last: ApiJob | undefined;
+      let closed = false;
+      let busy = false;
+      let again = false;
+      let timer: NodeJS.Timeout | undefined;
+
+      const release = () => {
+        if (closed) return;
+        closed = true;
+        clearTimeout(timer);
+        clearInterval(keepAlive);
+        deps.signals?.off('job-finished', onFinished);
+        deps.signals?.off('job-progress', onFinished);
+        closers.delete(end);
+        const n = (perOwner.get(owner) ?? 1) - 1;
+        if (n > 0) perOwner.set(owner, n);
+        else perOwner.delete(owner);
+        open.dec();
+      };
+      const end = () => {
+        release();
+        stream.end();
+      };
+      const emit = (job: ApiJob) => {
+        if (last && last.status === job.status && last.status_detail === job.status_detail) return;
+        const event = !last || last.status !== job.status ? 'status' : 'progress';
+        stream.write(message(++seq, event, job));
+        last = job;
+      };
+      // Reads are serialised: a signal arriving during a read asks for one more read after it.
+      const tick = async (): Promise<void> => {
+        if (closed) return;
+        if (busy) {
+          again = true;
+          return;
+        }
+        busy = true;
+        clearTimeout(timer);
+        try {
+          do {
+            again = false;
+            const job = await deps.service.status(owner, uuid);
+            if (closed) return;
+            emit(job);
+            if (isTerminal(job.status)) return end();
+          } while (again);
+        } catch (err) {
+          request.log.warn({ err, job_uuid: uuid }, 'event stream read failed');
+          if (!closed) {
+            stream.write(message(++seq, 'error', fail('the job could not be read; reconnect to resume')));
+            return end();
+          }
+        } finally {
+          busy = false;
+        }
+        if (!closed) timer = setTimeout(() => void tick(), pollMs);
+      };
+      const onFinished = (u: string) => {
+        if (u === uuid) void tick();
+      };
+      const keepAlive = setInterval(() => stream.write(': keep-alive\n\n'), keepAliveMs);
+      closers.add(end);
+      deps.signals?.on('job-finished', onFinished);
+      deps.signals?.on('job-progress', onFinished);
+      // The response closes when we end it or when the client goes away: release either way.
+      reply.raw.on('close', () => {
+        release();
+        stream.destroy();
+      });
+
+      // Browsers reconnect after `retry` ms if the connection drops before the end.
+      stream.write(`retry: ${Math.max(1000, pollMs)}\n\n`);
+      emit(first);
+      if (isTerminal(first.status)) end();
+      else timer = setTimeout(() => void tick(), pollMs);
+
+      return reply
+        .code(200)
+        .header('content-type', 'text/event-stream; charset=utf-8')
+        .header('cache-control', 'no-cache, no-transform')
+        .header('x-accel-buffering', 'no')
+        .send(stream);
+    },
+  );
+}

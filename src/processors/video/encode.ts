@@ -1,0 +1,100 @@
+/** Shared parts of the video jobs: temp workspace, input checks, and the encoder's arguments. */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { JobError } from '../../jobs/errors.js';
+import type { FetchedMedia } from '../types.js';
+import { crfFor, MAX_FPS, type VideoFormat, type VideoLimits } from './options.js';
+import type { MediaInfo, VideoStreamInfo } from './probe.js';
+
+/** A private temp directory, removed (with everything in it) by `dispose`, whatever happened. */
+export async function withWorkspace<T>(fn: (dir: string) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'media-jobs-video-'));
+  try {
+    return await fn(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Writes a slot's first file into the workspace (ffmpeg needs a seekable file for mp4/mov). */
+export async function slotFile(dir: string, media: FetchedMedia[] | undefined, slot: string): Promise<string | undefined> {
+  const first = media?.[0];
+  if (!first) return undefined;
+  const file = path.join(dir, `${slot}.in`);
+  await writeFile(file, first.bytes);
+  return file;
+}
+
+export function fmtSeconds(s: number): string {
+  return `${Number(s.toFixed(s < 10 ? 2 : 1))} s`;
+}
+
+/** The duration limit of a job: the service's, or the job's own `max_duration` if lower. */
+export function durationLimit(limits: VideoLimits, maxDuration: number | undefined): number {
+  return Math.min(limits.maxSeconds, maxDuration ?? Infinity);
+}
+
+export function checkDuration(label: string, seconds: number, limit: number, limits: VideoLimits): void {
+  if (seconds > limit + 1e-3) {
+    const which = limit < limits.maxSeconds ? 'max_duration' : 'limit';
+    throw new JobError('invalid_media', `${label}: ${fmtSeconds(seconds)} long, over the ${fmtSeconds(limit)} ${which}`);
+  }
+}
+
+/** Checks a target video against the limits before a single frame is decoded. */
+export function checkVideo(label: string, info: MediaInfo, limits: VideoLimits, limit: number): VideoStreamInfo {
+  const v = info.video;
+  if (!v) throw new JobError('invalid_media', `${label}: no video stream`);
+  if (!(v.fps > 0) || v.fps > 1000) throw new JobError('invalid_media', `${label}: no usable frame rate`);
+  checkDuration(label, info.duration, limit, limits);
+  const px = v.width * v.height;
+  if (px > limits.maxPixels) {
+    throw new JobError(
+      'invalid_media',
+      `${label}: video is ${v.width}x${v.height} (${mp(px)} MP), over the ${mp(limits.maxPixels)} MP limit`,
+    );
+  }
+  const maxFrames = maxFramesFor(limit);
+  if (v.frames > maxFrames) {
+    throw new JobError('invalid_media', `${label}: ${v.frames} frames, over the ${maxFrames} frame limit`);
+  }
+  return v;
+}
+
+/** Megapixels with two significant digits. */
+export function mp(pixels: number): string {
+  return String(Number((pixels / 1e6).toPrecision(2)));
+}
+
+export function maxFramesFor(limitSeconds: number): number {
+  return Math.ceil(limitSeconds * MAX_FPS);
+}
+
+/** Audio codecs each container takes as they are (copied bit-exact); anything else is re-encoded. */
+const COPYABLE: Record<VideoFormat, readonly string[]> = {
+  mp4: ['aac', 'mp3', 'alac', 'ac3', 'eac3'],
+  webm: ['opus', 'vorbis'],
+};
+
+export function audioArgs(format: VideoFormat, codec: string): string[] {
+  if (COPYABLE[format].includes(codec)) return ['-c:a', 'copy'];
+  return format === 'mp4' ? ['-c:a', 'aac', '-b:a', '160k'] : ['-c:a', 'libopus', '-b:a', '128k'];
+}
+
+export function videoArgs(format: VideoFormat, quality: number, opts: { still?: boolean } = {}): string[] {
+  const crf = String(crfFor(format, quality));
+  if (format === 'mp4') {
+    return [
+      '-c:v', 'libx264', '-preset', 'veryfast', '-crf', crf, '-pix_fmt', 'yuv420p',
+      ...(opts.still ? ['-tune', 'stillimage'] : []),
+    ];
+  }
+  return ['-c:v', 'libvpx-vp9', '-crf', crf, '-b:v', '0', '-deadline', 'realtime', '-cpu-used', '8', '-row-mt', '1', '-pix_fmt', 'yuv420p'];
+}
+
+export function containerArgs(format: VideoFormat): string[] {
+  return format === 'mp4' ? ['-movflags', '+faststart', '-f', 'mp4'] : ['-f', 'webm'];
+}
+
+export const VIDEO_CONTENT_TYPES: Record<VideoFormat, string> = { mp4: 'video/mp4', webm: 'video/webm' };

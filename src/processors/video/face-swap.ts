@@ -1,0 +1,406 @@
+/**
+ * Job type `video-face-swap`, model `warp-blend-track-v1`: the image face swap applied to every frame
+ * of a video, with tracking and temporal smoothing. ffmpeg decodes the target into raw rgb24 frames on
+ * a pipe; this (main) thread runs the tracker and hands each frame to the worker threads to be
+ * swapped; the swapped frames go, in order, through a second pipe into the encoder, which muxes in the
+ * target's (or the `audio` slot's) soundtrack.
+ */
+import { createRequire } from 'node:module';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Piscina } from 'piscina';
+import 'sharp'; // loaded by the main thread before any worker thread (see face-swap/index.ts)
+import { JobError } from '../../jobs/errors.js';
+import { checkInputs, effectiveFaceMode } from '../face-swap/pipeline.js';
+import type { ColorStats } from '../face-swap/swap.js';
+import type { Box, Point, RgbImage } from '../face-swap/types.js';
+import type { JobType, ProcessorResult, RunContext } from '../types.js';
+import {
+  audioArgs,
+  checkVideo,
+  containerArgs,
+  durationLimit,
+  maxFramesFor,
+  slotFile,
+  VIDEO_CONTENT_TYPES,
+  videoArgs,
+  withWorkspace,
+} from './encode.js';
+import { FfmpegError, resolveBinaries, runToEnd, spawnPiped, type FfmpegBinaries } from './ffmpeg.js';
+import { readFrames, writeFrame } from './frames.js';
+import {
+  DEFAULT_VIDEO_LIMITS,
+  MODEL_WARP_BLEND_TRACK_V1,
+  VIDEO_FACE_SWAP,
+  videoFaceSwapOptionsSchema,
+  type VideoFaceSwapOptions,
+  type VideoLimits,
+} from './options.js';
+import { probeMedia } from './probe.js';
+import { FaceTracker, type Track } from './tracker.js';
+import type { FoundFace, VideoReply, VideoTask } from './worker.js';
+
+/** Key frames (full detection) this often, in seconds; tracking in between. */
+const KEY_FRAME_SECONDS = 1 / 3;
+/** Weight of a new frame's colour statistics in a face's running average. */
+const STATS_EMA = 0.1;
+/** Most faces followed at once with `faces: all`. */
+const MAX_FACES = 8;
+/** Status updates at most this often: each one is a database write. */
+const PROGRESS_EVERY_MS = 500;
+/** Largest accepted source/reference image, in pixels. */
+const IMAGE_MAX_PIXELS = 40_000_000;
+
+export interface VideoFaceSwapJobTypeOptions {
+  /** Worker threads (default 1): frames of one job are spread over all of them. */
+  threads?: number;
+  limits?: VideoLimits;
+  /** ffmpeg/ffprobe to run (default: FFMPEG_PATH/FFPROBE_PATH, else the npm-shipped builds), resolved per job. */
+  binaries?: () => FfmpegBinaries;
+}
+
+export interface VideoFaceSwapJobType extends JobType<typeof videoFaceSwapOptionsSchema> {
+  warmup(): Promise<void>;
+  close(): Promise<void>;
+}
+
+function workerLocation(): { filename: string; execArgv?: string[] } {
+  const here = import.meta.url;
+  if (here.endsWith('.ts')) {
+    const tsx = pathToFileURL(createRequire(here).resolve('tsx')).href;
+    return { filename: new URL('./worker.ts', here).href, execArgv: ['--import', tsx] };
+  }
+  return { filename: new URL('./worker.js', here).href };
+}
+
+/** Rejects as soon as `signal` aborts, whatever `p` does (the late result is ignored). */
+function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  p.catch(() => {});
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+function blendStats(old: ColorStats | undefined, now: ColorStats, k: number): ColorStats {
+  if (!old) return now;
+  const mix = (a: [number, number, number], b: [number, number, number]) =>
+    a.map((v, i) => v + k * (b[i]! - v)) as [number, number, number];
+  return {
+    src: { mean: mix(old.src.mean, now.src.mean), std: mix(old.src.std, now.src.std) },
+    dst: { mean: mix(old.dst.mean, now.dst.mean), std: mix(old.dst.std, now.dst.std) },
+  };
+}
+
+/** ffmpeg filter that turns upright frames back into the target's stored orientation. */
+function unrotate(rotation: 0 | 90 | 180 | 270): string[] {
+  switch (rotation) {
+    case 90:
+      return ['-vf', 'transpose=cclock'];
+    case 180:
+      return ['-vf', 'hflip,vflip'];
+    case 270:
+      return ['-vf', 'transpose=clock'];
+    default:
+      return [];
+  }
+}
+
+export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {}): VideoFaceSwapJobType {
+  const threads = Math.max(1, Math.floor(opts.threads ?? 1));
+  const limits = opts.limits ?? DEFAULT_VIDEO_LIMITS;
+  let pool: Piscina<VideoTask, VideoReply> | undefined;
+  const getPool = () =>
+    (pool ??= new Piscina<VideoTask, VideoReply>({
+      ...workerLocation(),
+      minThreads: threads,
+      maxThreads: threads,
+      concurrentTasksPerWorker: 1,
+      idleTimeout: Infinity,
+    }));
+
+  async function call<K extends VideoReply['kind']>(
+    task: VideoTask,
+    kind: K,
+    transfer: ArrayBuffer[] = [],
+  ): Promise<Extract<VideoReply, { kind: K }>> {
+    const reply = await getPool().run(task, { transferList: transfer });
+    if (reply.kind === 'job-error') throw new JobError(reply.errorType, reply.message);
+    if (reply.kind !== kind) throw new Error(`unexpected worker reply ${reply.kind}`);
+    return reply as Extract<VideoReply, { kind: K }>;
+  }
+
+  async function run(ctx: RunContext<VideoFaceSwapOptions>): Promise<ProcessorResult> {
+    if (ctx.model !== MODEL_WARP_BLEND_TRACK_V1) throw new Error(`unknown model ${ctx.model} for ${VIDEO_FACE_SWAP}`);
+    const options = videoFaceSwapOptionsSchema.parse(ctx.options);
+    const hasReference = (ctx.media.reference?.length ?? 0) > 0;
+    checkInputs(options, hasReference);
+    const mode = effectiveFaceMode(options, hasReference);
+    if (!ctx.media.source?.[0]) throw new JobError('invalid_media', 'input.source: required');
+    if (!ctx.media.target?.[0]) throw new JobError('invalid_media', 'input.target: required');
+    const bins = opts.binaries?.() ?? resolveBinaries();
+    const limit = durationLimit(limits, options.max_duration);
+
+    // Our own controller, aborted on the job's signal and whenever run() ends: ffmpeg never outlives it.
+    const ac = new AbortController();
+    const onAbort = () => ac.abort(ctx.signal.reason);
+    ctx.signal.addEventListener('abort', onAbort, { once: true });
+    if (ctx.signal.aborted) onAbort();
+    const signal = ac.signal;
+    try {
+      return await withWorkspace(async (dir) => {
+        const targetFile = (await slotFile(dir, ctx.media.target, 'target'))!;
+        const audioFile = await slotFile(dir, ctx.media.audio, 'audio');
+        ctx.progress('reading video');
+        const info = await probeMedia(bins.ffprobe, targetFile, 'input.target', signal);
+        const v = checkVideo('input.target', info, limits, limit);
+        let audioCodec = info.audio?.codec;
+        if (audioFile) {
+          const a = await probeMedia(bins.ffprobe, audioFile, 'input.audio', signal);
+          if (!a.audio) throw new JobError('invalid_media', 'input.audio: no audio stream');
+          audioCodec = a.audio.codec;
+        }
+
+        ctx.progress('detecting faces');
+        const source = new Uint8Array(ctx.media.source![0]!.bytes);
+        const reference = hasReference ? new Uint8Array(ctx.media.reference![0]!.bytes) : undefined;
+        const prepared = await abortable(
+          call(
+            { kind: 'prepare', source, reference, minConfidence: options.min_confidence, maxPixels: IMAGE_MAX_PIXELS },
+            'prepared',
+            [source.buffer, ...(reference ? [reference.buffer] : [])] as ArrayBuffer[],
+          ),
+          signal,
+        );
+
+        const upright = v.rotation === 90 || v.rotation === 270;
+        const width = upright ? v.height : v.width;
+        const height = upright ? v.width : v.height;
+        const frameBytes = width * height * 3;
+        const maxFrames = maxFramesFor(limit);
+        // mp4 keeps the target's rotation: frames are turned back to the stored orientation and the
+        // tag is set in a remux (this ffmpeg drops a rotate tag given to an encoding run). WebM has no
+        // rotation tag, so there the frames are stored upright.
+        const keepRotation = v.rotation !== 0 && options.format === 'mp4';
+        const encodedFile = path.join(dir, `encoded.${options.format}`);
+        const outFile = keepRotation ? path.join(dir, `out.${options.format}`) : encodedFile;
+
+        const decoder = spawnPiped(
+          bins.ffmpeg,
+          ['-v', 'error', '-nostdin', '-i', targetFile, '-map', '0:v:0', '-vsync', 'passthrough', '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'],
+          signal,
+        );
+        decoder.child.stdin.end();
+        // The soundtrack comes from the `audio` slot, else from the target itself (copied when the
+        // container allows, so it stays bit-exact).
+        const soundFile = audioFile ?? (audioCodec ? targetFile : undefined);
+        const encoder = spawnPiped(
+          bins.ffmpeg,
+          [
+            '-v', 'error', '-y',
+            '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-s', `${width}x${height}`, '-framerate', v.rate, '-i', 'pipe:0',
+            ...(soundFile ? ['-i', soundFile, '-map', '0:v:0', '-map', '1:a:0'] : ['-map', '0:v:0']),
+            ...(keepRotation ? unrotate(v.rotation) : []),
+            ...videoArgs(options.format, options.quality),
+            ...(soundFile ? audioArgs(options.format, audioCodec!) : []),
+            ...(audioFile ? ['-shortest'] : []),
+            ...containerArgs(options.format),
+            encodedFile,
+          ],
+          signal,
+        );
+
+        const tracker = new FaceTracker(
+          {
+            detect: async (frame) =>
+              (await call({ kind: 'detect', frame, minConfidence: options.min_confidence, descriptors: false }, 'faces')).faces as FoundFace[],
+            landmarks: async (crop: RgbImage, box: Box) =>
+              (await call({ kind: 'landmarks', crop, boxes: [box] }, 'landmarks', [crop.data.buffer as ArrayBuffer])).landmarks[0]!,
+            descriptor: async (crop: RgbImage, landmarks: Point[]) =>
+              (await call({ kind: 'descriptor', crop, landmarks }, 'descriptor', [crop.data.buffer as ArrayBuffer])).descriptor,
+          },
+          {
+            mode,
+            reference: prepared.reference,
+            matchThreshold: options.match_threshold,
+            keyInterval: Math.max(1, Math.round(v.fps * KEY_FRAME_SECONDS)),
+            fps: v.fps,
+            maxFaces: MAX_FACES,
+          },
+        );
+
+        // Swaps run concurrently, but frames leave in order: a window of in-flight frames.
+        const window = threads * 2 + 1;
+        const pending: { done: Promise<{ frame: RgbImage; stats: (ColorStats | undefined)[] }>; tracks: Track[] }[] = [];
+        let swappedFrames = 0;
+        const flushOne = async () => {
+          const p = pending.shift()!;
+          const out = await abortable(p.done, signal);
+          p.tracks.forEach((t, k) => {
+            const s = out.stats[k];
+            if (s) t.stats = blendStats(t.stats, s, STATS_EMA);
+          });
+          await writeFrame(encoder.child.stdin, out.frame.data);
+        };
+        let index = 0;
+        let lastProgress = 0;
+        const total = v.frames;
+        try {
+          for await (const data of readFrames(decoder.child.stdout, frameBytes)) {
+            signal.throwIfAborted();
+            if (index >= maxFrames) {
+              throw new JobError('invalid_media', `input.target: more than ${maxFrames} frames, over the frame limit`);
+            }
+            const frame: RgbImage = { data, width, height };
+            const now = Date.now();
+            if (now - lastProgress >= PROGRESS_EVERY_MS) {
+              lastProgress = now;
+              ctx.progress(`swapping faces: frame ${index + 1} of ${Math.max(total, index + 1)}`);
+            }
+            const tracks = await abortable(tracker.analyse(frame, index), signal);
+            index++;
+            if (tracks.length === 0) {
+              // No face: the frame passes through untouched.
+              pending.push({ done: Promise.resolve({ frame, stats: [] }), tracks: [] });
+            } else {
+              swappedFrames++;
+              const faces = tracks.map((t) => ({ landmarks: t.smooth, stats: t.stats }));
+              const done = call(
+                {
+                  kind: 'swap',
+                  frame,
+                  faces,
+                  source: prepared.source.image,
+                  srcLandmarks: prepared.source.landmarks,
+                  blend: options.blend,
+                  colorCorrection: options.color_correction,
+                },
+                'swapped',
+                [data.buffer as ArrayBuffer],
+              ).then((r) => ({ frame: r.frame, stats: r.stats }));
+              done.catch(() => {});
+              pending.push({ done, tracks: [...tracks] });
+            }
+            while (pending.length >= window) await flushOne();
+          }
+          while (pending.length > 0) await flushOne();
+          encoder.child.stdin.end();
+        } catch (err) {
+          signal.throwIfAborted();
+          if (err instanceof JobError) throw err;
+          // A dead encoder shows up as a closed pipe: report the encoder's own error instead.
+          await encoder.done.catch((e: unknown) => {
+            throw e;
+          });
+          throw err;
+        }
+        try {
+          await decoder.done;
+        } catch (err) {
+          signal.throwIfAborted();
+          throw new JobError('invalid_media', `input.target: not a decodable video (${(err as FfmpegError).stderr.trim().split('\n').pop() ?? ''})`);
+        }
+        await encoder.done;
+        if (index === 0) throw new JobError('invalid_media', 'input.target: no video frames could be decoded');
+        if (swappedFrames === 0) {
+          if (mode === 'reference' && tracker.sawFace) {
+            const d = Number.isFinite(tracker.closestReference) ? tracker.closestReference.toFixed(2) : 'n/a';
+            throw new JobError(
+              'invalid_media',
+              `input.reference: no face in input.target matches the reference face (closest distance ${d}, match_threshold ${options.match_threshold})`,
+            );
+          }
+          throw new JobError('invalid_media', 'input.target: no face found in any frame');
+        }
+        ctx.progress('encoding');
+        if (keepRotation) {
+          // This ffmpeg writes `rotate=N` as a display matrix that ffprobe reads back as N degrees
+          // counter-clockwise, i.e. (360 - N) clockwise: write the complement of the clockwise angle.
+          const tag = String((360 - v.rotation) % 360);
+          await runToEnd(
+            bins.ffmpeg,
+            ['-v', 'error', '-y', '-i', encodedFile, '-map', '0', '-c', 'copy', '-metadata:s:v:0', `rotate=${tag}`, ...containerArgs('mp4'), outFile],
+            signal,
+          );
+        }
+        const bytes = await readFile(outFile);
+        return { bytes, contentType: VIDEO_CONTENT_TYPES[options.format], extension: options.format };
+      });
+    } finally {
+      ac.abort(new Error('job finished'));
+      ctx.signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  return {
+    name: VIDEO_FACE_SWAP,
+    description:
+      'Replaces a face throughout the `target` video with the face from the `source` image. Faces are ' +
+      'tracked from frame to frame and their landmarks smoothed over time; frames without a face pass ' +
+      "through untouched; the target's soundtrack is kept as it is (or replaced by `audio`).",
+    slots: {
+      source: { required: true, min: 1, max: 1, accepts: 'image', description: 'The face to put in (an image).' },
+      target: {
+        required: true,
+        min: 1,
+        max: 1,
+        accepts: 'video',
+        description: "The video to change (mp4, mov, webm, mkv). The result keeps its frame rate, size, duration and rotation.",
+      },
+      reference: {
+        required: false,
+        min: 1,
+        max: 1,
+        accepts: 'image',
+        description: 'A picture of the person in `target` whose face is to be replaced. Implies `faces: reference`.',
+      },
+      audio: {
+        required: false,
+        min: 1,
+        max: 1,
+        accepts: 'audio',
+        description: "A soundtrack to use instead of the target's (cut to the video's length).",
+      },
+    },
+    models: [
+      {
+        name: MODEL_WARP_BLEND_TRACK_V1,
+        description:
+          'warp-blend-v1 per frame (face-api landmarks, Delaunay warp, CIELAB colour transfer, Poisson blending) ' +
+          'with key-frame detection, landmark tracking, One-Euro smoothing and time-averaged colour statistics. CPU only.',
+      },
+    ],
+    options: videoFaceSwapOptionsSchema,
+    run,
+    checkInput(input) {
+      try {
+        checkInputs(input as Pick<VideoFaceSwapOptions, 'faces'>, input.reference !== undefined);
+        return undefined;
+      } catch (err) {
+        const m = /^input\.(\w+): (.*)$/.exec((err as Error).message);
+        return m ? { field: m[1]!, message: m[2]! } : { field: 'reference', message: (err as Error).message };
+      }
+    },
+    async warmup() {
+      const p = getPool();
+      await Promise.all(Array.from({ length: threads }, () => p.run({ kind: 'warmup' })));
+    },
+    async close() {
+      const p = pool;
+      pool = undefined;
+      await p?.destroy();
+    },
+  };
+}

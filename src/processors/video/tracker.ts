@@ -1,0 +1,265 @@
+/**
+ * Which faces to swap in each frame, and where their landmarks are. Faces are detected on key frames
+ * (every `keyInterval` frames, or sooner when tracking looks wrong); in between, each face's landmarks
+ * come from the landmark net run on a crop placed by the previous frame's landmarks. Landmarks are
+ * smoothed over time (One-Euro). Identity is kept by face descriptor: a face that leaves and comes
+ * back is recognised, and `reference` picks the person by descriptor.
+ */
+import { descriptorDistance } from '../face-swap/detect.js';
+import { boundingRegion, faceSize, type Region } from '../face-swap/geometry.js';
+import type { FaceMode } from '../face-swap/options.js';
+import type { ColorStats } from '../face-swap/swap.js';
+import type { Box, Point, RgbImage } from '../face-swap/types.js';
+import { LandmarkFilter } from './smooth.js';
+import type { FoundFace } from './worker.js';
+
+export interface TrackerDeps {
+  /** Faces on a whole frame (key frames), largest first, with landmarks. */
+  detect(frame: RgbImage): Promise<FoundFace[]>;
+  /** Landmarks for one box of a crop, in crop coordinates. */
+  landmarks(crop: RgbImage, box: Box): Promise<Point[]>;
+  descriptor(crop: RgbImage, landmarks: Point[]): Promise<Float32Array>;
+}
+
+export interface TrackerConfig {
+  mode: FaceMode;
+  /** The reference person's descriptor (mode `reference`). */
+  reference?: Float32Array | undefined;
+  matchThreshold: number;
+  keyInterval: number;
+  fps: number;
+  maxFaces: number;
+}
+
+/** The detector's box expressed relative to the landmarks' bounding box, so tracking crops look like detections. */
+interface BoxRel {
+  cx: number;
+  cy: number;
+  w: number;
+  h: number;
+}
+
+export interface Track {
+  id: number;
+  descriptor?: Float32Array | undefined;
+  raw: Point[];
+  smooth: Point[];
+  filter: LandmarkFilter;
+  boxRel: BoxRel;
+  active: boolean;
+  misses: number;
+  /** Running average of the colour statistics measured on this face's swaps (set by the caller). */
+  stats?: ColorStats | undefined;
+}
+
+function bbox(points: readonly Point[]): Box {
+  let x0 = Infinity;
+  let y0 = Infinity;
+  let x1 = -Infinity;
+  let y1 = -Infinity;
+  for (const p of points) {
+    x0 = Math.min(x0, p.x);
+    y0 = Math.min(y0, p.y);
+    x1 = Math.max(x1, p.x);
+    y1 = Math.max(y1, p.y);
+  }
+  return { x: x0, y: y0, width: Math.max(1, x1 - x0), height: Math.max(1, y1 - y0) };
+}
+
+function relate(box: Box, lm: readonly Point[]): BoxRel {
+  const b = bbox(lm);
+  return {
+    cx: (box.x + box.width / 2 - (b.x + b.width / 2)) / b.width,
+    cy: (box.y + box.height / 2 - (b.y + b.height / 2)) / b.height,
+    w: box.width / b.width,
+    h: box.height / b.height,
+  };
+}
+
+function boxFrom(lm: readonly Point[], rel: BoxRel): Box {
+  const b = bbox(lm);
+  const w = rel.w * b.width;
+  const h = rel.h * b.height;
+  return { x: b.x + b.width / 2 + rel.cx * b.width - w / 2, y: b.y + b.height / 2 + rel.cy * b.height - h / 2, width: w, height: h };
+}
+
+function iou(a: Box, b: Box): number {
+  const ix = Math.max(0, Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x));
+  const iy = Math.max(0, Math.min(a.y + a.height, b.y + b.height) - Math.max(a.y, b.y));
+  const inter = ix * iy;
+  return inter / (a.width * a.height + b.width * b.height - inter);
+}
+
+/** A copy of `region` of an RGB frame. */
+export function cropFrame(frame: RgbImage, r: Region): RgbImage {
+  const data = new Uint8Array(r.width * r.height * 3);
+  for (let y = 0; y < r.height; y++) {
+    const from = ((r.top + y) * frame.width + r.left) * 3;
+    data.set(frame.data.subarray(from, from + r.width * 3), y * r.width * 3);
+  }
+  return { data, width: r.width, height: r.height };
+}
+
+const shift = (pts: readonly Point[], dx: number, dy: number) => pts.map((p) => ({ x: p.x + dx, y: p.y + dy }));
+
+export class FaceTracker {
+  readonly tracks: Track[] = [];
+  private nextId = 1;
+  /** Whether any face was ever detected, and the nearest reference distance seen (for error messages). */
+  sawFace = false;
+  closestReference = Infinity;
+
+  constructor(
+    private readonly deps: TrackerDeps,
+    private readonly cfg: TrackerConfig,
+  ) {}
+
+  /** Active tracks for frame `index`, with smoothed landmarks in frame coordinates. */
+  async analyse(frame: RgbImage, index: number): Promise<Track[]> {
+    const active = this.tracks.filter((t) => t.active);
+    let suspicious = false;
+    const tracked = await Promise.all(active.map((t) => this.follow(frame, t)));
+    active.forEach((t, k) => {
+      const lm = tracked[k]!;
+      const before = faceSize(t.raw);
+      const after = faceSize(lm);
+      const a = bbox(t.raw);
+      const b = bbox(lm);
+      const moved = Math.hypot(a.x + a.width / 2 - (b.x + b.width / 2), a.y + a.height / 2 - (b.y + b.height / 2));
+      // The landmark net always answers, even on a crop with no face: a sudden change of size or a jump
+      // means the face was lost (occluded, turned away, out of the picture). Check with the detector.
+      if (!(after > 0.7 * before && after < 1.4 * before && moved < 0.5 * before)) suspicious = true;
+      t.raw = lm;
+    });
+
+    if (index % this.cfg.keyInterval === 0 || suspicious) await this.keyFrame(frame);
+
+    const dt = 1 / this.cfg.fps;
+    const out = this.tracks.filter((t) => t.active);
+    for (const t of out) t.smooth = t.filter.next(t.raw, dt, faceSize(t.raw));
+    return out;
+  }
+
+  /** Landmarks of a tracked face on this frame, from a crop placed by its previous landmarks. */
+  private async follow(frame: RgbImage, t: Track): Promise<Point[]> {
+    const box = boxFrom(t.raw, t.boxRel);
+    const margin = 0.15 * Math.max(box.width, box.height);
+    const r = boundingRegion(
+      [
+        { x: box.x, y: box.y },
+        { x: box.x + box.width, y: box.y + box.height },
+      ],
+      margin,
+      frame.width,
+      frame.height,
+    );
+    if (r.width < 8 || r.height < 8) return t.raw;
+    const lm = await this.deps.landmarks(cropFrame(frame, r), { ...box, x: box.x - r.left, y: box.y - r.top });
+    return shift(lm, r.left, r.top);
+  }
+
+  private async descriptorOf(frame: RgbImage, lm: Point[]): Promise<Float32Array> {
+    const r = boundingRegion(lm, 0.6 * faceSize(lm), frame.width, frame.height);
+    return this.deps.descriptor(cropFrame(frame, r), shift(lm, -r.left, -r.top));
+  }
+
+  private activate(t: Track, face: FoundFace): void {
+    t.raw = face.landmarks;
+    t.boxRel = relate(face.box, face.landmarks);
+    t.filter.reset();
+    t.active = true;
+    t.misses = 0;
+  }
+
+  private async keyFrame(frame: RgbImage): Promise<void> {
+    const found = await this.deps.detect(frame);
+    if (found.length > 0) this.sawFace = true;
+    const active = this.tracks.filter((t) => t.active);
+    // Continuing faces: greedy matching by overlap of the detector's box and the tracked face's box.
+    const pairs: { t: Track; f: number; o: number }[] = [];
+    for (const t of active) {
+      const tb = boxFrom(t.raw, t.boxRel);
+      found.forEach((f, i) => {
+        const o = iou(tb, f.box);
+        if (o > 0.3) pairs.push({ t, f: i, o });
+      });
+    }
+    pairs.sort((a, b) => b.o - a.o);
+    const usedT = new Set<Track>();
+    const usedF = new Set<number>();
+    for (const p of pairs) {
+      if (usedT.has(p.t) || usedF.has(p.f)) continue;
+      usedT.add(p.t);
+      usedF.add(p.f);
+      p.t.misses = 0;
+      // A track that drifted (or jumped) restarts from the detection.
+      const f = found[p.f]!;
+      if (iou(bbox(p.t.raw), bbox(f.landmarks)) < 0.5) this.activate(p.t, f);
+    }
+    for (const t of active) {
+      if (usedT.has(t)) continue;
+      // The detector misses a face now and then; a face must be missing twice to be dropped.
+      if (++t.misses >= 2) {
+        t.active = false;
+        t.filter.reset();
+      }
+    }
+    const fresh = found.map((f, i) => ({ f, i })).filter(({ i }) => !usedF.has(i));
+    if (fresh.length === 0) return;
+
+    const { mode } = this.cfg;
+    if (mode === 'largest' && this.tracks.length === 0) {
+      // The largest face where faces first appear becomes the person followed through the video.
+      const f = fresh[0]!.f;
+      const t = this.newTrack(f);
+      t.descriptor = await this.descriptorOf(frame, f.landmarks);
+      return;
+    }
+    const wanted =
+      mode === 'all' ? this.tracks.length < this.cfg.maxFaces || this.tracks.some((t) => !t.active) : this.tracks.every((t) => !t.active);
+    if (!wanted) return;
+    const descriptors: Float32Array[] = [];
+    for (const { f } of fresh) descriptors.push(await this.descriptorOf(frame, f.landmarks));
+    if (mode === 'reference') {
+      let best = -1;
+      let bestD = Infinity;
+      descriptors.forEach((d, k) => {
+        const dist = descriptorDistance(this.cfg.reference!, d);
+        if (dist < bestD) [best, bestD] = [k, dist];
+      });
+      this.closestReference = Math.min(this.closestReference, bestD);
+      if (best >= 0 && bestD <= this.cfg.matchThreshold) {
+        const t = this.tracks[0] ?? this.newTrack(fresh[best]!.f);
+        this.activate(t, fresh[best]!.f);
+      }
+      return;
+    }
+    // `largest` (its one person came back?) and `all` (a known face came back, or a new one).
+    fresh.forEach(({ f }, k) => {
+      const d = descriptors[k]!;
+      let match: Track | undefined;
+      let matchD = this.cfg.matchThreshold;
+      for (const t of this.tracks) {
+        if (t.active || !t.descriptor) continue;
+        const dist = descriptorDistance(t.descriptor, d);
+        if (dist <= matchD) [match, matchD] = [t, dist];
+      }
+      if (match) this.activate(match, f);
+      else if (mode === 'all' && this.tracks.length < this.cfg.maxFaces) this.newTrack(f).descriptor = d;
+    });
+  }
+
+  private newTrack(f: FoundFace): Track {
+    const t: Track = {
+      id: this.nextId++,
+      raw: f.landmarks,
+      smooth: f.landmarks,
+      filter: new LandmarkFilter(),
+      boxRel: relate(f.box, f.landmarks),
+      active: true,
+      misses: 0,
+    };
+    this.tracks.push(t);
+    return t;
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * Piscina worker for the video face swap: small, stateless per-frame tasks (detect on a key frame,
+ * landmarks on a tracked crop, swap one frame), so frames spread over the pool's threads and a
+ * cancelled job frees its thread within one task. Models load once per thread. A JobError travels
+ * back as data, since structured cloning would turn it into a plain Error.
+ */
+import { JobError, type ErrorType } from '../../jobs/errors.js';
+import {
+  computeDescriptor,
+  detectLandmarks,
+  loadFaceModels,
+  locateFaces,
+  locateFacesTiny,
+} from '../face-swap/detect.js';
+import { boundingRegion, faceSize } from '../face-swap/geometry.js';
+import { decodeImage, resizeRegion } from '../face-swap/image.js';
+import type { BlendMode } from '../face-swap/options.js';
+import { extendForehead, swapFace, type ColorStats } from '../face-swap/swap.js';
+import type { Box, Point, RgbImage } from '../face-swap/types.js';
+
+/** The source face is kept at most this big (face size, px): larger only costs warp time per frame. */
+const SOURCE_FACE_MAX = 360;
+
+export interface PreparedSource {
+  image: RgbImage;
+  landmarks: Point[];
+  descriptor: Float32Array;
+}
+
+export interface FoundFace {
+  box: Box;
+  score: number;
+  landmarks: Point[];
+  descriptor?: Float32Array;
+}
+
+export type VideoTask =
+  | { kind: 'warmup' }
+  | { kind: 'prepare'; source: Uint8Array; reference?: Uint8Array | undefined; minConfidence: number; maxPixels: number }
+  | { kind: 'detect'; frame: RgbImage; minConfidence: number; descriptors: boolean }
+  | { kind: 'landmarks'; crop: RgbImage; boxes: Box[] }
+  | { kind: 'descriptor'; crop: RgbImage; landmarks: Point[] }
+  | {
+      kind: 'swap';
+      frame: RgbImage;
+      faces: { landmarks: Point[]; stats?: ColorStats | undefined }[];
+      source: RgbImage;
+      srcLandmarks: Point[];
+      blend: BlendMode;
+      colorCorrection: boolean;
+    };
+
+export type VideoReply =
+  | { kind: 'ready' }
+  | { kind: 'prepared'; source: PreparedSource; reference?: Float32Array | undefined }
+  | { kind: 'faces'; faces: FoundFace[] }
+  | { kind: 'landmarks'; landmarks: Point[][] }
+  | { kind: 'descriptor'; descriptor: Float32Array }
+  | { kind: 'swapped'; frame: RgbImage; stats: (ColorStats | undefined)[] }
+  | { kind: 'job-error'; errorType: ErrorType; message: string };
+
+/** Decodes an image input, finds its largest face, and returns landmarks and descriptor. */
+async function faceOf(bytes: Uint8Array, label: string, minConfidence: number, maxPixels: number) {
+  const img = await decodeImage(bytes, label, maxPixels);
+  const found = await locateFaces(img, minConfidence);
+  if (found.length === 0) throw new JobError('invalid_media', `${label}: no face found`);
+  const landmarks = await detectLandmarks(img, found[0]!.box);
+  const descriptor = await computeDescriptor(img, landmarks);
+  return { img, landmarks, descriptor };
+}
+
+/** The source face cropped (with room for the forehead extension) and shrunk to SOURCE_FACE_MAX. */
+async function cropSource(img: RgbImage, landmarks: Point[]): Promise<{ image: RgbImage; landmarks: Point[] }> {
+  const size = faceSize(landmarks);
+  const r = boundingRegion(extendForehead(landmarks, 0.3), 0.25 * size, img.width, img.height);
+  const k = Math.min(1, SOURCE_FACE_MAX / size);
+  const w = Math.max(2, Math.round(r.width * k));
+  const h = Math.max(2, Math.round(r.height * k));
+  const image = await resizeRegion(img, r, w, h);
+  const kx = r.width / w;
+  const ky = r.height / h;
+  return { image, landmarks: landmarks.map((p) => ({ x: (p.x - r.left) / kx, y: (p.y - r.top) / ky })) };
+}
+
+async function handleTask(task: VideoTask): Promise<VideoReply> {
+  switch (task.kind) {
+    case 'warmup':
+      await loadFaceModels();
+      return { kind: 'ready' };
+    case 'prepare': {
+      const src = await faceOf(task.source, 'input.source', task.minConfidence, task.maxPixels);
+      const ref = task.reference
+        ? await faceOf(task.reference, 'input.reference', task.minConfidence, task.maxPixels)
+        : undefined;
+      const cropped = await cropSource(src.img, src.landmarks);
+      return {
+        kind: 'prepared',
+        source: { image: cropped.image, landmarks: cropped.landmarks, descriptor: src.descriptor },
+        reference: ref?.descriptor,
+      };
+    }
+    case 'detect': {
+      const boxes = await locateFacesTiny(task.frame, task.minConfidence);
+      const faces: FoundFace[] = [];
+      for (const b of boxes) {
+        const landmarks = await detectLandmarks(task.frame, b.box);
+        const face: FoundFace = { ...b, landmarks };
+        if (task.descriptors) face.descriptor = await computeDescriptor(task.frame, landmarks);
+        faces.push(face);
+      }
+      return { kind: 'faces', faces };
+    }
+    case 'landmarks': {
+      const landmarks: Point[][] = [];
+      for (const b of task.boxes) landmarks.push(await detectLandmarks(task.crop, b));
+      return { kind: 'landmarks', landmarks };
+    }
+    case 'descriptor':
+      return { kind: 'descriptor', descriptor: await computeDescriptor(task.crop, task.landmarks) };
+    case 'swap': {
+      const stats: (ColorStats | undefined)[] = [];
+      for (const f of task.faces) {
+        stats.push(
+          await swapFace(task.frame, f.landmarks, task.source, task.srcLandmarks, {
+            blend: task.blend,
+            colorCorrection: task.colorCorrection,
+            colorStats: f.stats,
+          }),
+        );
+      }
+      return { kind: 'swapped', frame: task.frame, stats };
+    }
+  }
+}
+
+export default async function handle(task: VideoTask): Promise<VideoReply> {
+  try {
+    return await handleTask(task);
+  } catch (err) {
+    if (err instanceof JobError) return { kind: 'job-error', errorType: err.errorType, message: err.message };
+    throw err;
+  }
+}

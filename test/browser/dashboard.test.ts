@@ -1,0 +1,154 @@
+/**
+ * The dashboard in a real browser: Debian's Chromium driven by playwright-core, against the whole
+ * service on loopback (its own media server and webhook receiver). Without /usr/bin/chromium
+ * (`apt-get install chromium`; .ci/run does it) these tests are skipped with one line.
+ * DASHBOARD_SCREENSHOTS=1 also saves the main pages to docs/dashboard-*.png.
+ */
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DASHBOARD_DIR } from '../../src/http/routes/dashboard.js';
+import { defaultJobTypes } from '../../src/processors/catalogue.js';
+import { createAdminToken } from '../../src/store/admin-tokens.js';
+import { portrait, sample } from '../face-swap/fixtures.js';
+import { sleepJobType } from '../helpers/job-types.js';
+import { startServer, type TestServer } from '../helpers/servers.js';
+import { startService, waitFor, type TestService } from '../helpers/service.js';
+import { startReceiver, type Receiver } from '../webhooks/receiver.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const haveChromium = fs.existsSync(CHROMIUM);
+if (!haveChromium) console.log(`browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium)`);
+const SCREENSHOTS = process.env.DASHBOARD_SCREENSHOTS === '1';
+const shot = async (page: Page, name: string) => {
+  if (!SCREENSHOTS) return;
+  // A palette PNG: a fraction of the size, no visible loss on a UI.
+  const png = await sharp(await page.screenshot({ fullPage: true })).png({ palette: true, quality: 90, effort: 8 }).toBuffer();
+  fs.writeFileSync(fileURLToPath(new URL(`../../docs/dashboard-${name}.png`, import.meta.url)), png);
+};
+
+let svc: TestService;
+let media: TestServer;
+let receiver: Receiver;
+let browser: Browser;
+let page: Page;
+let failWebhooks = true;
+
+describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, () => {
+  beforeAll(async () => {
+    if (!fs.existsSync(`${DASHBOARD_DIR}index.html`)) {
+      const { build } = await import('vite');
+      await build({ configFile: fileURLToPath(new URL('../../dashboard/vite.config.ts', import.meta.url)) });
+    }
+    const files = new Map<string, Buffer>([
+      ['/source.jpg', await portrait('curlyBlonde')],
+      ['/target.jpg', sample(6)],
+    ]);
+    media = await startServer((req, res) => {
+      const body = files.get(req.url ?? '');
+      if (!body) return res.writeHead(404).end();
+      res.writeHead(200, { 'content-type': 'image/jpeg', 'access-control-allow-origin': '*' }).end(body);
+    });
+    receiver = await startReceiver(() => (failWebhooks ? 500 : 200));
+    svc = await startService({ WORKER_CONCURRENCY: '1' }, { jobTypes: [...defaultJobTypes({ threads: 1 }), sleepJobType()] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page.on('dialog', (d) => void d.accept());
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await svc?.stop();
+    await media?.close();
+    await receiver?.close();
+  });
+
+  it('signs in with an API key, kept in sessionStorage and sent as a Bearer header (no cookie)', async () => {
+    await page.goto(`${svc.base}/dashboard/`);
+    await page.getByLabel('API key').fill(svc.key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Jobs' }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('media-jobs.api-key'))).toBe(svc.key);
+    expect(await page.context().cookies()).toEqual([]);
+  });
+
+  it('submits a face swap through the generated form and watches it go live to completed', async () => {
+    await page.getByRole('link', { name: 'New job' }).click();
+    await page.getByLabel('Job type').selectOption('image-face-swap');
+    await page.getByLabel(/^source/).fill(`${media.origin}/source.jpg`);
+    await page.getByLabel(/^target/).fill(`${media.origin}/target.jpg`);
+    await shot(page, 'new-job');
+    await page.getByRole('button', { name: 'Submit job' }).click();
+    await page.getByRole('heading', { name: /^Job / }).waitFor();
+    const uuid = page.url().split('/').pop()!;
+    // The live view moves through processing to completed without a reload.
+    await page.locator('.summary .status-completed').waitFor({ timeout: 110_000 });
+    expect(await page.locator('.timeline').textContent()).toMatch(/finished \(completed\)/);
+    // The result: preview and download link to the signed URL.
+    const img = page.locator('#result-h ~ figure img');
+    await img.waitFor();
+    const src = await img.getAttribute('src');
+    expect(src).toContain(`/results/`);
+    expect((await fetch(src!)).status).toBe(200);
+    await page.getByRole('link', { name: 'Download result' }).waitFor();
+    await shot(page, 'job');
+    expect(uuid).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('cancels a queued job from its page', async () => {
+    const sleep = (ms: number) => svc.call('POST', '/api/v1/jobs/submit/test-sleep', { body: { job_type: 'test-sleep', model: 'v1', input: { ms } } });
+    const blocker = (await sleep(120_000)).body.data;
+    await waitFor(async () => (await svc.call('GET', `/api/v1/jobs/${blocker.uuid}/status`)).body.data.status === 'processing', 'the blocker to run');
+    const queued = (await sleep(1)).body.data;
+    await page.goto(`${svc.base}/dashboard/#/jobs`);
+    await page.locator(`tr[data-uuid="${queued.uuid}"] .status-queued`).waitFor();
+    await shot(page, 'jobs');
+    await page.locator(`tr[data-uuid="${queued.uuid}"] a`).click();
+    await page.getByRole('button', { name: 'Cancel job' }).click();
+    await page.locator('.summary .status-cancelled').waitFor();
+    expect((await svc.call('GET', `/api/v1/jobs/${queued.uuid}/status`)).body.data.status).toBe('cancelled');
+    await svc.call('POST', `/api/v1/jobs/${blocker.uuid}/cancel`);
+  });
+
+  it("shows a failed webhook's attempts and redelivers it", async () => {
+    const job = (
+      await svc.call('POST', '/api/v1/jobs/submit/test-sleep', { body: { job_type: 'test-sleep', model: 'v1', input: { ms: 1 }, webhook: { url: receiver.url('/hook') } } })
+    ).body.data;
+    await page.goto(`${svc.base}/dashboard/#/jobs/${job.uuid}`);
+    const delivery = page.locator('.delivery');
+    await delivery.locator('.state-failed').waitFor({ timeout: 60_000 });
+    expect(await delivery.locator('tbody tr').count()).toBe(5);
+    expect(await delivery.locator('tbody').textContent()).toContain('500');
+    failWebhooks = false;
+    await delivery.getByRole('button', { name: /^Redeliver/ }).click();
+    await delivery.locator('.state-delivered').waitFor();
+    expect(await delivery.locator('tbody tr').count()).toBe(6);
+    expect(await delivery.locator('tbody tr').last().textContent()).toContain('(redelivery)');
+  });
+
+  it('as operator, sees the queue and creates and revokes a key', async () => {
+    const { token } = await createAdminToken(svc.app.store.db, Date.now());
+    await page.goto(`${svc.base}/dashboard/#/operator`);
+    // An API key is not an admin token.
+    await page.getByLabel('Admin token').fill(svc.key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').waitFor();
+    await page.getByLabel('Admin token').fill(token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Operator' }).waitFor();
+    await page.locator('#finished-hour').filter({ hasText: /^[1-9]/ }).waitFor();
+    await page.getByLabel('Owner').fill('carol');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = (await page.locator('#new-key').textContent())!;
+    expect((await svc.call('GET', '/api/v1/jobs', { key })).status).toBe(200);
+    await shot(page, 'operator');
+    const row = page.locator('tr', { hasText: 'carol' });
+    await row.getByRole('button', { name: /^Revoke key/ }).click();
+    await row.getByText(/^revoked/).waitFor();
+    await waitFor(async () => (await svc.call('GET', '/api/v1/jobs', { key })).status === 401, 'the key to stop working');
+  });
+});
