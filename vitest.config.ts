@@ -19,7 +19,7 @@ async function postgresAvailable(): Promise<boolean> {
   }
 }
 
-const integration = ['test/api/**/*.test.ts', 'test/webhooks/**/*.test.ts', 'test/scale/**/*.test.ts'];
+const integration = ['test/api/**/*.test.ts', 'test/webhooks/**/*.test.ts', 'test/scale/**/*.test.ts', 'test/remote/**/*.test.ts'];
 const common = {
   testTimeout: 60_000,
   hookTimeout: 60_000,

@@ -19,6 +19,8 @@ import { openStore, type Store } from './store/db.js';
 import { bridgeSignals } from './store/pg-notify.js';
 import { sharedSecret } from './store/settings.js';
 import { WorkerPool } from './worker/pool.js';
+import { loadDeclaredTypes } from './remote/declared-types.js';
+import { RemoteWork } from './remote/service.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { WebhookSender } from './webhooks/send.js';
 import { WebhookService } from './webhooks/service.js';
@@ -43,6 +45,8 @@ export interface App {
   service: JobService;
   lifecycle: JobLifecycle;
   workers?: WorkerPool;
+  /** The service side of the remote worker protocol. */
+  remote: RemoteWork;
   /** The webhook outbox dispatcher (worker role). */
   webhooks?: WebhookDispatcher;
   signals: Signals;
@@ -64,6 +68,8 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   if (config.mediaAllowPrivateNetworks) {
     log.warn('MEDIA_ALLOW_PRIVATE_NETWORKS is on: media and webhook URLs may point at private and loopback addresses; never use this in production');
   }
+  // Declared first: a bad JOB_TYPES_FILE stops start-up before anything is opened.
+  const declared = config.remote.jobTypesFile ? loadDeclaredTypes(config.remote.jobTypesFile) : [];
   const store = await openStore(config.databaseUrl, {
     poolSize: config.databasePoolSize,
     connectTimeoutMs: config.databaseConnectTimeoutMs,
@@ -72,7 +78,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   });
   const signals = new Signals();
   const unbridge = store.dialect === 'postgres' ? await bridgeSignals(store, signals, log) : undefined;
-  const catalogue = new Catalogue(opts.jobTypes ?? defaultJobTypes({ threads: config.workerConcurrency, video: config.video }));
+  const catalogue = new Catalogue([...(opts.jobTypes ?? defaultJobTypes({ threads: config.workerConcurrency, video: config.video })), ...declared]);
   const urlSecret = await sharedSecret(store.db, 'result_url_secret');
   const rs = config.resultStore;
   const local = rs.kind === 'local' ? new LocalResultStore(path.join(config.dataDir, 'results'), config.publicBaseUrl, urlSecret) : undefined;
@@ -89,6 +95,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     lookup: opts.lookup,
     isPublic: opts.isPublic,
   });
+  const remote = new RemoteWork({ db: store.db, lifecycle, catalogue, config, clock, results, signals, log, lookup: opts.lookup, isPublic: opts.isPublic });
   const server = buildServer({
     store,
     service,
@@ -102,9 +109,10 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     rateLimits: { submitPerMinute: config.rateLimitSubmit, readPerMinute: config.rateLimitRead, redisUrl: config.redisUrl, redisPrefix: config.redisKeyPrefix },
     signals,
     localResults: local ? { store: local, secret: urlSecret } : undefined,
+    remote: { work: remote, maxOutputBytes: config.remote.maxOutputBytes },
     // Read at request time (the pool is made below).
     localWorkers: () =>
-      workers ? [{ id: workers.id, concurrency: config.workerConcurrency, active_jobs: workers.activeJobs, job_types: catalogue.list().map((t) => t.name) }] : [],
+      workers ? [{ id: workers.id, concurrency: config.workerConcurrency, active_jobs: workers.activeJobs, job_types: catalogue.list().filter((t) => !t.remote).map((t) => t.name) }] : [],
   });
   const runsWorkers = role !== 'api' && config.workerConcurrency > 0;
   const workers = runsWorkers
@@ -134,6 +142,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     service,
     lifecycle,
     workers,
+    remote,
     webhooks,
     signals,
     metrics,
@@ -168,6 +177,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
         phase('webhooks', webhooks?.stop(Math.min(graceMs, config.webhookTimeoutMs))),
       ]);
       await phase('webhook-sender', webhookSender.close());
+      await phase('remote', remote.close());
       await phase('maintenance', stopMaintenance?.());
       await phase('job-finishes', lifecycle.drain());
       await phase('processors', catalogue.close());

@@ -71,6 +71,9 @@ const envSchema = z.object({
   MAX_VIDEO_PIXELS: int(1920 * 1080, 1),
   FFMPEG_PATH: z.string().optional(),
   FFPROBE_PATH: z.string().optional(),
+  JOB_TYPES_FILE: z.string().optional(),
+  WORKER_MEDIA_URL_TTL: duration('1h'),
+  WORKER_MAX_OUTPUT_BYTES: int(500 * 1024 * 1024, 1),
 });
 
 export interface Config {
@@ -118,6 +121,8 @@ export interface Config {
   resultStore: { kind: 'local' } | { kind: 's3'; bucket: string; prefix: string; endpoint?: string; region: string; forcePathStyle: boolean };
   /** Video jobs: longest and largest accepted input, and ffmpeg/ffprobe (unset: the npm-shipped builds). */
   video: { maxSeconds: number; maxPixels: number; ffmpegPath?: string | undefined; ffprobePath?: string | undefined };
+  /** Remote workers: the declared job types' file, the life of staged input URLs, the output size limit. */
+  remote: { jobTypesFile?: string | undefined; mediaUrlTtlMs: number; maxOutputBytes: number };
 }
 
 export class ConfigError extends Error {}
@@ -182,5 +187,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     video: { maxSeconds: e.MAX_VIDEO_SECONDS, maxPixels: e.MAX_VIDEO_PIXELS, ffmpegPath: e.FFMPEG_PATH, ffprobePath: e.FFPROBE_PATH },
     redisUrl: e.REDIS_URL,
     redisKeyPrefix: e.REDIS_KEY_PREFIX,
+    remote: { jobTypesFile: e.JOB_TYPES_FILE, mediaUrlTtlMs: e.WORKER_MEDIA_URL_TTL, maxOutputBytes: e.WORKER_MAX_OUTPUT_BYTES },
   };
 }

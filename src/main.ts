@@ -11,7 +11,11 @@ const USAGE = `usage:
   media-jobs keys create --owner NAME        create an API key (printed alone on the last line)
   media-jobs keys list                       list keys (never the keys themselves)
   media-jobs keys revoke KEY_ID              revoke a key
-  media-jobs admin create-token              create an operator token for /dashboard and /admin/api (printed alone on the last line)`;
+  media-jobs admin create-token              create an operator token for /dashboard and /admin/api (printed alone on the last line)
+  media-jobs workers create-token --name NAME [--job-types a,b]
+                                             create a remote worker token (mjw_…, printed alone on the last line)
+  media-jobs workers list                    list worker tokens (never the tokens themselves)
+  media-jobs workers revoke WORKER_ID        revoke a worker token`;
 
 /**
  * The last line of defence. A database connection error that escaped its handler (a driver event,
@@ -122,6 +126,49 @@ async function admin(args: string[]): Promise<void> {
   }
 }
 
+async function workers(args: string[]): Promise<void> {
+  const [sub, ...rest] = args;
+  const config = loadConfig();
+  const { openStore } = await import('./store/db.js');
+  const { createWorkerToken, listWorkerTokens, revokeWorkerToken } = await import('./store/worker-tokens.js');
+  const store = await openStore(config.databaseUrl, { poolSize: config.databasePoolSize });
+  try {
+    if (sub === 'create-token') {
+      const { values } = parseArgs({ args: rest, options: { name: { type: 'string' }, 'job-types': { type: 'string' } } });
+      const name = values.name?.trim();
+      if (!name || name.length > 200) throw new ConfigError('workers create-token needs --name NAME (1 to 200 characters)');
+      const types = values['job-types']?.split(',').map((t) => t.trim()).filter(Boolean);
+      if (types !== undefined && types.length === 0) throw new ConfigError('--job-types needs at least one job type name (a,b)');
+      if (types && config.remote.jobTypesFile) {
+        // Catch a typo now rather than as a 403 on the worker's first claim.
+        const { loadDeclaredTypes } = await import('./remote/declared-types.js');
+        const declared = loadDeclaredTypes(config.remote.jobTypesFile).map((t) => t.name);
+        const unknown = types.filter((t) => !declared.includes(t));
+        if (unknown.length > 0) throw new ConfigError(`not declared in JOB_TYPES_FILE: ${unknown.join(', ')} (declared: ${declared.join(', ')})`);
+      }
+      const t = await createWorkerToken(store.db, { name, jobTypes: types ?? null }, Date.now());
+      process.stdout.write(`created worker token ${t.id} "${name}" for ${types ? types.join(', ') : 'every declared remote job type'}; it is shown only this once:\n${t.token}\n`);
+    } else if (sub === 'list') {
+      const rows = await listWorkerTokens(store.db);
+      if (rows.length === 0) process.stdout.write('no worker tokens\n');
+      const iso = (ms: number | null) => (ms === null ? '-' : new Date(ms).toISOString());
+      for (const r of rows) {
+        const state = r.revoked_at ? `revoked ${iso(r.revoked_at)}` : 'active';
+        process.stdout.write(`${r.id}\t${r.prefix}…\t${r.name}\t${r.job_types.length ? r.job_types.join(',') : '*'}\tcreated ${iso(r.created_at)}\tlast seen ${iso(r.last_seen_at)}\t${state}\n`);
+      }
+    } else if (sub === 'revoke') {
+      const id = rest[0];
+      if (!id) throw new ConfigError('workers revoke needs a WORKER_ID (see workers list)');
+      if (!(await revokeWorkerToken(store.db, id, Date.now()))) throw new ConfigError(`no active worker token with id ${id}`);
+      process.stdout.write(`revoked ${id}\n`);
+    } else {
+      throw new ConfigError(USAGE);
+    }
+  } finally {
+    await store.close();
+  }
+}
+
 async function migrate(): Promise<void> {
   const config = loadConfig();
   const { openStore } = await import('./store/db.js');
@@ -144,6 +191,8 @@ async function main(argv: string[]): Promise<void> {
       return keys(rest);
     case 'admin':
       return admin(rest);
+    case 'workers':
+      return workers(rest);
     case 'migrate':
       return migrate();
     case 'help':

@@ -462,12 +462,14 @@ function base(): Json {
       { name: 'Job types', description: 'What can be submitted.' },
       { name: 'Webhooks', description: 'Notifications of terminal states, and their delivery history.' },
       { name: 'Results', description: 'Signed result downloads (no API key).' },
+      { name: 'Remote workers', description: 'The protocol remote workers speak to serve declared job types (docs/workers.md); worker tokens only.' },
       { name: 'Operations', description: 'Health and metrics (no API key).' },
       { name: 'Meta', description: 'This document and its viewer.' },
     ],
     components: {
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer <API key>`.' },
+        workerToken: { type: 'http', scheme: 'bearer', description: 'A remote worker token (`mjw_…`, from `media-jobs workers create-token`); accepted only on /api/v1/worker.' },
       },
       responses: errorResponses(),
       parameters: {

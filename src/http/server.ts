@@ -31,6 +31,8 @@ import { jobDetailRoutes } from './routes/job-detail.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { adminRoutes, type LocalWorkerInfo } from './admin/routes.js';
 import type { WebhookService } from '../webhooks/service.js';
+import type { RemoteWork } from '../remote/service.js';
+import { workerRoutes } from './worker/routes.js';
 
 export interface HttpDeps {
   store: Store;
@@ -51,6 +53,8 @@ export interface HttpDeps {
   eventStreams?: EventStreamOptions;
   /** The worker pools of this process, for the operator view. */
   localWorkers?: () => LocalWorkerInfo[];
+  /** The remote worker protocol (/api/v1/worker). */
+  remote?: { work: RemoteWork; maxOutputBytes: number };
 }
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
@@ -210,6 +214,12 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     },
     { prefix: '/api/v1' },
   );
+
+  // Remote workers: their own scope and auth hook (worker tokens), beside the public API's.
+  const remote = deps.remote;
+  if (remote) {
+    app.register((w) => workerRoutes(w, { store: deps.store, clock: deps.clock, remote: remote.work, maxOutputBytes: remote.maxOutputBytes }), { prefix: '/api/v1/worker' });
+  }
 
   // The operator's routes: their own scope and auth hook (admin tokens), not the API-key hook.
   app.register((admin) => adminRoutes(admin, { store: deps.store, clock: deps.clock, signals: deps.signals, localWorkers: deps.localWorkers }), { prefix: '/admin/api' });

@@ -170,11 +170,16 @@ export class JobLifecycle {
 
   /** Renews the lease (and shows `detail`); false when the job is no longer this lease's. */
   async progress(held: Held, detail?: string): Promise<boolean> {
+    return (await this.renew(held, detail)) !== undefined;
+  }
+
+  /** The same, answering the job's type while the lease holds (remote heartbeats check the type's timeout). */
+  async renew(held: Held, detail?: string): Promise<string | undefined> {
     const { clock, config, signals } = this.deps;
-    const ours = await renewLease(this.db, held.uuid, held.lease, clock.now() + config.jobLeaseMs, detail);
+    const jobType = await renewLease(this.db, held.uuid, held.lease, clock.now() + config.jobLeaseMs, detail);
     // Live event streams hear of a new detail at once (a plain lease renewal says nothing new).
-    if (ours && detail !== undefined) signals.jobProgress(held.uuid);
-    return ours;
+    if (jobType !== undefined && detail !== undefined) signals.jobProgress(held.uuid);
+    return jobType;
   }
 
   /** processing → completed, if this lease still holds the job; undefined otherwise. */
@@ -196,6 +201,17 @@ export class JobLifecycle {
       leaseOwner: held.lease,
       now: this.deps.clock.now(),
       set: { status_detail: failure.detail ?? 'failed', error_type: failure.errorType, error_message: failure.message },
+    });
+  }
+
+  /** processing → queued after a failed attempt that may succeed on another (a remote worker's retryable failure). */
+  retry(held: Held, detail: string): Promise<JobRow | undefined> {
+    return this.finish(held, {
+      from: ['processing'],
+      to: 'queued',
+      leaseOwner: held.lease,
+      now: this.deps.clock.now(),
+      set: { status_detail: detail, lease_owner: null, lease_expires_at: null },
     });
   }
 

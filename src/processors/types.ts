@@ -63,6 +63,11 @@ export interface JobType<S extends z.ZodObject = z.ZodObject> {
    * and a message, or undefined when the input is fine.
    */
   checkInput?(input: Record<string, unknown>): { field: string; message: string } | undefined;
+  /**
+   * Set on job types declared in JOB_TYPES_FILE: remote workers serve them over /api/v1/worker
+   * (`run` is never called) and `timeoutMs` overrides JOB_TIMEOUT for them.
+   */
+  remote?: { timeoutMs?: number | undefined };
   /** Optional release of resources (worker threads) at shutdown. */
   close?(): Promise<void>;
 }

@@ -5,8 +5,9 @@ import { randomBytes } from 'node:crypto';
 import type { ResultStore } from './types.js';
 import { signResultPath } from './signing.js';
 
-// <uuid>.<attempt>.<ext>: one key per attempt, so a late attempt never overwrites another's.
-const KEY_RE = /^[0-9a-f-]{36}\.\d{1,4}\.[a-z0-9]{1,5}$/;
+// <uuid>.<attempt>.<ext>: one key per attempt, so a late attempt never overwrites another's; a
+// remote attempt's staged inputs are <uuid>.<attempt>.in-<slot>-<i>-<tag>.<ext>.
+const KEY_RE = /^[0-9a-f-]{36}\.\d{1,4}(\.in-[a-z]{1,12}-\d{1,3}-[0-9a-f]{8})?\.[a-z0-9]{1,5}$/;
 
 /** Result files under DATA_DIR/results, served by this service on HMAC-signed expiring URLs. */
 export class LocalResultStore implements ResultStore {

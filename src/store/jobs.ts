@@ -230,15 +230,17 @@ export async function lockLimitedClaims(db: Kysely<Database>, dialect: Dialect):
 }
 
 /** Extends a lease (and sets status_detail); false when the job is no longer this lease's. */
-export async function renewLease(db: Kysely<Database>, uuid: string, leaseOwner: string, until: number, detail?: string): Promise<boolean> {
-  const res = await db
+/** Renews a lease (and sets the detail); the job's type when this lease still holds it, else undefined. */
+export async function renewLease(db: Kysely<Database>, uuid: string, leaseOwner: string, until: number, detail?: string): Promise<string | undefined> {
+  const row = await db
     .updateTable('jobs')
     .set({ lease_expires_at: until, ...(detail !== undefined ? { status_detail: detail } : {}) })
     .where('uuid', '=', uuid)
     .where('status', '=', 'processing')
     .where('lease_owner', '=', leaseOwner)
+    .returning('job_type')
     .executeTakeFirst();
-  return Number(res.numUpdatedRows) > 0;
+  return row?.job_type;
 }
 
 /** Running jobs whose lease ran out (their worker died or hung), oldest expiry first. */

@@ -113,6 +113,34 @@ export interface AdminTokensTable {
   revoked_at: number | null;
 }
 
+/** Remote worker tokens (`mjw_…`), for /api/v1/worker only; `job_types` (JSON array) limits what they claim. */
+export interface WorkerTokensTable {
+  id: string;
+  name: string;
+  token_hash: string;
+  prefix: string;
+  /** JSON array of job type names, or null: every declared remote type. */
+  job_types: string | null;
+  created_at: number;
+  revoked_at: number | null;
+  last_seen_at: number | null;
+}
+
+/**
+ * Blobs a remote job's attempt owns: its staged input copies and its uploaded output. Rows live
+ * only while the attempt does (deleted when it ends, or swept by maintenance), so the table holds
+ * about one row per running remote job, never the job history.
+ */
+export interface StagedBlobsTable {
+  key: string;
+  job_uuid: string;
+  lease_owner: string;
+  kind: 'input' | 'output';
+  content_type: string;
+  size: number;
+  created_at: number;
+}
+
 export interface Database {
   api_keys: ApiKeysTable;
   jobs: JobsTable;
@@ -122,4 +150,6 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable;
   queue_counts: QueueCountsTable;
   admin_tokens: AdminTokensTable;
+  worker_tokens: WorkerTokensTable;
+  staged_blobs: StagedBlobsTable;
 }

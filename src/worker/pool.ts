@@ -7,10 +7,11 @@ import type { Config } from '../config.js';
 import { JobError } from '../jobs/errors.js';
 import type { Held, JobLifecycle } from '../jobs/lifecycle.js';
 import type { JobRow } from '../jobs/view.js';
-import { createGuardedAgent, fetchMedia, type IsPublic, type LookupAll } from '../media/index.js';
+import { createGuardedAgent, type IsPublic, type LookupAll } from '../media/index.js';
 import { formatDuration } from '../media/net-errors.js';
 import type { Catalogue } from '../processors/catalogue.js';
-import { mediaFits, SLOT_NAMES, type FetchedMedia, type JobType, type SlotName } from '../processors/types.js';
+import { SLOT_NAMES } from '../processors/types.js';
+import { fetchInputs, hasMedia } from './inputs.js';
 import type { Signals } from '../signals.js';
 import type { ResultStore } from '../storage/types.js';
 import type { Store } from '../store/db.js';
@@ -76,13 +77,14 @@ export class WorkerPool {
       lookup: deps.lookup,
       isPublic: deps.isPublic,
     });
-    this.jobTypes = deps.catalogue.list().map((t) => t.name);
+    // Declared (remote) types are served by remote workers over HTTP, never in process.
+    this.jobTypes = deps.catalogue.list().filter((t) => !t.remote).map((t) => t.name);
   }
 
   start(): void {
     this.deps.signals.on('job-queued', this.onQueued);
     this.deps.signals.on('job-cancelled', this.onCancelled);
-    this.loopDone = this.loop();
+    if (this.jobTypes.length > 0) this.loopDone = this.loop();
     const every = Math.min(5_000, Math.max(200, Math.floor(this.deps.config.jobLeaseMs / 4)));
     this.reaper = setInterval(() => {
       this.reaping = Promise.all([this.deps.lifecycle.recoverExpired(), this.deps.lifecycle.tunePlanner()]).catch((err) => {
@@ -231,7 +233,8 @@ export class WorkerPool {
         detail = d;
         renew();
       };
-      const media = await this.download(type, input, signal, progress);
+      if (hasMedia(type, input)) progress('downloading media');
+      const media = await fetchInputs(type, input, { config, signal, dispatcher: this.dispatcher, lookup: this.deps.lookup, isPublic: this.deps.isPublic });
       const options = Object.fromEntries(Object.entries(input).filter(([k]) => !(SLOT_NAMES as readonly string[]).includes(k)));
       const out = await type.run({ model: job.model, options, media, signal, progress });
       signal.throwIfAborted();
@@ -274,50 +277,5 @@ export class WorkerPool {
       clearInterval(heartbeat);
       clearTimeout(timeout);
     }
-  }
-
-  /** Downloads every filled slot, checking each file is the kind of media the slot accepts. */
-  private async download(
-    type: JobType,
-    input: Record<string, unknown>,
-    signal: AbortSignal,
-    progress: (d: string) => void,
-  ): Promise<Partial<Record<SlotName, FetchedMedia[]>>> {
-    const { config } = this.deps;
-    const jobs: Array<Promise<[SlotName, number, FetchedMedia]>> = [];
-    for (const slot of SLOT_NAMES) {
-      const spec = type.slots[slot];
-      const urls = input[slot] as string[] | undefined;
-      if (!spec || !urls) continue;
-      urls.forEach((url, i) => {
-        const field = urls.length > 1 ? `input.${slot}[${i}]` : `input.${slot}`;
-        jobs.push(
-          fetchMedia(url, {
-            allowPrivate: config.mediaAllowPrivateNetworks,
-            maxBytes: config.maxMediaBytes,
-            timeoutMs: config.mediaFetchTimeoutMs,
-            signal,
-            lookup: this.deps.lookup,
-            isPublic: this.deps.isPublic,
-            dispatcher: this.dispatcher,
-          }).then(
-            (m) => {
-              if (!mediaFits(spec.accepts, m.mime)) {
-                throw new JobError('invalid_media', `${field}: not ${spec.accepts === 'image' ? 'an' : 'a'} ${spec.accepts} file (detected ${m.mime ?? 'unknown data'})`);
-              }
-              return [slot, i, m] as [SlotName, number, FetchedMedia];
-            },
-            (err: unknown) => {
-              if (err instanceof JobError) throw new JobError(err.errorType, `${field}: ${err.message}`);
-              throw err;
-            },
-          ),
-        );
-      });
-    }
-    if (jobs.length > 0) progress('downloading media');
-    const media: Partial<Record<SlotName, FetchedMedia[]>> = {};
-    for (const [slot, i, m] of await Promise.all(jobs)) (media[slot] ??= [])[i] = m;
-    return media;
   }
 }
