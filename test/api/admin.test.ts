@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdminToken, revokeAdminToken } from '../../src/store/admin-tokens.js';
+import { createWorkerToken } from '../../src/store/worker-tokens.js';
 import { sleepJobType } from '../helpers/job-types.js';
 import { startService, waitFor, type TestService } from '../helpers/service.js';
 import { startReceiver, type Receiver } from '../webhooks/receiver.js';
@@ -45,6 +46,16 @@ describe('/admin/api', () => {
     expect(o.throughput.finished_last_hour).toBeGreaterThanOrEqual(1);
     const w = (await admin('GET', '/workers')).body.data;
     expect(w.local).toEqual([expect.objectContaining({ concurrency: 2, job_types: ['test-sleep'] })]);
+  });
+
+  it('lists remote workers (their tokens) with when each was last seen', async () => {
+    const t = await createWorkerToken(svc.app.store.db, { name: 'gpu-box', jobTypes: ['upscale'] }, Date.now());
+    const before = (await admin('GET', '/workers')).body.data.remote.find((x: { id: string }) => x.id === t.id);
+    expect(before).toMatchObject({ name: 'gpu-box', job_types: ['upscale'], last_seen_at: null, revoked_at: null });
+    // Any call to /api/v1/worker counts as seen (this service declares no remote type: a 400).
+    await svc.call('POST', '/api/v1/worker/claim', { key: t.token, body: {} });
+    const seen = await waitFor(async () => (await admin('GET', '/workers')).body.data.remote.find((x: { id: string; last_seen_at: string | null }) => x.id === t.id && x.last_seen_at), 'last_seen_at');
+    expect(Date.parse(seen.last_seen_at)).toBeGreaterThan(0);
   });
 
   it('creates, lists and revokes API keys', async () => {
