@@ -31,6 +31,8 @@ import {
   updateState,
 } from '../src/store/jobs.js';
 import type { Database } from '../src/store/schema.js';
+import { blobsOfJob, outputsOf, staleBlobs } from '../src/store/staged-blobs.js';
+import { findActiveWorkerToken } from '../src/store/worker-tokens.js';
 
 const ROWS = Number(process.env.BENCH_EXPLAIN_ROWS ?? 1_000_000);
 
@@ -96,6 +98,10 @@ async function plans(db: Db): Promise<string[]> {
     await step('OWNER_MAX_RUNNING: claim picked jobs', (t) => claimByUuid(t, [last], { ...claim, jobTypes: ['bench-noop'] }));
     await step('maintenance: results past retention', (t) => expiredResults(t, now));
     await step('list: newest jobs of an owner', (t) => listJobs(t, { owner: 'bench', limit: 21 }));
+    await step('remote: worker token by hash', (t) => findActiveWorkerToken(t, 'mjw_explain'));
+    await step('remote: output of an attempt', (t) => outputsOf(t, last, 'r.explain'));
+    await step('remote: staged blobs of a job', (t) => blobsOfJob(t, last));
+    await step('remote: sweep of ended attempts', (t) => staleBlobs(t, 1000));
     await step('list: by status', (t) => listJobs(t, { owner: 'bench', status: 'queued', limit: 21 }));
 
     for (const c of captured) {

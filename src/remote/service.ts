@@ -15,6 +15,7 @@ import type { Signals } from '../signals.js';
 import type { ResultStore } from '../storage/types.js';
 import { isDatabaseUnavailable } from '../store/errors.js';
 import { getJob, type JobRow } from '../store/jobs.js';
+import { blobsOfJob, deleteStagedBlob, insertStagedBlob, outputsOf, staleBlobs, type BlobOwner } from '../store/staged-blobs.js';
 import type { Database } from '../store/schema.js';
 import { fetchInputs } from '../worker/inputs.js';
 import { extensionOf, type OutputType } from './output-type.js';
@@ -78,6 +79,7 @@ export class RemoteWork {
   };
   private sweeper: NodeJS.Timeout | undefined;
   private reaper: NodeJS.Timeout | undefined;
+  private closing = false;
 
   constructor(private readonly deps: RemoteWorkDeps) {
     this.dispatcher = createGuardedAgent({ allowPrivate: deps.config.mediaAllowPrivateNetworks, lookup: deps.lookup, isPublic: deps.isPublic });
@@ -102,7 +104,14 @@ export class RemoteWork {
     }
   }
 
+  /** Ends every waiting long poll with no job (the server is closing: in-flight requests must finish). */
+  stopWaiting(): void {
+    this.closing = true;
+    this.onQueued();
+  }
+
   async close(): Promise<void> {
+    this.stopWaiting();
     clearInterval(this.sweeper);
     clearInterval(this.reaper);
     this.deps.signals.off('job-queued', this.onQueued);
@@ -136,7 +145,7 @@ export class RemoteWork {
           continue; // the claimed job failed at staging: take the next one
         }
         const left = deadline - Date.now();
-        if (left <= 0 || signal.aborted) return null;
+        if (left <= 0 || signal.aborted || this.closing) return null;
         await new Promise<void>((resolve) => {
           const done = () => {
             clearTimeout(t);
@@ -205,10 +214,7 @@ export class RemoteWork {
         files.map(async (m, i) => {
           const key = `${row.uuid}.${row.attempts}.in-${slot}-${i}-${tag}.${extensionOf(m.mime)}`;
           // The row first: a crash between the two leaves a row for the sweep, never a stray blob.
-          await db
-            .insertInto('staged_blobs')
-            .values({ key, job_uuid: row.uuid, lease_owner: row.lease_owner!, kind: 'input', content_type: m.mime ?? 'application/octet-stream', size: m.bytes.length, created_at: clock.now() })
-            .execute();
+          await insertStagedBlob(db, { key, job_uuid: row.uuid, lease_owner: row.lease_owner!, kind: 'input', content_type: m.mime ?? 'application/octet-stream', size: m.bytes.length, created_at: clock.now() });
           await results.put(key, m.bytes, m.mime ?? 'application/octet-stream');
           return results.signedUrl(key, expires);
         }),
@@ -262,35 +268,22 @@ export class RemoteWork {
     const { db, results, clock } = this.deps;
     const { row } = await this.held(uuid, lease);
     const key = `${uuid}.${row.attempts}.${type.extension}`;
-    for (const old of await this.outputsOf(uuid, lease)) {
-      await db.deleteFrom('staged_blobs').where('key', '=', old.key).execute();
+    for (const old of await outputsOf(db, uuid, lease)) {
+      await deleteStagedBlob(db, old.key);
       if (old.key !== key) await results.delete(old.key);
     }
     // A handed-back attempt had the same number: its row (if not swept yet) no longer owns the key.
-    await db.deleteFrom('staged_blobs').where('key', '=', key).execute();
-    await db
-      .insertInto('staged_blobs')
-      .values({ key, job_uuid: uuid, lease_owner: lease, kind: 'output', content_type: type.contentType, size: bytes.length, created_at: clock.now() })
-      .execute();
+    await deleteStagedBlob(db, key);
+    await insertStagedBlob(db, { key, job_uuid: uuid, lease_owner: lease, kind: 'output', content_type: type.contentType, size: bytes.length, created_at: clock.now() });
     await results.put(key, bytes, type.contentType);
     return { contentType: type.contentType, size: bytes.length };
-  }
-
-  private outputsOf(uuid: string, lease: string) {
-    return this.deps.db
-      .selectFrom('staged_blobs')
-      .select(['key', 'content_type', 'size'])
-      .where('job_uuid', '=', uuid)
-      .where('lease_owner', '=', lease)
-      .where('kind', '=', 'output')
-      .execute();
   }
 
   /** processing → completed with the uploaded output as the result. */
   async complete(uuid: string, lease: string): Promise<void> {
     const { lifecycle, clock } = this.deps;
     const { held } = await this.held(uuid, lease);
-    const [out] = await this.outputsOf(uuid, lease);
+    const [out] = await outputsOf(this.deps.db, uuid, lease);
     if (!out) throw invalid(`upload the output first: PUT /api/v1/worker/jobs/${uuid}/output`);
     const timeoutMs = this.timeoutOf(held.job_type);
     if (clock.now() - held.startedAt! > timeoutMs) {
@@ -329,35 +322,21 @@ export class RemoteWork {
 
   /** Deletes the staged blobs of one job's ended attempts (the result blob stays). */
   async sweepJob(uuid: string): Promise<void> {
-    await this.removeStale(
-      await this.deps.db
-        .selectFrom('staged_blobs as b')
-        .leftJoin('jobs as j', 'j.uuid', 'b.job_uuid')
-        .select(['b.key', 'b.lease_owner as blob_lease', 'j.status', 'j.lease_owner', 'j.result_key'])
-        .where('b.job_uuid', '=', uuid)
-        .execute(),
-    );
+    await this.removeStale(await blobsOfJob(this.deps.db, uuid));
   }
 
   /** Deletes staged blobs of every ended attempt; its cost is the number of staged blobs, never the jobs. */
   async sweep(): Promise<number> {
-    const rows = await this.deps.db
-      .selectFrom('staged_blobs as b')
-      .leftJoin('jobs as j', 'j.uuid', 'b.job_uuid')
-      .select(['b.key', 'b.lease_owner as blob_lease', 'j.status', 'j.lease_owner', 'j.result_key'])
-      .where((eb) => eb.or([eb('j.uuid', 'is', null), eb('j.status', '<>', 'processing'), eb('j.lease_owner', 'is', null), eb('j.lease_owner', '<>', eb.ref('b.lease_owner'))]))
-      .limit(1000)
-      .execute();
-    return this.removeStale(rows);
+    return this.removeStale(await staleBlobs(this.deps.db, 1000));
   }
 
-  private async removeStale(rows: Array<{ key: string; blob_lease: string; status: string | null; lease_owner: string | null; result_key: string | null }>): Promise<number> {
+  private async removeStale(rows: BlobOwner[]): Promise<number> {
     const { db, results } = this.deps;
     let removed = 0;
     for (const r of rows) {
       if (r.status === 'processing' && r.lease_owner === r.blob_lease) continue; // the attempt is alive
       if (r.key !== r.result_key) await results.delete(r.key);
-      await db.deleteFrom('staged_blobs').where('key', '=', r.key).execute();
+      await deleteStagedBlob(db, r.key);
       removed++;
     }
     return removed;

@@ -61,6 +61,8 @@ const claimedJobSchema = z
  */
 export async function workerRoutes(app: FastifyInstance, deps: WorkerRouteDeps): Promise<void> {
   const touched = new Map<string, number>();
+  // Long polls would hold the server's close() open for up to 30 s: end them first.
+  app.addHook('preClose', async () => deps.remote.stopWaiting());
   app.decorateRequest('workerToken', null as unknown as WorkerToken);
   app.addHook('onRequest', async (request: FastifyRequest) => {
     const header = request.headers.authorization;
