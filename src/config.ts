@@ -73,7 +73,7 @@ const envSchema = z.object({
   FFPROBE_PATH: z.string().optional(),
   JOB_TYPES_FILE: z.string().optional(),
   WORKER_MEDIA_URL_TTL: duration('1h'),
-  WORKER_MAX_OUTPUT_BYTES: int(500 * 1024 * 1024, 1),
+  WORKER_MAX_OUTPUT_BYTES: int(200 * 1024 * 1024, 1),
 });
 
 export interface Config {
