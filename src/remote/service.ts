@@ -169,9 +169,19 @@ export class RemoteWork {
     if (!row) return 'empty';
     const held: Held = { uuid: row.uuid, lease: row.lease_owner!, job_type: row.job_type, startedAt: now };
     const input = JSON.parse(row.input) as Record<string, unknown>;
+    // Staging a large video may outlast the lease: keep it alive meanwhile, as a worker would.
+    const keepAlive = setInterval(() => {
+      lifecycle.renew(held, 'staging media').catch(() => {});
+    }, Math.max(200, Math.floor(this.deps.config.jobLeaseMs / 3)));
     try {
       const staged = await this.stage(row, input, signal);
+      clearInterval(keepAlive);
       if (signal.aborted) throw new Error('claim abandoned by the worker');
+      // Still ours after staging (not cancelled meanwhile)? Then hand it over with a fresh lease.
+      if ((await lifecycle.renew(held, 'starting')) === undefined) {
+        await this.sweepJob(row.uuid);
+        return null;
+      }
       return {
         uuid: row.uuid,
         job_type: row.job_type,
@@ -179,10 +189,11 @@ export class RemoteWork {
         attempt: Number(row.attempts),
         input: { ...input, ...staged },
         lease_token: row.lease_owner!,
-        lease_expires_at: new Date(Number(row.lease_expires_at)).toISOString(),
+        lease_expires_at: new Date(clock.now() + this.deps.config.jobLeaseMs).toISOString(),
         timeout_at: new Date(now + this.timeoutOf(row.job_type)).toISOString(),
       };
     } catch (err) {
+      clearInterval(keepAlive);
       if (err instanceof JobError) {
         await lifecycle.fail(held, { errorType: err.errorType, message: err.message });
         log.info({ job_uuid: row.uuid, error_type: err.errorType, error_message: err.message }, 'remote job failed while staging its media');
