@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDeclaredTypes } from '../../src/remote/declared-types.js';
 import { createWorkerToken, revokeWorkerToken } from '../../src/store/worker-tokens.js';
 import { startMediaServer, type MediaServer } from '../helpers/media-server.js';
+import { startReceiver, type Receiver } from '../webhooks/receiver.js';
 import { startService, waitFor, type TestService } from '../helpers/service.js';
 import { declaredTypesFile, DECLARED } from './support.js';
 
@@ -12,11 +13,13 @@ import { declaredTypesFile, DECLARED } from './support.js';
  */
 let svc: TestService;
 let media: MediaServer;
+let receiver: Receiver;
 let token: string;
 let tokenB: string;
 
 beforeAll(async () => {
   media = await startMediaServer();
+  receiver = await startReceiver();
   svc = await startService({ JOB_TYPES_FILE: declaredTypesFile(), JOB_LEASE: '4s', WORKER_MEDIA_URL_TTL: '4s', RATE_LIMIT_SUBMIT: '0', RATE_LIMIT_READ: '0' });
   token = (await createWorkerToken(svc.app.store.db, { name: 'all', jobTypes: null }, Date.now())).token;
   tokenB = (await createWorkerToken(svc.app.store.db, { name: 'only-b', jobTypes: ['test-remote-b'] }, Date.now())).token;
@@ -24,11 +27,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await svc?.stop();
   await media?.close();
+  await receiver?.close();
 });
 
 const w = (method: string, url: string, body?: unknown, key = token) => svc.call(method, `/api/v1/worker${url}`, { key, body });
-const submit = (jobType: string, input: Record<string, unknown>) =>
-  svc.call('POST', `/api/v1/jobs/submit/${jobType}`, { body: { job_type: jobType, model: 'v1', input } }).then((r) => {
+const submit = (jobType: string, input: Record<string, unknown>, webhook?: string) =>
+  svc.call('POST', `/api/v1/jobs/submit/${jobType}`, { body: { job_type: jobType, model: 'v1', input, ...(webhook ? { webhook: { url: webhook, secret: 's3cret' } } : {}) } }).then((r) => {
     expect(r.status, r.text).toBe(200);
     return r.body.data.uuid as string;
   });
@@ -114,7 +118,7 @@ describe('a remote job end to end', () => {
     // The long poll is waiting before the submit: the job-queued signal wakes it.
     const polling = w('POST', '/claim', { job_types: ['test-remote'], wait: 20 });
     await new Promise((r) => setTimeout(r, 200));
-    const uuid = await submit('test-remote', { source: media.url('/photo.jpg'), scale: 3 });
+    const uuid = await submit('test-remote', { source: media.url('/photo.jpg'), scale: 3 }, receiver.url('/done'));
     const claimed = await polling;
     expect(claimed.status, claimed.text).toBe(200);
     const job = claimed.body.data.job;
@@ -153,6 +157,10 @@ describe('a remote job end to end', () => {
     expect(link.body.data.content_type).toBe('image/png');
     const result = Buffer.from(await (await fetch(link.body.data.url)).arrayBuffer());
     expect(result.equals(out)).toBe(true);
+    // The webhook, as for any job: signed, with the terminal state.
+    const [hook] = await receiver.waitForCount(1, 'the job.completed webhook');
+    expect(hook!.headers['x-service-signature']).toBeTruthy();
+    expect(hook!.json()).toMatchObject({ event_type: 'job.completed', job: { uuid, status: 'completed', result_ready: true } });
     // The attempt is over: its staged input is deleted, and every later call is a 409.
     expect((await fetch(staged)).status).toBe(410);
     expect(await svc.app.store.db.selectFrom('staged_blobs').select('key').where('job_uuid', '=', uuid).execute()).toEqual([]);
@@ -187,7 +195,7 @@ describe('the lease rules of a remote job', () => {
   });
 
   it('fails with the error type, or retries when the worker says it may succeed', async () => {
-    const uuid = await submit('test-remote-b', { text: 'x' });
+    const uuid = await submit('test-remote-b', { text: 'x' }, receiver.url('/failed'));
     const first = await claimJob(uuid, ['test-remote-b']);
     const retry = await w('POST', `/jobs/${uuid}/fail`, { lease_token: first.lease_token, error_type: 'processing_error', error_message: 'GPU out of memory', retryable: true });
     expect(retry.status).toBe(200);
@@ -199,6 +207,8 @@ describe('the lease rules of a remote job', () => {
     const failed = await w('POST', `/jobs/${uuid}/fail`, { lease_token: second.lease_token, error_type: 'invalid_media', error_message: 'no face in the source' });
     expect(failed.body.data.status).toBe('failed');
     expect(await status(uuid)).toMatchObject({ status: 'failed', error_type: 'invalid_media', error_message: 'no face in the source' });
+    const hook = await waitFor(() => receiver.requests.find((r) => r.path === '/failed'), 'the job.failed webhook');
+    expect(hook.json()).toMatchObject({ event_type: 'job.failed', job: { uuid, status: 'failed', error_type: 'invalid_media', error_message: 'no face in the source' } });
     const badType = await w('POST', `/jobs/${uuid}/fail`, { lease_token: second.lease_token, error_type: 'oops', error_message: 'x' });
     expect(badType.status).toBe(400);
   });
