@@ -18,6 +18,7 @@ import { webhookScenario } from './scenarios/webhooks.js';
 import { isolationScenario } from './scenarios/isolation.js';
 import { faceSwapScenario } from './scenarios/face-swap.js';
 import { videoScenario } from './scenarios/video.js';
+import { remoteScenario } from './scenarios/remote.js';
 
 const require = createRequire(import.meta.url);
 const version = (pkg: string) => (require(`${pkg}/package.json`) as { version: string }).version;
@@ -29,6 +30,7 @@ const scenarios: Array<[string, () => Promise<{ rows: Row[]; lines?: string[] }>
   ['backlog', async () => ({ rows: await backlogScenario() })],
   ['webhooks', async () => ({ rows: await webhookScenario() })],
   ['isolation', async () => ({ rows: await isolationScenario() })],
+  ['remote', async () => ({ rows: await remoteScenario() })],
   ['face-swap', faceSwapScenario],
   ['video', videoScenario],
 ];

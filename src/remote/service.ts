@@ -178,7 +178,8 @@ export class RemoteWork {
       clearInterval(keepAlive);
       if (signal.aborted) throw new Error('claim abandoned by the worker');
       // Still ours after staging (not cancelled meanwhile)? Then hand it over with a fresh lease.
-      if ((await lifecycle.renew(held, 'starting')) === undefined) {
+      // Nothing staged: the claim's own lease is fresh, no second statement.
+      if (Object.keys(staged).length > 0 && (await lifecycle.renew(held, 'starting')) === undefined) {
         await this.sweepJob(row.uuid);
         return null;
       }
