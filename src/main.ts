@@ -15,7 +15,9 @@ const USAGE = `usage:
   media-jobs workers create-token --name NAME [--job-types a,b]
                                              create a remote worker token (mjw_…, printed alone on the last line)
   media-jobs workers list                    list worker tokens (never the tokens themselves)
-  media-jobs workers revoke WORKER_ID        revoke a worker token`;
+  media-jobs workers revoke WORKER_ID        revoke a worker token
+  media-jobs worker --job-type NAME -- COMMAND [ARG…]
+                                             a remote worker: runs COMMAND per job (media-jobs worker --help)`;
 
 /**
  * The last line of defence. A database connection error that escaped its handler (a driver event,
@@ -193,6 +195,15 @@ async function main(argv: string[]): Promise<void> {
       return admin(rest);
     case 'workers':
       return workers(rest);
+    case 'worker': {
+      const { runWorkerCommand, WORKER_USAGE } = await import('./cli/worker.js');
+      if (rest[0] === '--help' || rest[0] === '-h') {
+        process.stdout.write(`${WORKER_USAGE}\n`);
+        return;
+      }
+      process.exitCode = await runWorkerCommand(rest);
+      return;
+    }
     case 'migrate':
       return migrate();
     case 'help':
