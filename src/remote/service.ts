@@ -19,6 +19,9 @@ import { blobsOfJob, deleteStagedBlob, insertStagedBlob, outputsOf, staleBlobs, 
 import type { Database } from '../store/schema.js';
 import { fetchInputs } from '../worker/inputs.js';
 import { extensionOf, type OutputType } from './output-type.js';
+import type { ClaimedJob } from './protocol.js';
+
+export type { ClaimedJob };
 
 export interface RemoteWorkDeps {
   db: Kysely<Database>;
@@ -33,18 +36,6 @@ export interface RemoteWorkDeps {
   isPublic?: IsPublic;
 }
 
-/** What a remote worker receives for a claimed job (the claim route's `job`). */
-export interface ClaimedJob {
-  uuid: string;
-  job_type: string;
-  model: string;
-  attempt: number;
-  /** The client's input, each media slot replaced by signed URLs of the service's staged copies. */
-  input: Record<string, unknown>;
-  lease_token: string;
-  lease_expires_at: string;
-  timeout_at: string;
-}
 
 /**
  * A remote attempt's lease token: `r.<random>.<claimed at>`. The random part makes it unguessable

@@ -3,16 +3,9 @@
  * HTTP status so the runner can tell "stop for good" (401/403), "drop this job" (409) and
  * "back off and retry" (network errors, 5xx) apart.
  */
-export interface ClaimedJob {
-  uuid: string;
-  job_type: string;
-  model: string;
-  attempt: number;
-  input: Record<string, unknown>;
-  lease_token: string;
-  lease_expires_at: string;
-  timeout_at: string;
-}
+import type { ClaimedJob } from '../remote/protocol.js';
+
+export type { ClaimedJob };
 
 export class WorkerHttpError extends Error {
   constructor(

@@ -39,8 +39,8 @@ export interface Region {
   height: number;
 }
 
-/** Integer bounding box of `points`, grown by `margin` and clipped to a width x height image. */
-export function boundingRegion(points: readonly Point[], margin: number, width: number, height: number): Region {
+/** The extremes of `points`. */
+export function extents(points: readonly Point[]): { x0: number; y0: number; x1: number; y1: number } {
   let x0 = Infinity;
   let y0 = Infinity;
   let x1 = -Infinity;
@@ -51,6 +51,12 @@ export function boundingRegion(points: readonly Point[], margin: number, width: 
     x1 = Math.max(x1, p.x);
     y1 = Math.max(y1, p.y);
   }
+  return { x0, y0, x1, y1 };
+}
+
+/** Integer bounding box of `points`, grown by `margin` and clipped to a width x height image. */
+export function boundingRegion(points: readonly Point[], margin: number, width: number, height: number): Region {
+  const { x0, y0, x1, y1 } = extents(points);
   const left = Math.max(0, Math.floor(x0 - margin));
   const top = Math.max(0, Math.floor(y0 - margin));
   const right = Math.min(width, Math.ceil(x1 + margin));

@@ -3,11 +3,8 @@
  * `target`. The work runs in a piscina pool of worker threads (models loaded once per thread), so the
  * API's event loop never waits on it.
  */
-import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pathToFileURL } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
-import { Piscina } from 'piscina';
 // sharp must be loaded by the main thread before any worker thread loads it (lovell/sharp#2263:
 // otherwise glibc may unload libvips when a worker exits, and the next worker crashes).
 import 'sharp';
@@ -20,7 +17,8 @@ import {
   faceSwapOptionsSchema,
   type FaceSwapOptions,
 } from './options.js';
-import { checkInputs } from './pipeline.js';
+import { checkFaceInput, checkInputs } from './pipeline.js';
+import { lazyThreadPool, workerBeside } from '../thread-pool.js';
 import { CONTROL_CANCELLED, STAGES_DONE, type WorkerReply, type WorkerTask } from './worker.js';
 
 export { faceSwapOptionsSchema, JOB_TYPE_NAME, MODEL_WARP_BLEND_V1, DEFAULT_MAX_PIXELS } from './options.js';
@@ -46,14 +44,6 @@ export interface FaceSwapJobType extends JobType<typeof faceSwapOptionsSchema> {
  * Where the worker module is. Compiled (dist/…/index.js) it is the sibling worker.js. Run from
  * TypeScript (vitest, tsx) it is worker.ts, and the worker thread needs tsx's loader to import it.
  */
-function workerLocation(): { filename: string; execArgv?: string[] } {
-  const here = import.meta.url;
-  if (here.endsWith('.ts')) {
-    const tsx = pathToFileURL(createRequire(here).resolve('tsx')).href;
-    return { filename: new URL('./worker.ts', here).href, execArgv: ['--import', tsx] };
-  }
-  return { filename: new URL('./worker.js', here).href };
-}
 
 /** The single image of a slot, as an owned copy whose buffer can be transferred to the worker. */
 function slotBytes(media: FetchedMedia[] | undefined, slot: string, required: boolean): Uint8Array | undefined {
@@ -68,19 +58,9 @@ function slotBytes(media: FetchedMedia[] | undefined, slot: string, required: bo
 export function createFaceSwapJobType(opts: FaceSwapJobTypeOptions = {}): FaceSwapJobType {
   const threads = Math.max(1, Math.floor(opts.threads ?? 1));
   const maxPixels = opts.maxPixels ?? DEFAULT_MAX_PIXELS;
-  let pool: Piscina<WorkerTask, WorkerReply> | undefined;
-
   // Created on first use: an API-only process that merely lists job types starts no threads.
-  const getPool = (): Piscina<WorkerTask, WorkerReply> => {
-    pool ??= new Piscina<WorkerTask, WorkerReply>({
-      ...workerLocation(),
-      minThreads: threads,
-      maxThreads: threads,
-      concurrentTasksPerWorker: 1,
-      idleTimeout: Infinity, // threads (and their loaded models) stay for the life of the pool
-    });
-    return pool;
-  };
+  const threadPool = lazyThreadPool<WorkerTask, WorkerReply>(workerBeside(import.meta.url), threads, { kind: 'warmup' });
+  const getPool = threadPool.get;
 
   async function run(ctx: RunContext<FaceSwapOptions>): Promise<ProcessorResult> {
     if (ctx.model !== MODEL_WARP_BLEND_V1) throw new Error(`unknown model ${ctx.model} for ${JOB_TYPE_NAME}`);
@@ -185,24 +165,8 @@ export function createFaceSwapJobType(opts: FaceSwapJobTypeOptions = {}): FaceSw
     ],
     options: faceSwapOptionsSchema,
     run,
-    checkInput(input) {
-      try {
-        checkInputs(input as Pick<FaceSwapOptions, 'faces'>, input.reference !== undefined);
-        return undefined;
-      } catch (err) {
-        // checkInputs phrases its messages as "input.reference: …" for failed jobs.
-        const m = /^input\.(\w+): (.*)$/.exec((err as Error).message);
-        return m ? { field: m[1]!, message: m[2]! } : { field: 'reference', message: (err as Error).message };
-      }
-    },
-    async warmup() {
-      const p = getPool();
-      await Promise.all(Array.from({ length: threads }, () => p.run({ kind: 'warmup' })));
-    },
-    async close() {
-      const p = pool;
-      pool = undefined;
-      await p?.destroy();
-    },
+    checkInput: checkFaceInput,
+    warmup: threadPool.warmup,
+    close: threadPool.close,
   };
 }

@@ -48,6 +48,18 @@ export function checkInputs(options: Pick<FaceSwapOptions, 'faces'>, hasReferenc
   }
 }
 
+/** checkInputs at submit time (JobType.checkInput): the offending field under `input` and why, or undefined. */
+export function checkFaceInput(input: Record<string, unknown>): { field: string; message: string } | undefined {
+  try {
+    checkInputs(input as Pick<FaceSwapOptions, 'faces'>, input.reference !== undefined);
+    return undefined;
+  } catch (err) {
+    // checkInputs phrases its messages as "input.reference: …" for failed jobs.
+    const m = /^input\.(\w+): (.*)$/.exec((err as Error).message);
+    return m ? { field: m[1]!, message: m[2]! } : { field: 'reference', message: (err as Error).message };
+  }
+}
+
 export async function runFaceSwap(input: SwapJobInput, hooks: PipelineHooks): Promise<SwapJobOutput> {
   const { options, maxPixels } = input;
   const hasReference = input.reference !== undefined;

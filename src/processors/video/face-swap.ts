@@ -5,14 +5,12 @@
  * swapped; the swapped frames go, in order, through a second pipe into the encoder, which muxes in the
  * target's (or the `audio` slot's) soundtrack.
  */
-import { createRequire } from 'node:module';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { Piscina } from 'piscina';
 import 'sharp'; // loaded by the main thread before any worker thread (see face-swap/index.ts)
 import { JobError } from '../../jobs/errors.js';
-import { checkInputs, effectiveFaceMode } from '../face-swap/pipeline.js';
+import { checkFaceInput, checkInputs, effectiveFaceMode } from '../face-swap/pipeline.js';
+import { lazyThreadPool, workerBeside } from '../thread-pool.js';
 import type { ColorStats } from '../face-swap/swap.js';
 import type { Box, Point, RgbImage } from '../face-swap/types.js';
 import type { JobType, ProcessorResult, RunContext } from '../types.js';
@@ -65,14 +63,6 @@ export interface VideoFaceSwapJobType extends JobType<typeof videoFaceSwapOption
   close(): Promise<void>;
 }
 
-function workerLocation(): { filename: string; execArgv?: string[] } {
-  const here = import.meta.url;
-  if (here.endsWith('.ts')) {
-    const tsx = pathToFileURL(createRequire(here).resolve('tsx')).href;
-    return { filename: new URL('./worker.ts', here).href, execArgv: ['--import', tsx] };
-  }
-  return { filename: new URL('./worker.js', here).href };
-}
 
 /** Rejects as soon as `signal` aborts, whatever `p` does (the late result is ignored). */
 function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
@@ -121,15 +111,9 @@ function unrotate(rotation: 0 | 90 | 180 | 270): string[] {
 export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {}): VideoFaceSwapJobType {
   const threads = Math.max(1, Math.floor(opts.threads ?? 1));
   const limits = opts.limits ?? DEFAULT_VIDEO_LIMITS;
-  let pool: Piscina<VideoTask, VideoReply> | undefined;
-  const getPool = () =>
-    (pool ??= new Piscina<VideoTask, VideoReply>({
-      ...workerLocation(),
-      minThreads: threads,
-      maxThreads: threads,
-      concurrentTasksPerWorker: 1,
-      idleTimeout: Infinity,
-    }));
+  // Created on first use: an API-only process that merely lists job types starts no threads.
+  const threadPool = lazyThreadPool<VideoTask, VideoReply>(workerBeside(import.meta.url), threads, { kind: 'warmup' });
+  const getPool = threadPool.get;
 
   async function call<K extends VideoReply['kind']>(
     task: VideoTask,
@@ -384,23 +368,8 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
     ],
     options: videoFaceSwapOptionsSchema,
     run,
-    checkInput(input) {
-      try {
-        checkInputs(input as Pick<VideoFaceSwapOptions, 'faces'>, input.reference !== undefined);
-        return undefined;
-      } catch (err) {
-        const m = /^input\.(\w+): (.*)$/.exec((err as Error).message);
-        return m ? { field: m[1]!, message: m[2]! } : { field: 'reference', message: (err as Error).message };
-      }
-    },
-    async warmup() {
-      const p = getPool();
-      await Promise.all(Array.from({ length: threads }, () => p.run({ kind: 'warmup' })));
-    },
-    async close() {
-      const p = pool;
-      pool = undefined;
-      await p?.destroy();
-    },
+    checkInput: checkFaceInput,
+    warmup: threadPool.warmup,
+    close: threadPool.close,
   };
 }

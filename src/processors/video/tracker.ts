@@ -6,7 +6,7 @@
  * back is recognised, and `reference` picks the person by descriptor.
  */
 import { descriptorDistance } from '../face-swap/detect.js';
-import { boundingRegion, faceSize, type Region } from '../face-swap/geometry.js';
+import { boundingRegion, extents, faceSize, type Region } from '../face-swap/geometry.js';
 import type { FaceMode } from '../face-swap/options.js';
 import type { ColorStats } from '../face-swap/swap.js';
 import type { Box, Point, RgbImage } from '../face-swap/types.js';
@@ -53,16 +53,7 @@ export interface Track {
 }
 
 function bbox(points: readonly Point[]): Box {
-  let x0 = Infinity;
-  let y0 = Infinity;
-  let x1 = -Infinity;
-  let y1 = -Infinity;
-  for (const p of points) {
-    x0 = Math.min(x0, p.x);
-    y0 = Math.min(y0, p.y);
-    x1 = Math.max(x1, p.x);
-    y1 = Math.max(y1, p.y);
-  }
+  const { x0, y0, x1, y1 } = extents(points);
   return { x: x0, y: y0, width: Math.max(1, x1 - x0), height: Math.max(1, y1 - y0) };
 }
 

@@ -1,0 +1,43 @@
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { Piscina } from 'piscina';
+
+export interface WorkerLocation {
+  filename: string;
+  execArgv?: string[];
+}
+
+/**
+ * The worker-thread module beside `moduleUrl` (`./worker`): the .ts through tsx when running from
+ * source (tests, bench), the compiled .js from dist.
+ */
+export function workerBeside(moduleUrl: string): WorkerLocation {
+  if (moduleUrl.endsWith('.ts')) {
+    const tsx = pathToFileURL(createRequire(moduleUrl).resolve('tsx')).href;
+    return { filename: new URL('./worker.ts', moduleUrl).href, execArgv: ['--import', tsx] };
+  }
+  return { filename: new URL('./worker.js', moduleUrl).href };
+}
+
+/**
+ * `threads` worker threads, created on first use (an API-only process that merely lists job types
+ * starts none); threads, and the models they load, live as long as the pool.
+ */
+export function lazyThreadPool<T, R>(location: WorkerLocation, threads: number, warmupTask: T) {
+  let pool: Piscina<T, R> | undefined;
+  const get = (): Piscina<T, R> =>
+    (pool ??= new Piscina<T, R>({ ...location, minThreads: threads, maxThreads: threads, concurrentTasksPerWorker: 1, idleTimeout: Infinity }));
+  return {
+    get,
+    /** Starts every thread and lets it load its models (before the first job, not during it). */
+    async warmup(): Promise<void> {
+      const p = get();
+      await Promise.all(Array.from({ length: threads }, () => p.run(warmupTask)));
+    },
+    async close(): Promise<void> {
+      const p = pool;
+      pool = undefined;
+      await p?.destroy();
+    },
+  };
+}
