@@ -11,34 +11,20 @@ export const session = {
   setAdminToken: (t: string | null) => (t ? sessionStorage.setItem(ADMIN, t) : sessionStorage.removeItem(ADMIN)),
 };
 
-export type JobStatus = 'queued' | 'processing' | 'completed' | 'failed' | 'cancelled';
+// The API's shapes come from the typed client (type-only: nothing of it is bundled).
+import type { ApiJob, Delivery, DeliveryAttempt, JobStatus, JobTypeInfo, ResultLink, SlotSpec } from '../../src/client/types.js';
+
+export type { Delivery, JobStatus, ResultLink, SlotSpec };
+export type Job = ApiJob;
+export type Attempt = DeliveryAttempt;
 export const STATUSES: JobStatus[] = ['queued', 'processing', 'completed', 'failed', 'cancelled'];
 export const isTerminal = (s: JobStatus) => s === 'completed' || s === 'failed' || s === 'cancelled';
 
-export interface Job {
-  uuid: string;
-  job_type: string;
-  model: string;
-  status: JobStatus;
-  status_detail: string;
-  error_type: string | null;
-  error_message: string | null;
-  result_ready: boolean;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-}
 export interface JobDetail extends Job {
   input: Record<string, unknown>;
   webhook: { url: string; events?: string[] } | null;
 }
-export interface SlotSpec {
-  required: boolean;
-  min: number;
-  max: number;
-  accepts: 'image' | 'audio' | 'video';
-  description: string;
-}
+/** The subset of JSON Schema the new-job form renders. */
 export interface JsonSchema {
   type?: string | string[];
   properties?: Record<string, JsonSchema>;
@@ -50,37 +36,8 @@ export interface JsonSchema {
   description?: string;
   anyOf?: JsonSchema[];
 }
-export interface JobType {
-  name: string;
-  description: string;
-  slots: Partial<Record<string, SlotSpec>>;
-  models: Array<{ name: string; description: string }>;
-  options: JsonSchema;
-}
-export interface Attempt {
-  attempt: number;
-  started_at: string;
-  http_status: number | null;
-  error: string | null;
-  duration_ms: number;
-  ok: boolean;
-  manual: boolean;
-}
-export interface Delivery {
-  event_id: string;
-  event_type: string;
-  url: string;
-  state: 'pending' | 'delivered' | 'failed';
-  attempts: Attempt[];
-  next_attempt_at: string | null;
-  created_at: string;
-}
-export interface ResultLink {
-  url: string;
-  expires_at: string;
-  content_type: string;
-  size_bytes: number;
-}
+// Slots indexed by any input key: the job page looks up each field of an input by name.
+export type JobType = Omit<JobTypeInfo, 'options' | 'slots'> & { slots: Partial<Record<string, SlotSpec>>; options: JsonSchema };
 
 export class ApiError extends Error {
   constructor(
