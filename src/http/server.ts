@@ -168,7 +168,7 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
       return reply.code(STATUS_OF_KIND[err.kind]).send(fail(err.message));
     }
     if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
-      const [status, message] = describeFastifyError(err, deps.maxBodyBytes);
+      const [status, message] = describeFastifyError(err, request.routeOptions.bodyLimit ?? deps.maxBodyBytes);
       return reply.code(status).send(fail(message));
     }
     // The database is down, restarting, locked or full: not a bug, and a retry may succeed (no log line per

@@ -20,7 +20,7 @@ let tokenB: string;
 beforeAll(async () => {
   media = await startMediaServer();
   receiver = await startReceiver();
-  svc = await startService({ JOB_TYPES_FILE: declaredTypesFile(), JOB_LEASE: '4s', WORKER_MEDIA_URL_TTL: '4s', RATE_LIMIT_SUBMIT: '0', RATE_LIMIT_READ: '0' });
+  svc = await startService({ JOB_TYPES_FILE: declaredTypesFile(), JOB_LEASE: '4s', WORKER_MEDIA_URL_TTL: '4s', WORKER_MAX_OUTPUT_BYTES: '100000', RATE_LIMIT_SUBMIT: '0', RATE_LIMIT_READ: '0' });
   token = (await createWorkerToken(svc.app.store.db, { name: 'all', jobTypes: null }, Date.now())).token;
   tokenB = (await createWorkerToken(svc.app.store.db, { name: 'only-b', jobTypes: ['test-remote-b'] }, Date.now())).token;
 });
@@ -173,6 +173,9 @@ describe('a remote job end to end', () => {
     const uuid = await submit('test-remote-b', { text: 'count me' });
     const job = await claimJob(uuid, ['test-remote-b']);
     expect((await upload(uuid, job.lease_token, Buffer.from('{"words": 2'), 'application/json')).status).toBe(415);
+    const big = await upload(uuid, job.lease_token, Buffer.alloc(100_001, 0x20), 'text/plain');
+    expect(big.status).toBe(413);
+    expect(big.body.message).toContain('100000');
     expect((await upload(uuid, job.lease_token, Buffer.from('{"words": 2}'), 'application/json')).status).toBe(200);
     expect((await w('POST', `/jobs/${uuid}/complete`, { lease_token: job.lease_token })).status).toBe(200);
     const link = await svc.call('GET', `/api/v1/jobs/${uuid}/result`);
