@@ -1,19 +1,32 @@
-/** Shared parts of the video jobs: temp workspace, input checks, and the encoder's arguments. */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+/** Shared parts of the video jobs: temp workspace, input checks, the encoder's arguments and the result. */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { JobError } from '../../jobs/errors.js';
-import type { FetchedMedia } from '../types.js';
+import type { FetchedMedia, ProcessorResult } from '../types.js';
 import { crfFor, MAX_FPS, type VideoFormat, type VideoLimits } from './options.js';
 import type { MediaInfo, VideoStreamInfo } from './probe.js';
 
-/** A private temp directory, removed (with everything in it) by `dispose`, whatever happened. */
-export async function withWorkspace<T>(fn: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'media-jobs-video-'));
+/**
+ * Runs `fn` in a private temp directory, removed (with everything in it) whatever happened, with a
+ * signal of its own for the processes it starts.
+ */
+export async function withWorkspace<T>(jobSignal: AbortSignal, fn: (dir: string, signal: AbortSignal) => Promise<T>): Promise<T> {
+  // Our own controller, aborted on the job's signal and whenever run() ends: ffmpeg never outlives it.
+  const ac = new AbortController();
+  const onAbort = () => ac.abort(jobSignal.reason);
+  jobSignal.addEventListener('abort', onAbort, { once: true });
+  if (jobSignal.aborted) onAbort();
   try {
-    return await fn(dir);
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'media-jobs-video-'));
+    try {
+      return await fn(dir, ac.signal);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    ac.abort(new Error('job finished'));
+    jobSignal.removeEventListener('abort', onAbort);
   }
 }
 
@@ -93,8 +106,19 @@ export function videoArgs(format: VideoFormat, quality: number, opts: { still?: 
   return ['-c:v', 'libvpx-vp9', '-crf', crf, '-b:v', '0', '-deadline', 'realtime', '-cpu-used', '8', '-row-mt', '1', '-pix_fmt', 'yuv420p'];
 }
 
+/** ffmpeg's input options for raw rgb24 frames of width x height piped to its stdin at `rate` frames per second. */
+export function rawFramesInput(width: number, height: number, rate: string): string[] {
+  return ['-f', 'rawvideo', '-pix_fmt', 'rgb24', '-s', `${width}x${height}`, '-framerate', rate, '-i', 'pipe:0'];
+}
+
 export function containerArgs(format: VideoFormat): string[] {
   return format === 'mp4' ? ['-movflags', '+faststart', '-f', 'mp4'] : ['-f', 'webm'];
 }
 
 export const VIDEO_CONTENT_TYPES: Record<VideoFormat, string> = { mp4: 'video/mp4', webm: 'video/webm' };
+
+/** The finished video file as the job's result. */
+export async function videoResult(file: string, format: VideoFormat): Promise<ProcessorResult> {
+  const bytes = await readFile(file);
+  return { bytes, contentType: VIDEO_CONTENT_TYPES[format], extension: format };
+}

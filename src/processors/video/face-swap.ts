@@ -5,7 +5,6 @@
  * swapped; the swapped frames go, in order, through a second pipe into the encoder, which muxes in the
  * target's (or the `audio` slot's) soundtrack.
  */
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import 'sharp'; // loaded by the main thread before any worker thread (see face-swap/index.ts)
 import { JobError } from '../../jobs/errors.js';
@@ -20,9 +19,10 @@ import {
   containerArgs,
   durationLimit,
   maxFramesFor,
+  rawFramesInput,
   slotFile,
-  VIDEO_CONTENT_TYPES,
   videoArgs,
+  videoResult,
   withWorkspace,
 } from './encode.js';
 import { FfmpegError, resolveBinaries, runToEnd, spawnPiped, type FfmpegBinaries } from './ffmpeg.js';
@@ -137,195 +137,183 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
     const bins = opts.binaries?.() ?? resolveBinaries();
     const limit = durationLimit(limits, options.max_duration);
 
-    // Our own controller, aborted on the job's signal and whenever run() ends: ffmpeg never outlives it.
-    const ac = new AbortController();
-    const onAbort = () => ac.abort(ctx.signal.reason);
-    ctx.signal.addEventListener('abort', onAbort, { once: true });
-    if (ctx.signal.aborted) onAbort();
-    const signal = ac.signal;
-    try {
-      return await withWorkspace(async (dir) => {
-        const targetFile = (await slotFile(dir, ctx.media.target, 'target'))!;
-        const audioFile = await slotFile(dir, ctx.media.audio, 'audio');
-        ctx.progress('reading video');
-        const info = await probeMedia(bins.ffprobe, targetFile, 'input.target', signal);
-        const v = checkVideo('input.target', info, limits, limit);
-        let audioCodec = info.audio?.codec;
-        if (audioFile) {
-          const a = await probeMedia(bins.ffprobe, audioFile, 'input.audio', signal);
-          if (!a.audio) throw new JobError('invalid_media', 'input.audio: no audio stream');
-          audioCodec = a.audio.codec;
-        }
+    return withWorkspace(ctx.signal, async (dir, signal) => {
+      const targetFile = (await slotFile(dir, ctx.media.target, 'target'))!;
+      const audioFile = await slotFile(dir, ctx.media.audio, 'audio');
+      ctx.progress('reading video');
+      const info = await probeMedia(bins.ffprobe, targetFile, 'input.target', signal);
+      const v = checkVideo('input.target', info, limits, limit);
+      let audioCodec = info.audio?.codec;
+      if (audioFile) {
+        const a = await probeMedia(bins.ffprobe, audioFile, 'input.audio', signal);
+        if (!a.audio) throw new JobError('invalid_media', 'input.audio: no audio stream');
+        audioCodec = a.audio.codec;
+      }
 
-        ctx.progress('detecting faces');
-        const source = new Uint8Array(ctx.media.source![0]!.bytes);
-        const reference = hasReference ? new Uint8Array(ctx.media.reference![0]!.bytes) : undefined;
-        const prepared = await abortable(
-          call(
-            { kind: 'prepare', source, reference, minConfidence: options.min_confidence, maxPixels: IMAGE_MAX_PIXELS },
-            'prepared',
-            [source.buffer, ...(reference ? [reference.buffer] : [])] as ArrayBuffer[],
-          ),
-          signal,
-        );
+      ctx.progress('detecting faces');
+      const source = new Uint8Array(ctx.media.source![0]!.bytes);
+      const reference = hasReference ? new Uint8Array(ctx.media.reference![0]!.bytes) : undefined;
+      const prepared = await abortable(
+        call(
+          { kind: 'prepare', source, reference, minConfidence: options.min_confidence, maxPixels: IMAGE_MAX_PIXELS },
+          'prepared',
+          [source.buffer, ...(reference ? [reference.buffer] : [])] as ArrayBuffer[],
+        ),
+        signal,
+      );
 
-        const upright = v.rotation === 90 || v.rotation === 270;
-        const width = upright ? v.height : v.width;
-        const height = upright ? v.width : v.height;
-        const frameBytes = width * height * 3;
-        const maxFrames = maxFramesFor(limit);
-        // mp4 keeps the target's rotation: frames are turned back to the stored orientation and the
-        // tag is set in a remux (this ffmpeg drops a rotate tag given to an encoding run). WebM has no
-        // rotation tag, so there the frames are stored upright.
-        const keepRotation = v.rotation !== 0 && options.format === 'mp4';
-        const encodedFile = path.join(dir, `encoded.${options.format}`);
-        const outFile = keepRotation ? path.join(dir, `out.${options.format}`) : encodedFile;
+      const upright = v.rotation === 90 || v.rotation === 270;
+      const width = upright ? v.height : v.width;
+      const height = upright ? v.width : v.height;
+      const frameBytes = width * height * 3;
+      const maxFrames = maxFramesFor(limit);
+      // mp4 keeps the target's rotation: frames are turned back to the stored orientation and the
+      // tag is set in a remux (this ffmpeg drops a rotate tag given to an encoding run). WebM has no
+      // rotation tag, so there the frames are stored upright.
+      const keepRotation = v.rotation !== 0 && options.format === 'mp4';
+      const encodedFile = path.join(dir, `encoded.${options.format}`);
+      const outFile = keepRotation ? path.join(dir, `out.${options.format}`) : encodedFile;
 
-        const decoder = spawnPiped(
-          bins.ffmpeg,
-          ['-v', 'error', '-nostdin', '-i', targetFile, '-map', '0:v:0', '-vsync', 'passthrough', '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'],
-          signal,
-        );
-        decoder.child.stdin.end();
-        // The soundtrack comes from the `audio` slot, else from the target itself (copied when the
-        // container allows, so it stays bit-exact).
-        const soundFile = audioFile ?? (audioCodec ? targetFile : undefined);
-        const encoder = spawnPiped(
-          bins.ffmpeg,
-          [
-            '-v', 'error', '-y',
-            '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-s', `${width}x${height}`, '-framerate', v.rate, '-i', 'pipe:0',
-            ...(soundFile ? ['-i', soundFile, '-map', '0:v:0', '-map', '1:a:0'] : ['-map', '0:v:0']),
-            ...(keepRotation ? unrotate(v.rotation) : []),
-            ...videoArgs(options.format, options.quality),
-            ...(soundFile ? audioArgs(options.format, audioCodec!) : []),
-            ...(audioFile ? ['-shortest'] : []),
-            ...containerArgs(options.format),
-            encodedFile,
-          ],
-          signal,
-        );
+      const decoder = spawnPiped(
+        bins.ffmpeg,
+        ['-v', 'error', '-nostdin', '-i', targetFile, '-map', '0:v:0', '-vsync', 'passthrough', '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'],
+        signal,
+      );
+      decoder.child.stdin.end();
+      // The soundtrack comes from the `audio` slot, else from the target itself (copied when the
+      // container allows, so it stays bit-exact).
+      const soundFile = audioFile ?? (audioCodec ? targetFile : undefined);
+      const encoder = spawnPiped(
+        bins.ffmpeg,
+        [
+          '-v', 'error', '-y',
+          ...rawFramesInput(width, height, v.rate),
+          ...(soundFile ? ['-i', soundFile, '-map', '0:v:0', '-map', '1:a:0'] : ['-map', '0:v:0']),
+          ...(keepRotation ? unrotate(v.rotation) : []),
+          ...videoArgs(options.format, options.quality),
+          ...(soundFile ? audioArgs(options.format, audioCodec!) : []),
+          ...(audioFile ? ['-shortest'] : []),
+          ...containerArgs(options.format),
+          encodedFile,
+        ],
+        signal,
+      );
 
-        const tracker = new FaceTracker(
-          {
-            detect: async (frame) =>
-              (await call({ kind: 'detect', frame, minConfidence: options.min_confidence, descriptors: false }, 'faces')).faces as FoundFace[],
-            landmarks: async (crop: RgbImage, box: Box) =>
-              (await call({ kind: 'landmarks', crop, boxes: [box] }, 'landmarks', [crop.data.buffer as ArrayBuffer])).landmarks[0]!,
-            descriptor: async (crop: RgbImage, landmarks: Point[]) =>
-              (await call({ kind: 'descriptor', crop, landmarks }, 'descriptor', [crop.data.buffer as ArrayBuffer])).descriptor,
-          },
-          {
-            mode,
-            reference: prepared.reference,
-            matchThreshold: options.match_threshold,
-            keyInterval: Math.max(1, Math.round(v.fps * KEY_FRAME_SECONDS)),
-            fps: v.fps,
-            maxFaces: MAX_FACES,
-          },
-        );
+      const tracker = new FaceTracker(
+        {
+          detect: async (frame) =>
+            (await call({ kind: 'detect', frame, minConfidence: options.min_confidence, descriptors: false }, 'faces')).faces as FoundFace[],
+          landmarks: async (crop: RgbImage, box: Box) =>
+            (await call({ kind: 'landmarks', crop, boxes: [box] }, 'landmarks', [crop.data.buffer as ArrayBuffer])).landmarks[0]!,
+          descriptor: async (crop: RgbImage, landmarks: Point[]) =>
+            (await call({ kind: 'descriptor', crop, landmarks }, 'descriptor', [crop.data.buffer as ArrayBuffer])).descriptor,
+        },
+        {
+          mode,
+          reference: prepared.reference,
+          matchThreshold: options.match_threshold,
+          keyInterval: Math.max(1, Math.round(v.fps * KEY_FRAME_SECONDS)),
+          fps: v.fps,
+          maxFaces: MAX_FACES,
+        },
+      );
 
-        // Swaps run concurrently, but frames leave in order: a window of in-flight frames.
-        const window = threads * 2 + 1;
-        const pending: { done: Promise<{ frame: RgbImage; stats: (ColorStats | undefined)[] }>; tracks: Track[] }[] = [];
-        let swappedFrames = 0;
-        const flushOne = async () => {
-          const p = pending.shift()!;
-          const out = await abortable(p.done, signal);
-          p.tracks.forEach((t, k) => {
-            const s = out.stats[k];
-            if (s) t.stats = blendStats(t.stats, s, STATS_EMA);
-          });
-          await writeFrame(encoder.child.stdin, out.frame.data);
-        };
-        let index = 0;
-        let lastProgress = 0;
-        const total = v.frames;
-        try {
-          for await (const data of readFrames(decoder.child.stdout, frameBytes)) {
-            signal.throwIfAborted();
-            if (index >= maxFrames) {
-              throw new JobError('invalid_media', `input.target: more than ${maxFrames} frames, over the frame limit`);
-            }
-            const frame: RgbImage = { data, width, height };
-            const now = Date.now();
-            if (now - lastProgress >= PROGRESS_EVERY_MS) {
-              lastProgress = now;
-              ctx.progress(`swapping faces: frame ${index + 1} of ${Math.max(total, index + 1)}`);
-            }
-            const tracks = await abortable(tracker.analyse(frame, index), signal);
-            index++;
-            if (tracks.length === 0) {
-              // No face: the frame passes through untouched.
-              pending.push({ done: Promise.resolve({ frame, stats: [] }), tracks: [] });
-            } else {
-              swappedFrames++;
-              const faces = tracks.map((t) => ({ landmarks: t.smooth, stats: t.stats }));
-              const done = call(
-                {
-                  kind: 'swap',
-                  frame,
-                  faces,
-                  source: prepared.source.image,
-                  srcLandmarks: prepared.source.landmarks,
-                  blend: options.blend,
-                  colorCorrection: options.color_correction,
-                },
-                'swapped',
-                [data.buffer as ArrayBuffer],
-              ).then((r) => ({ frame: r.frame, stats: r.stats }));
-              done.catch(() => {});
-              pending.push({ done, tracks: [...tracks] });
-            }
-            while (pending.length >= window) await flushOne();
-          }
-          while (pending.length > 0) await flushOne();
-          encoder.child.stdin.end();
-        } catch (err) {
+      // Swaps run concurrently, but frames leave in order: a window of in-flight frames.
+      const window = threads * 2 + 1;
+      const pending: { done: Promise<{ frame: RgbImage; stats: (ColorStats | undefined)[] }>; tracks: Track[] }[] = [];
+      let swappedFrames = 0;
+      const flushOne = async () => {
+        const p = pending.shift()!;
+        const out = await abortable(p.done, signal);
+        p.tracks.forEach((t, k) => {
+          const s = out.stats[k];
+          if (s) t.stats = blendStats(t.stats, s, STATS_EMA);
+        });
+        await writeFrame(encoder.child.stdin, out.frame.data);
+      };
+      let index = 0;
+      let lastProgress = 0;
+      const total = v.frames;
+      try {
+        for await (const data of readFrames(decoder.child.stdout, frameBytes)) {
           signal.throwIfAborted();
-          if (err instanceof JobError) throw err;
-          // A dead encoder shows up as a closed pipe: report the encoder's own error instead.
-          await encoder.done.catch((e: unknown) => {
-            throw e;
-          });
-          throw err;
-        }
-        try {
-          await decoder.done;
-        } catch (err) {
-          signal.throwIfAborted();
-          throw new JobError('invalid_media', `input.target: not a decodable video (${(err as FfmpegError).stderr.trim().split('\n').pop() ?? ''})`);
-        }
-        await encoder.done;
-        if (index === 0) throw new JobError('invalid_media', 'input.target: no video frames could be decoded');
-        if (swappedFrames === 0) {
-          if (mode === 'reference' && tracker.sawFace) {
-            const d = Number.isFinite(tracker.closestReference) ? tracker.closestReference.toFixed(2) : 'n/a';
-            throw new JobError(
-              'invalid_media',
-              `input.reference: no face in input.target matches the reference face (closest distance ${d}, match_threshold ${options.match_threshold})`,
-            );
+          if (index >= maxFrames) {
+            throw new JobError('invalid_media', `input.target: more than ${maxFrames} frames, over the frame limit`);
           }
-          throw new JobError('invalid_media', 'input.target: no face found in any frame');
+          const frame: RgbImage = { data, width, height };
+          const now = Date.now();
+          if (now - lastProgress >= PROGRESS_EVERY_MS) {
+            lastProgress = now;
+            ctx.progress(`swapping faces: frame ${index + 1} of ${Math.max(total, index + 1)}`);
+          }
+          const tracks = await abortable(tracker.analyse(frame, index), signal);
+          index++;
+          if (tracks.length === 0) {
+            // No face: the frame passes through untouched.
+            pending.push({ done: Promise.resolve({ frame, stats: [] }), tracks: [] });
+          } else {
+            swappedFrames++;
+            const faces = tracks.map((t) => ({ landmarks: t.smooth, stats: t.stats }));
+            const done = call(
+              {
+                kind: 'swap',
+                frame,
+                faces,
+                source: prepared.source.image,
+                srcLandmarks: prepared.source.landmarks,
+                blend: options.blend,
+                colorCorrection: options.color_correction,
+              },
+              'swapped',
+              [data.buffer as ArrayBuffer],
+            ).then((r) => ({ frame: r.frame, stats: r.stats }));
+            done.catch(() => {});
+            pending.push({ done, tracks: [...tracks] });
+          }
+          while (pending.length >= window) await flushOne();
         }
-        ctx.progress('encoding');
-        if (keepRotation) {
-          // This ffmpeg writes `rotate=N` as a display matrix that ffprobe reads back as N degrees
-          // counter-clockwise, i.e. (360 - N) clockwise: write the complement of the clockwise angle.
-          const tag = String((360 - v.rotation) % 360);
-          await runToEnd(
-            bins.ffmpeg,
-            ['-v', 'error', '-y', '-i', encodedFile, '-map', '0', '-c', 'copy', '-metadata:s:v:0', `rotate=${tag}`, ...containerArgs('mp4'), outFile],
-            signal,
+        while (pending.length > 0) await flushOne();
+        encoder.child.stdin.end();
+      } catch (err) {
+        signal.throwIfAborted();
+        if (err instanceof JobError) throw err;
+        // A dead encoder shows up as a closed pipe: report the encoder's own error instead.
+        await encoder.done.catch((e: unknown) => {
+          throw e;
+        });
+        throw err;
+      }
+      try {
+        await decoder.done;
+      } catch (err) {
+        signal.throwIfAborted();
+        throw new JobError('invalid_media', `input.target: not a decodable video (${(err as FfmpegError).stderr.trim().split('\n').pop() ?? ''})`);
+      }
+      await encoder.done;
+      if (index === 0) throw new JobError('invalid_media', 'input.target: no video frames could be decoded');
+      if (swappedFrames === 0) {
+        if (mode === 'reference' && tracker.sawFace) {
+          const d = Number.isFinite(tracker.closestReference) ? tracker.closestReference.toFixed(2) : 'n/a';
+          throw new JobError(
+            'invalid_media',
+            `input.reference: no face in input.target matches the reference face (closest distance ${d}, match_threshold ${options.match_threshold})`,
           );
         }
-        const bytes = await readFile(outFile);
-        return { bytes, contentType: VIDEO_CONTENT_TYPES[options.format], extension: options.format };
-      });
-    } finally {
-      ac.abort(new Error('job finished'));
-      ctx.signal.removeEventListener('abort', onAbort);
-    }
+        throw new JobError('invalid_media', 'input.target: no face found in any frame');
+      }
+      ctx.progress('encoding');
+      if (keepRotation) {
+        // This ffmpeg writes `rotate=N` as a display matrix that ffprobe reads back as N degrees
+        // counter-clockwise, i.e. (360 - N) clockwise: write the complement of the clockwise angle.
+        const tag = String((360 - v.rotation) % 360);
+        await runToEnd(
+          bins.ffmpeg,
+          ['-v', 'error', '-y', '-i', encodedFile, '-map', '0', '-c', 'copy', '-metadata:s:v:0', `rotate=${tag}`, ...containerArgs('mp4'), outFile],
+          signal,
+        );
+      }
+      return videoResult(outFile, options.format);
+    });
   }
 
   return {

@@ -5,7 +5,6 @@
  * sharp and piped to ffmpeg as raw frames, one per image, at a frame rate that spreads them over the
  * audio's length; ffmpeg repeats each as needed for the output frame rate.
  */
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
 import { JobError } from '../../jobs/errors.js';
@@ -16,9 +15,10 @@ import {
   containerArgs,
   durationLimit,
   mp,
+  rawFramesInput,
   slotFile,
-  VIDEO_CONTENT_TYPES,
   videoArgs,
+  videoResult,
   withWorkspace,
 } from './encode.js';
 import { FfmpegError, resolveBinaries, spawnPiped, type FfmpegBinaries } from './ffmpeg.js';
@@ -59,98 +59,87 @@ export function createVideoFromImageAudioJobType(
     const limit = durationLimit(limits, options.max_duration);
     const label = (i: number) => (images.length > 1 ? `input.source[${i}]` : 'input.source');
 
-    const ac = new AbortController();
-    const onAbort = () => ac.abort(ctx.signal.reason);
-    ctx.signal.addEventListener('abort', onAbort, { once: true });
-    if (ctx.signal.aborted) onAbort();
-    const signal = ac.signal;
-    try {
-      return await withWorkspace(async (dir) => {
-        const audioFile = (await slotFile(dir, ctx.media.audio, 'audio'))!;
-        ctx.progress('reading audio');
-        const info = await probeMedia(bins.ffprobe, audioFile, 'input.audio', signal);
-        if (!info.audio) throw new JobError('invalid_media', 'input.audio: no audio stream');
-        const duration = info.audio.duration || info.duration;
-        if (!(duration > 0)) throw new JobError('invalid_media', 'input.audio: no audio stream');
-        checkDuration('input.audio', duration, limit, limits);
+    return withWorkspace(ctx.signal, async (dir, signal) => {
+      const audioFile = (await slotFile(dir, ctx.media.audio, 'audio'))!;
+      ctx.progress('reading audio');
+      const info = await probeMedia(bins.ffprobe, audioFile, 'input.audio', signal);
+      if (!info.audio) throw new JobError('invalid_media', 'input.audio: no audio stream');
+      const duration = info.audio.duration || info.duration;
+      if (!(duration > 0)) throw new JobError('invalid_media', 'input.audio: no audio stream');
+      checkDuration('input.audio', duration, limit, limits);
 
-        // Frame size: the first image's, at `width` (or at most 1920 wide), even for yuv420p.
-        let first: sharp.Metadata;
-        try {
-          first = await sharp(images[0]!.bytes, { limitInputPixels: false }).metadata();
-        } catch {
-          throw new JobError('invalid_media', `${label(0)}: not a decodable image`);
-        }
-        if (!first.width || !first.height) throw new JobError('invalid_media', `${label(0)}: not a decodable image`);
-        const upright = (first.orientation ?? 1) >= 5;
-        const [w0, h0] = upright ? [first.height, first.width] : [first.width, first.height];
-        const width = even(options.width ?? Math.min(w0, DEFAULT_MAX_WIDTH));
-        const height = even((width * h0) / w0);
-        if (width * height > limits.maxPixels) {
-          throw new JobError('invalid_media', `${label(0)}: output would be ${width}x${height}, over the ${mp(limits.maxPixels)} MP limit`);
-        }
-        if (images.length > MAX_IMAGES) throw new JobError('invalid_media', `input.source: at most ${MAX_IMAGES} images`);
+      // Frame size: the first image's, at `width` (or at most 1920 wide), even for yuv420p.
+      let first: sharp.Metadata;
+      try {
+        first = await sharp(images[0]!.bytes, { limitInputPixels: false }).metadata();
+      } catch {
+        throw new JobError('invalid_media', `${label(0)}: not a decodable image`);
+      }
+      if (!first.width || !first.height) throw new JobError('invalid_media', `${label(0)}: not a decodable image`);
+      const upright = (first.orientation ?? 1) >= 5;
+      const [w0, h0] = upright ? [first.height, first.width] : [first.width, first.height];
+      const width = even(options.width ?? Math.min(w0, DEFAULT_MAX_WIDTH));
+      const height = even((width * h0) / w0);
+      if (width * height > limits.maxPixels) {
+        throw new JobError('invalid_media', `${label(0)}: output would be ${width}x${height}, over the ${mp(limits.maxPixels)} MP limit`);
+      }
+      if (images.length > MAX_IMAGES) throw new JobError('invalid_media', `input.source: at most ${MAX_IMAGES} images`);
 
-        ctx.progress('encoding');
-        const outFile = path.join(dir, `out.${options.format}`);
-        // n images over `duration` seconds: the raw input runs at n/duration frames per second.
-        const inRate = `${images.length * 1000}/${Math.round(duration * 1000)}`;
-        const graph = options.waveform
-          ? [
-              '-filter_complex',
-              `[1:a]showwaves=s=${width}x${even(height / 4)}:mode=cline:rate=${options.fps}:colors=${options.waveform_color.replace('#', '0x')},format=rgba[w];` +
-                `[0:v]fps=${options.fps}[bg];[bg][w]overlay=0:${height - even(height / 4)}:shortest=1,format=yuv420p[v]`,
-              '-map', '[v]', '-map', '1:a:0',
-            ]
-          : ['-map', '0:v:0', '-map', '1:a:0', '-r', String(options.fps)];
-        const encoder = spawnPiped(
-          bins.ffmpeg,
-          [
-            '-v', 'error', '-y',
-            '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-s', `${width}x${height}`, '-framerate', inRate, '-i', 'pipe:0',
-            '-i', audioFile,
-            ...graph,
-            ...videoArgs(options.format, options.quality, { still: !options.waveform }),
-            ...audioArgs(options.format, info.audio.codec),
-            '-t', duration.toFixed(3),
-            ...containerArgs(options.format),
-            outFile,
-          ],
-          signal,
-        );
-        try {
-          for (let i = 0; i < images.length; i++) {
-            signal.throwIfAborted();
-            let raw: Buffer;
-            try {
-              raw = await sharp(images[i]!.bytes, { limitInputPixels: 100_000_000 })
-                .rotate()
-                .resize(width, height, { fit: 'contain', background: '#000000' })
-                .flatten({ background: '#000000' })
-                .toColourspace('srgb')
-                .raw()
-                .toBuffer();
-            } catch {
-              throw new JobError('invalid_media', `${label(i)}: not a decodable image`);
-            }
-            await writeFrame(encoder.child.stdin, raw);
-          }
-          // The last image is held to the end: one more copy of it closes the final interval.
-          encoder.child.stdin.end();
-          await encoder.done;
-        } catch (err) {
+      ctx.progress('encoding');
+      const outFile = path.join(dir, `out.${options.format}`);
+      // n images over `duration` seconds: the raw input runs at n/duration frames per second.
+      const inRate = `${images.length * 1000}/${Math.round(duration * 1000)}`;
+      const graph = options.waveform
+        ? [
+            '-filter_complex',
+            `[1:a]showwaves=s=${width}x${even(height / 4)}:mode=cline:rate=${options.fps}:colors=${options.waveform_color.replace('#', '0x')},format=rgba[w];` +
+              `[0:v]fps=${options.fps}[bg];[bg][w]overlay=0:${height - even(height / 4)}:shortest=1,format=yuv420p[v]`,
+            '-map', '[v]', '-map', '1:a:0',
+          ]
+        : ['-map', '0:v:0', '-map', '1:a:0', '-r', String(options.fps)];
+      const encoder = spawnPiped(
+        bins.ffmpeg,
+        [
+          '-v', 'error', '-y',
+          ...rawFramesInput(width, height, inRate),
+          '-i', audioFile,
+          ...graph,
+          ...videoArgs(options.format, options.quality, { still: !options.waveform }),
+          ...audioArgs(options.format, info.audio.codec),
+          '-t', duration.toFixed(3),
+          ...containerArgs(options.format),
+          outFile,
+        ],
+        signal,
+      );
+      try {
+        for (let i = 0; i < images.length; i++) {
           signal.throwIfAborted();
-          if (err instanceof JobError) throw err;
-          if (err instanceof FfmpegError) throw new Error(`encoding failed: ${err.stderr.trim().split('\n').pop() ?? err.message}`);
-          throw err;
+          let raw: Buffer;
+          try {
+            raw = await sharp(images[i]!.bytes, { limitInputPixels: 100_000_000 })
+              .rotate()
+              .resize(width, height, { fit: 'contain', background: '#000000' })
+              .flatten({ background: '#000000' })
+              .toColourspace('srgb')
+              .raw()
+              .toBuffer();
+          } catch {
+            throw new JobError('invalid_media', `${label(i)}: not a decodable image`);
+          }
+          await writeFrame(encoder.child.stdin, raw);
         }
-        const bytes = await readFile(outFile);
-        return { bytes, contentType: VIDEO_CONTENT_TYPES[options.format], extension: options.format };
-      });
-    } finally {
-      ac.abort(new Error('job finished'));
-      ctx.signal.removeEventListener('abort', onAbort);
-    }
+        // The last image is held to the end: one more copy of it closes the final interval.
+        encoder.child.stdin.end();
+        await encoder.done;
+      } catch (err) {
+        signal.throwIfAborted();
+        if (err instanceof JobError) throw err;
+        if (err instanceof FfmpegError) throw new Error(`encoding failed: ${err.stderr.trim().split('\n').pop() ?? err.message}`);
+        throw err;
+      }
+      return videoResult(outFile, options.format);
+    });
   }
 
   return {
