@@ -8,8 +8,9 @@ export interface WorkerLocation {
 }
 
 /**
- * The worker-thread module beside `moduleUrl` (`./worker`): the .ts through tsx when running from
- * source (tests, bench), the compiled .js from dist.
+ * The worker-thread module beside `moduleUrl` (`./worker`). Compiled (dist/…) it is the sibling
+ * worker.js. Run from TypeScript (vitest, tsx, bench) it is worker.ts, and the worker thread needs
+ * tsx's loader to import it.
  */
 export function workerBeside(moduleUrl: string): WorkerLocation {
   if (moduleUrl.endsWith('.ts')) {

@@ -40,11 +40,6 @@ export interface FaceSwapJobType extends JobType<typeof faceSwapOptionsSchema> {
   close(): Promise<void>;
 }
 
-/**
- * Where the worker module is. Compiled (dist/…/index.js) it is the sibling worker.js. Run from
- * TypeScript (vitest, tsx) it is worker.ts, and the worker thread needs tsx's loader to import it.
- */
-
 /** The single image of a slot, as an owned copy whose buffer can be transferred to the worker. */
 function slotBytes(media: FetchedMedia[] | undefined, slot: string, required: boolean): Uint8Array | undefined {
   const first = media?.[0];

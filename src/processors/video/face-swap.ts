@@ -63,7 +63,6 @@ export interface VideoFaceSwapJobType extends JobType<typeof videoFaceSwapOption
   close(): Promise<void>;
 }
 
-
 /** Rejects as soon as `signal` aborts, whatever `p` does (the late result is ignored). */
 function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   p.catch(() => {});
