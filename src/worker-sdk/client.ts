@@ -7,6 +7,10 @@ import type { ClaimedJob } from '../remote/protocol.js';
 
 export type { ClaimedJob };
 
+/** The error types a job can fail with (the protocol's `error_type`). */
+export const ERROR_TYPES = ['media_fetch_failed', 'invalid_media', 'processing_error', 'timeout', 'internal_error'] as const;
+export type ErrorType = (typeof ERROR_TYPES)[number];
+
 export class WorkerHttpError extends Error {
   constructor(
     readonly status: number,
@@ -17,10 +21,17 @@ export class WorkerHttpError extends Error {
   }
 }
 
-/** True for failures worth retrying: the network, timeouts, 429 and 5xx. */
+/** True for failures worth retrying: the network, timeouts, 429 and 5xx (never an abort). */
 export function isTransient(err: unknown): boolean {
   if (err instanceof WorkerHttpError) return err.status === 429 || err.status >= 500;
-  return !(err instanceof Error && err.name === 'AbortError');
+  return !(err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError'));
+}
+
+/** A claimed job and how long its lease lasts, measured on the service's clock. */
+export interface Claim {
+  job: ClaimedJob;
+  /** Milliseconds of lease left when the answer left the service (never below 1 s). */
+  leaseMs: number;
 }
 
 export class WorkerClient {
@@ -33,11 +44,11 @@ export class WorkerClient {
     this.base = `${url.replace(/\/+$/, '')}/api/v1/worker`;
   }
 
-  private async call<T>(method: string, path: string, body: unknown, signal?: AbortSignal, raw?: { bytes: Uint8Array; contentType: string }): Promise<T> {
+  private async call<T>(method: string, path: string, body: unknown, signal?: AbortSignal, raw?: { bytes: Uint8Array; contentType: string }): Promise<{ data: T; date: string | null }> {
     const res = await fetch(`${this.base}${path}`, {
       method,
       headers: { authorization: `Bearer ${this.token}`, 'content-type': raw ? raw.contentType : 'application/json' },
-      body: raw ? new Uint8Array(raw.bytes) : JSON.stringify(body),
+      body: raw ? bodyOf(raw.bytes) : JSON.stringify(body),
       signal,
     });
     const text = await res.text();
@@ -47,38 +58,66 @@ export class WorkerClient {
     } catch {
       /* not the envelope: a proxy's page */
     }
-    if (res.status !== 200) throw new WorkerHttpError(res.status, `${method} ${path}: HTTP ${res.status}: ${env.message ?? text.slice(0, 200)}`);
-    return env.data as T;
+    // The lease token rides in the output call's query: keep it out of error messages (and logs).
+    const where = `${method} ${path.split('?')[0]}`;
+    if (res.status !== 200) throw new WorkerHttpError(res.status, `${where}: HTTP ${res.status}: ${env.message ?? text.slice(0, 200)}`);
+    if (env.data === undefined) throw new WorkerHttpError(502, `${where}: HTTP 200 without the API's envelope (a proxy in the way?)`);
+    return { data: env.data, date: res.headers.get('date') };
   }
 
-  async claim(jobTypes: string[], waitSeconds: number, signal?: AbortSignal): Promise<ClaimedJob | null> {
-    return (await this.call<{ job: ClaimedJob | null }>('POST', '/claim', { job_types: jobTypes, wait: waitSeconds }, signal)).job;
+  /** Claims a job, long-polling up to `waitSeconds`; null when none came. */
+  async claim(jobTypes: string[], waitSeconds: number, signal?: AbortSignal): Promise<Claim | null> {
+    const { data, date } = await this.call<{ job: ClaimedJob | null }>('POST', '/claim', { job_types: jobTypes, wait: waitSeconds }, signal);
+    return data.job ? { job: data.job, leaseMs: leaseLeft(data.job.lease_expires_at, date, Date.now()) } : null;
   }
 
-  heartbeat(uuid: string, lease: string, detail?: string, progress?: number): Promise<{ lease_expires_at: string; cancel_requested: boolean }> {
-    return this.call('POST', `/jobs/${uuid}/heartbeat`, { lease_token: lease, status_detail: detail, progress });
+  async heartbeat(uuid: string, lease: string, detail?: string, progress?: number): Promise<{ lease_expires_at: string; cancel_requested: boolean }> {
+    return (await this.call<{ lease_expires_at: string; cancel_requested: boolean }>('POST', `/jobs/${uuid}/heartbeat`, { lease_token: lease, status_detail: detail, progress })).data;
   }
 
-  output(uuid: string, lease: string, bytes: Uint8Array, contentType: string): Promise<{ content_type: string; size: number }> {
-    return this.call('PUT', `/jobs/${uuid}/output?lease_token=${encodeURIComponent(lease)}`, undefined, undefined, { bytes, contentType });
+  async output(uuid: string, lease: string, bytes: Uint8Array, contentType: string): Promise<{ content_type: string; size: number }> {
+    return (await this.call<{ content_type: string; size: number }>('PUT', `/jobs/${uuid}/output?lease_token=${encodeURIComponent(lease)}`, undefined, undefined, { bytes, contentType })).data;
   }
 
-  complete(uuid: string, lease: string): Promise<{ status: 'completed' }> {
-    return this.call('POST', `/jobs/${uuid}/complete`, { lease_token: lease });
+  async complete(uuid: string, lease: string): Promise<{ status: 'completed' }> {
+    return (await this.call<{ status: 'completed' }>('POST', `/jobs/${uuid}/complete`, { lease_token: lease })).data;
   }
 
-  fail(uuid: string, lease: string, errorType: string, message: string, retryable: boolean): Promise<{ status: 'failed' | 'queued' }> {
-    return this.call('POST', `/jobs/${uuid}/fail`, { lease_token: lease, error_type: errorType, error_message: message.slice(0, 1000) || 'failed', retryable });
+  async fail(uuid: string, lease: string, errorType: ErrorType, message: string, retryable: boolean): Promise<{ status: 'failed' | 'queued' }> {
+    const body = { lease_token: lease, error_type: errorType, error_message: message.slice(0, 1000) || 'failed', retryable };
+    return (await this.call<{ status: 'failed' | 'queued' }>('POST', `/jobs/${uuid}/fail`, body)).data;
   }
 
-  release(uuid: string, lease: string): Promise<{ status: 'queued' }> {
-    return this.call('POST', `/jobs/${uuid}/release`, { lease_token: lease });
+  async release(uuid: string, lease: string): Promise<{ status: 'queued' }> {
+    return (await this.call<{ status: 'queued' }>('POST', `/jobs/${uuid}/release`, { lease_token: lease })).data;
   }
 
   /** Downloads a staged input (a signed URL: no credentials). */
   async download(url: string, signal?: AbortSignal): Promise<{ bytes: Buffer; contentType: string }> {
     const res = await fetch(url, { signal });
-    if (res.status !== 200) throw new WorkerHttpError(res.status, `GET staged input: HTTP ${res.status}`);
+    if (res.status !== 200) {
+      await res.body?.cancel();
+      throw new WorkerHttpError(res.status, `GET staged input: HTTP ${res.status}`);
+    }
     return { bytes: Buffer.from(await res.arrayBuffer()), contentType: res.headers.get('content-type') ?? 'application/octet-stream' };
   }
+}
+
+/** The bytes as fetch takes them: no copy unless they sit in shared memory (a 200 MB output is not copied). */
+function bodyOf(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
+  return bytes.buffer instanceof ArrayBuffer ? (bytes as Uint8Array<ArrayBuffer>) : new Uint8Array(bytes);
+}
+
+/**
+ * The lease left, free of clock skew between worker and service: `lease_expires_at` is the
+ * service's clock. When ours agrees with its `Date` header (1 s resolution) ours is the finer
+ * measure; when it does not, the header is the only honest one (taken 1 s short, since the header
+ * truncates).
+ */
+export function leaseLeft(expiresAt: string, dateHeader: string | null, now: number): number {
+  const expires = Date.parse(expiresAt);
+  const serverNow = dateHeader ? Date.parse(dateHeader) : NaN;
+  const ours = expires - now;
+  const left = Number.isNaN(serverNow) || Math.abs(now - serverNow) <= 2_000 ? ours : expires - serverNow - 1_000;
+  return Number.isFinite(left) ? Math.max(1_000, left) : 1_000;
 }

@@ -1,13 +1,25 @@
-import { isTransient, WorkerClient, WorkerHttpError, type ClaimedJob } from './client.js';
+import { ERROR_TYPES, isTransient, WorkerClient, WorkerHttpError, type Claim, type ClaimedJob, type ErrorType } from './client.js';
 
 const SLOTS = ['source', 'target', 'reference', 'audio'] as const;
 export type MediaSlot = (typeof SLOTS)[number];
+
+/** Backoff of transient failures: 100 ms doubling to 5 s. */
+const BACKOFF_MIN_MS = 100;
+const BACKOFF_MAX_MS = 5_000;
+/** Progress goes out at once, but not more often than this (a chatty model must not flood the service). */
+const PROGRESS_GAP_MS = 250;
+/** With `waitSeconds: 0` an empty claim is not a long poll: pause before the next one. */
+const IDLE_PAUSE_MS = 1_000;
+/** A stopping worker tries this long to hand its jobs back; then their leases expire instead. */
+const RELEASE_WITHIN_MS = 10_000;
+const DOWNLOAD_TRIES = 4;
 
 /** A claimed job as the handler sees it. */
 export interface WorkerJob {
   uuid: string;
   jobType: string;
   model: string;
+  /** 1 for the first attempt; higher after a lost lease or a retryable failure. */
   attempt: number;
   /** The client's input; media slots hold arrays of signed URLs to the service's staged copies. */
   input: Record<string, unknown>;
@@ -16,16 +28,20 @@ export interface WorkerJob {
 }
 
 export interface JobContext {
-  /** Aborted when the client cancels, the job times out, the lease is lost, or the worker stops. */
+  /**
+   * Aborted when the client cancels, the job times out, the lease is lost (409), or the worker
+   * stops and the grace is over. Honour it: the job is no longer this worker's.
+   */
   signal: AbortSignal;
-  /** Shown in the job's public status (sent with the next heartbeat, at once if none is in flight). */
+  /** Shown in the job's public status: sent at once (at most every 250 ms) and with every heartbeat. */
   progress(detail: string, fraction?: number): void;
-  /** Downloads a staged input URL. */
+  /** Downloads a staged input URL (network errors and 5xx are retried a few times). */
   download(url: string): Promise<{ bytes: Buffer; contentType: string }>;
 }
 
 export interface JobOutput {
   bytes: Buffer | Uint8Array;
+  /** The service sniffs media types from the bytes; JSON and text are taken as declared here. */
   contentType: string;
 }
 
@@ -33,10 +49,13 @@ export interface JobOutput {
 export class WorkerJobError extends Error {
   readonly retryable: boolean;
   constructor(
-    readonly errorType: 'media_fetch_failed' | 'invalid_media' | 'processing_error' | 'timeout' | 'internal_error',
+    readonly errorType: ErrorType,
     message: string,
     opts: { retryable?: boolean } = {},
   ) {
+    // Checked here (for JavaScript callers): the service would refuse it, and the job would only
+    // come back after its lease ran out.
+    if (!(ERROR_TYPES as readonly string[]).includes(errorType)) throw new TypeError(`WorkerJobError: error_type must be one of ${ERROR_TYPES.join(', ')} (got "${String(errorType)}")`);
     super(message);
     this.name = 'WorkerJobError';
     this.retryable = opts.retryable ?? false;
@@ -49,19 +68,23 @@ export interface RunWorkerOptions {
   /** A worker token (mjw_…) from `media-jobs workers create-token`. */
   token: string;
   jobTypes: string[];
-  /** Jobs run at once (default 1). */
+  /** Jobs run at once (default 1); a claim is made only while a slot is free. */
   concurrency?: number;
   handle(job: WorkerJob, ctx: JobContext): Promise<JobOutput>;
   /** Long-poll length of each claim, 0–30 s (default 30). */
   waitSeconds?: number;
-  /** Heartbeat at most this often apart (default: a third of the lease the service grants). */
+  /** Heartbeat at most this far apart (default and ceiling: a third of the lease the service grants). */
   heartbeatMs?: number;
   /** Where the worker reports what it does (default: nowhere). */
   log?: (message: string, fields?: Record<string, unknown>) => void;
 }
 
 export interface RemoteWorker {
-  /** Stops claiming, lets running jobs finish for `graceMs` (default 30 s), then aborts and releases them. */
+  /**
+   * Stops claiming (an in-flight long poll is abandoned), lets running jobs finish for `graceMs`
+   * (default 30 s), then aborts their signals and hands them back (`release`: the attempt does
+   * not count). Resolves once every handler has returned.
+   */
   stop(graceMs?: number): Promise<void>;
   /** Settles when the worker has stopped; rejects if it had to stop (a revoked token, a refused job type). */
   done: Promise<void>;
@@ -70,6 +93,7 @@ export interface RemoteWorker {
 }
 
 type Why = 'cancelled' | 'lost' | 'stop';
+/** The reason a job's signal carries: its name makes `throw ctx.signal.reason` read as an abort. */
 class Stopped extends Error {
   constructor(readonly why: Why) {
     super(`job stopped: ${why}`);
@@ -77,36 +101,65 @@ class Stopped extends Error {
   }
 }
 
+const nextBackoff = (ms: number) => Math.min(BACKOFF_MAX_MS, Math.max(BACKOFF_MIN_MS, ms * 2));
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
 /**
- * Runs a remote worker: `concurrency` loops, each long-polling for a job, running `handle` with
- * heartbeats, uploading its output and completing (or failing) the job. Network errors and 5xx
- * answers back off and retry; a 409 drops the job (someone else holds it now).
+ * Runs a remote worker: `concurrency` loops, each long-polling for a job while its slot is free,
+ * running `handle` with heartbeats, then uploading its output and completing (or failing) the job.
+ * Network errors and 5xx answers back off and retry forever; 401/403 on a claim stop the worker
+ * (`done` rejects); a 409 drops the job (it is no longer this worker's).
  */
 export function runWorker(opts: RunWorkerOptions): RemoteWorker {
+  if (!/^https?:\/\//.test(opts.url ?? '')) throw new TypeError('runWorker: url must be the service\'s http(s) base URL');
+  if (!opts.token) throw new TypeError('runWorker: token is required (a worker token, mjw_…)');
+  if (!Array.isArray(opts.jobTypes) || opts.jobTypes.length === 0) throw new TypeError('runWorker: jobTypes must name at least one declared job type');
+  if (typeof opts.handle !== 'function') throw new TypeError('runWorker: handle(job, ctx) is required');
   const client = new WorkerClient(opts.url, opts.token);
   const log = opts.log ?? (() => {});
-  const slots = Math.max(1, opts.concurrency ?? 1);
+  const slots = Math.max(1, Math.floor(opts.concurrency ?? 1));
   const wait = Math.min(30, Math.max(0, opts.waitSeconds ?? 30));
+  /** Aborted by stop() or a fatal answer: no more claims. */
   const stopping = new AbortController();
+  /** Aborted when a stop's grace is over: running handlers are aborted, retries end. */
+  const graceOver = new AbortController();
   const running = new Map<string, AbortController>();
   let fatal: Error | undefined;
 
-  const sleep = (ms: number) =>
-    new Promise<void>((r) => {
-      const t = setTimeout(done, ms);
-      stopping.signal.addEventListener('abort', done, { once: true });
-      function done() {
-        clearTimeout(t);
-        r();
+  /** Retries `call` on transient errors (backoff 100 ms doubling to 5 s) until it succeeds, fails for good, or `until` aborts. */
+  async function persist<T>(what: string, call: () => Promise<T>, until: AbortSignal, tries = Infinity): Promise<T> {
+    let backoff = 0;
+    for (let n = 1; ; n++) {
+      try {
+        return await call();
+      } catch (err) {
+        if (!isTransient(err) || until.aborted || n >= tries) throw err;
+        backoff = nextBackoff(backoff);
+        log(`${what} failed; retrying`, { error: (err as Error).message, retry_in_ms: backoff });
+        await pause(backoff, until);
       }
-    });
+    }
+  }
 
   async function loop(): Promise<void> {
     let backoff = 0;
     while (!stopping.signal.aborted) {
-      let job: ClaimedJob | null;
+      let claim: Claim | null;
       try {
-        job = await client.claim(opts.jobTypes, wait, stopping.signal);
+        claim = await client.claim(opts.jobTypes, wait, stopping.signal);
         backoff = 0;
       } catch (err) {
         if (stopping.signal.aborted) return;
@@ -116,110 +169,176 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
           stopping.abort();
           return;
         }
-        backoff = Math.min(5_000, Math.max(100, backoff * 2));
+        backoff = nextBackoff(backoff);
         log('claim failed; retrying', { error: (err as Error).message, retry_in_ms: backoff });
-        await sleep(backoff);
+        await pause(backoff, stopping.signal);
         continue;
       }
-      if (!job) continue;
+      if (!claim) {
+        if (wait === 0) await pause(IDLE_PAUSE_MS, stopping.signal);
+        continue;
+      }
       if (stopping.signal.aborted) {
-        await client.release(job.uuid, job.lease_token).catch(() => {});
+        // The answer raced the stop: hand the job straight back.
+        await release(claim.job);
         return;
       }
-      await runJob(job);
+      await runJob(claim);
     }
   }
 
-  async function runJob(job: ClaimedJob): Promise<void> {
+  async function release(job: ClaimedJob): Promise<void> {
+    try {
+      await persist('release', () => client.release(job.uuid, job.lease_token), AbortSignal.timeout(RELEASE_WITHIN_MS));
+      log('job released', { job_uuid: job.uuid });
+    } catch (err) {
+      log('could not hand the job back; its lease will expire', { job_uuid: job.uuid, error: (err as Error).message });
+    }
+  }
+
+  async function runJob({ job, leaseMs }: Claim): Promise<void> {
     const controller = new AbortController();
     running.set(job.uuid, controller);
     const lease = job.lease_token;
-    const leaseMs = Math.max(1_000, Date.parse(job.lease_expires_at) - Date.now());
-    const every = Math.max(200, Math.min(opts.heartbeatMs ?? Infinity, Math.floor(leaseMs / 3)));
-    let detail: { text: string; fraction?: number | undefined } | undefined;
-    let beating: Promise<void> | undefined;
-    let again = false;
-    const beat = (): void => {
-      if (beating) {
-        again = true;
+    const why = (): Why | undefined => (controller.signal.reason instanceof Stopped ? controller.signal.reason.why : undefined);
+    const heart = heartbeats(job, leaseMs, controller);
+    const ctx: JobContext = {
+      signal: controller.signal,
+      progress: (text, fraction) => heart.progress(text, fraction),
+      download: (url) => persist('download', () => client.download(url, controller.signal), controller.signal, DOWNLOAD_TRIES),
+    };
+    const media: WorkerJob['media'] = {};
+    for (const s of SLOTS) if (Array.isArray(job.input[s])) media[s] = job.input[s] as string[];
+    log('job started', { job_uuid: job.uuid, job_type: job.job_type, attempt: job.attempt });
+
+    let handled: Promise<{ out: JobOutput } | { err: unknown }>;
+    try {
+      handled = Promise.resolve(opts.handle({ uuid: job.uuid, jobType: job.job_type, model: job.model, attempt: job.attempt, input: job.input, media }, ctx)).then(
+        (out) => ({ out }),
+        (err: unknown) => ({ err }),
+      );
+    } catch (err) {
+      handled = Promise.resolve({ err });
+    }
+    // A stop after the grace hands the job back at once, without waiting for the handler to wind
+    // down (it may take a while to notice its signal): the job is back in the queue meanwhile.
+    const stopped = new Promise<'stopped'>((resolve) => {
+      const on = () => why() === 'stop' && resolve('stopped');
+      controller.signal.addEventListener('abort', on, { once: true });
+    });
+    try {
+      const outcome = await Promise.race([handled, stopped]);
+      const reason = why();
+      // A result that made it before the stop is still delivered (one try, no retries).
+      if (outcome === 'stopped' || (reason === 'stop' && 'err' in outcome)) {
+        heart.stop();
+        await release(job);
         return;
       }
+      if (reason === 'cancelled' || reason === 'lost') {
+        heart.stop();
+        log('job dropped', { job_uuid: job.uuid, why: reason });
+        return;
+      }
+      // Recording the outcome: heartbeats go on (a large upload may outlast the lease), retries
+      // go on until the outcome is recorded, the lease is lost (409) or a stop's grace is over.
+      const until = AbortSignal.any([controller.signal, graceOver.signal]);
+      try {
+        if ('err' in outcome) await failWith(job, outcome.err, until);
+        else await deliver(job, outcome.out, until);
+      } catch (err) {
+        if (err instanceof WorkerHttpError && err.status === 409) log('job dropped', { job_uuid: job.uuid, why: 'lost', error: err.message });
+        else log('could not record the job outcome; its lease will expire and another attempt will run it', { job_uuid: job.uuid, error: (err as Error).message });
+      } finally {
+        heart.stop();
+      }
+    } finally {
+      heart.stop();
+      // The slot is free only once the handler has returned (a cancelled one may still be winding down).
+      await handled;
+      running.delete(job.uuid);
+    }
+
+    async function deliver(j: ClaimedJob, out: JobOutput, until: AbortSignal): Promise<void> {
+      const bytes = out?.bytes;
+      if (!(bytes instanceof Uint8Array) || bytes.length === 0 || typeof out.contentType !== 'string') {
+        return failWith(j, new WorkerJobError('processing_error', 'the worker produced no output'), until);
+      }
+      try {
+        await persist('output upload', () => client.output(j.uuid, lease, bytes, out.contentType), until);
+      } catch (err) {
+        // Bytes the service will never take (too large, an unknown type): the job fails with its reason.
+        if (err instanceof WorkerHttpError && [400, 413, 415].includes(err.status)) {
+          return failWith(j, new WorkerJobError('processing_error', `the service refused the output: ${err.message.replace(/^.*?HTTP \d+: /, '')}`), until);
+        }
+        throw err;
+      }
+      await persist('complete', () => client.complete(j.uuid, lease), until);
+      log('job completed', { job_uuid: j.uuid, bytes: bytes.length });
+    }
+
+    async function failWith(j: ClaimedJob, err: unknown, until: AbortSignal): Promise<void> {
+      const e = err instanceof WorkerJobError ? err : new WorkerJobError('processing_error', (err instanceof Error ? err.message : String(err)) || 'the job failed');
+      const r = await persist('fail', () => client.fail(j.uuid, lease, e.errorType, e.message, e.retryable), until);
+      log('job failed', { job_uuid: j.uuid, error_type: e.errorType, error: e.message.slice(0, 200), now: r.status });
+    }
+  }
+
+  /** One job's heartbeats: every min(heartbeatMs, lease / 3), and soon after each progress report. */
+  function heartbeats(job: ClaimedJob, leaseMs: number, controller: AbortController) {
+    const every = Math.max(100, Math.min(opts.heartbeatMs ?? Infinity, Math.floor(leaseMs / 3)));
+    let detail: { text: string; fraction?: number | undefined } | undefined;
+    let inFlight = false;
+    let lastSent = 0;
+    let soon: NodeJS.Timeout | undefined;
+    let stopped = false;
+    const beat = (): void => {
+      if (stopped || inFlight) return;
+      clearTimeout(soon);
+      soon = undefined;
+      inFlight = true;
+      lastSent = Date.now();
       const d = detail;
       detail = undefined;
-      beating = client
-        .heartbeat(job.uuid, lease, d?.text, d?.fraction)
+      client
+        .heartbeat(job.uuid, job.lease_token, d?.text, d?.fraction)
         .then((r) => {
           if (r.cancel_requested) controller.abort(new Stopped('cancelled'));
         })
         .catch((err: unknown) => {
-          if (err instanceof WorkerHttpError && err.status === 409) controller.abort(new Stopped('lost'));
-          else if (err instanceof WorkerHttpError && (err.status === 401 || err.status === 403)) controller.abort(new Stopped('lost'));
-          // Transient: the next beat tries again while the lease lasts.
+          // 409: someone else holds the job now; 401/403: this worker may no longer hold it.
+          if (err instanceof WorkerHttpError && [401, 403, 409].includes(err.status)) controller.abort(new Stopped('lost'));
+          else if (d && !detail) detail = d; // transient: the next beat tries again (with the detail) while the lease lasts
         })
         .finally(() => {
-          beating = undefined;
-          if (again && !controller.signal.aborted) {
-            again = false;
-            beat();
-          }
+          inFlight = false;
+          if (detail) flushSoon();
         });
     };
-    const timer = setInterval(beat, every);
-    const ctx: JobContext = {
-      signal: controller.signal,
-      progress(text, fraction) {
-        if (controller.signal.aborted) return;
-        detail = { text: text.slice(0, 200), fraction: fraction === undefined ? undefined : Math.min(1, Math.max(0, fraction)) };
-        beat();
-      },
-      download: (url) => client.download(url, controller.signal),
+    const flushSoon = (): void => {
+      if (stopped || inFlight || soon) return;
+      const gap = lastSent + PROGRESS_GAP_MS - Date.now();
+      if (gap <= 0) beat();
+      else soon = setTimeout(beat, gap);
     };
-    const media: WorkerJob['media'] = {};
-    for (const s of SLOTS) if (Array.isArray(job.input[s])) media[s] = job.input[s] as string[];
-    const why = () => (controller.signal.reason instanceof Stopped ? controller.signal.reason.why : undefined);
-    log('job started', { job_uuid: job.uuid, job_type: job.job_type, attempt: job.attempt });
-    try {
-      let out: JobOutput;
-      try {
-        out = await opts.handle({ uuid: job.uuid, jobType: job.job_type, model: job.model, attempt: job.attempt, input: job.input, media }, ctx);
-      } catch (err) {
-        await settle(job, why(), err);
-        return;
-      }
-      if (controller.signal.aborted) return settle(job, why(), undefined);
-      clearInterval(timer);
-      await beating;
-      await client.output(job.uuid, lease, out.bytes, out.contentType);
-      await client.complete(job.uuid, lease);
-      log('job completed', { job_uuid: job.uuid });
-    } catch (err) {
-      // Recording the outcome failed: a 409 means the job is someone else's now; otherwise the
-      // lease runs out and the service gives the job to another attempt.
-      log('could not record the job outcome', { job_uuid: job.uuid, error: (err as Error).message });
-    } finally {
-      clearInterval(timer);
-      running.delete(job.uuid);
-    }
-
-    async function settle(j: ClaimedJob, stopped: Why | undefined, err: unknown): Promise<void> {
-      clearInterval(timer);
-      await beating;
-      if (stopped === 'cancelled' || stopped === 'lost') {
-        log('job dropped', { job_uuid: j.uuid, why: stopped });
-      } else if (stopped === 'stop') {
-        await client.release(j.uuid, lease);
-        log('job released', { job_uuid: j.uuid });
-      } else if (err instanceof WorkerJobError) {
-        const r = await client.fail(j.uuid, lease, err.errorType, err.message, err.retryable);
-        log('job failed', { job_uuid: j.uuid, error_type: err.errorType, now: r.status });
-      } else if (err !== undefined) {
-        await client.fail(j.uuid, lease, 'processing_error', err instanceof Error ? err.message : String(err), false);
-        log('job failed', { job_uuid: j.uuid, error: err instanceof Error ? err.message : String(err) });
-      }
-    }
+    const timer = setInterval(beat, every);
+    return {
+      progress(text: string, fraction?: number) {
+        if (stopped || controller.signal.aborted) return;
+        const f = typeof fraction === 'number' && Number.isFinite(fraction) ? Math.min(1, Math.max(0, fraction)) : undefined;
+        detail = { text: String(text).slice(0, 200), fraction: f };
+        flushSoon();
+      },
+      stop() {
+        stopped = true;
+        clearInterval(timer);
+        clearTimeout(soon);
+      },
+    };
   }
 
   const loops = Promise.all(Array.from({ length: slots }, () => loop()));
+  // Each loop returns only after its job's handler has: when they all have, nothing runs.
   const done = loops.then(() => {
     if (fatal) throw fatal;
   });
@@ -231,10 +350,11 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
     },
     async stop(graceMs = 30_000) {
       stopping.abort();
-      const deadline = Date.now() + graceMs;
-      while (running.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      const deadline = Date.now() + Math.max(0, graceMs);
+      while (running.size > 0 && Date.now() < deadline && !graceOver.signal.aborted) await pause(Math.min(50, deadline - Date.now()), graceOver.signal);
+      graceOver.abort();
       for (const c of running.values()) c.abort(new Stopped('stop'));
-      await loops;
+      await done.catch(() => {});
     },
   };
 }
