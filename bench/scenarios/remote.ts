@@ -3,19 +3,19 @@
  *
  * One `all` process (SQLite by default; BENCH_REMOTE_DB=postgres) runs the built-in `bench-noop`
  * type in WORKER_SLOTS in-process slots and declares `bench-remote-noop` in JOB_TYPES_FILE. A remote
- * worker in this process speaks the protocol (docs/workers.md) over HTTP with WORKER_SLOTS loops:
- * long-poll claim (wait 5 s), PUT output, complete, as any worker in any language would.
+ * worker in this process, the TypeScript SDK (runWorker, WORKER_SLOTS loops), speaks the protocol
+ * (docs/workers.md) over HTTP: long-poll claim (wait 30 s), PUT output, complete.
  *   claim-to-start: PACED jobs submitted one at a time on an idle queue while the loops long-poll:
- *                   from the submit request to the moment the worker holds the claimed job;
+ *                   from the submit request to the moment the SDK calls the handler;
  *   jobs/s:         BENCH_REMOTE_JOBS no-op jobs of each kind by 32 concurrent submitters, from the
  *                   first submit to the last terminal state (remote first, then built-in with the
  *                   remote loops stopped, so neither competes with the other).
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { Pool } from 'undici';
 import { openStore } from '../../src/store/db.js';
 import { createWorkerToken } from '../../src/store/worker-tokens.js';
+import { runWorker } from '../../src/worker-sdk/index.js';
 import { fmt, freshStore, httpClient, inParallel, log, quantile, raw, setScenario, startService, stopAll, waitUntil, type Db, type Row, type Service } from '../lib.js';
 
 const WORKER_SLOTS = 8;
@@ -34,33 +34,28 @@ interface RemoteCase {
   builtinJobsPerSecond: number;
 }
 
-/** A protocol-level remote worker: `slots` loops of claim → output → complete. */
+/**
+ * The remote worker: the TypeScript SDK (`media-jobs/worker`) with `slots` loops, each long-polling
+ * (30 s) while its slot is free; the no-op handler returns a JSON result, which the SDK uploads
+ * (`PUT …/output`) and completes. Three HTTP round trips per job, as any worker makes them.
+ */
 function remoteWorker(base: string, token: string, slots: number, onStart: (uuid: string) => void) {
-  const pool = new Pool(base, { connections: slots + 2, pipelining: 1 });
-  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-  let stopped = false;
-  const call = async (method: 'POST' | 'PUT', p: string, body: string, type = 'application/json') => {
-    const res = await pool.request({ method, path: p, headers: { ...headers, 'content-type': type }, body });
-    const json = (await res.body.json()) as { data: any };
-    if (res.statusCode !== 200) throw new Error(`${method} ${p}: ${res.statusCode} ${JSON.stringify(json)}`);
-    return json.data;
-  };
-  const loop = async () => {
-    while (!stopped) {
-      const { job } = await call('POST', '/api/v1/worker/claim', JSON.stringify({ job_types: [REMOTE_TYPE], wait: 5 }));
-      if (!job) continue;
+  let failure: Error | undefined;
+  const worker = runWorker({
+    url: base,
+    token,
+    jobTypes: [REMOTE_TYPE],
+    concurrency: slots,
+    handle: async (job) => {
       onStart(job.uuid);
-      const lease = encodeURIComponent(job.lease_token);
-      await call('PUT', `/api/v1/worker/jobs/${job.uuid}/output?lease_token=${lease}`, '"ok"');
-      await call('POST', `/api/v1/worker/jobs/${job.uuid}/complete`, JSON.stringify({ lease_token: job.lease_token }));
-    }
-  };
-  const loops = Array.from({ length: slots }, loop);
+      return { bytes: Buffer.from('"ok"'), contentType: 'application/json' };
+    },
+  });
+  worker.done.catch((err: Error) => (failure = err));
   return {
     async stop() {
-      stopped = true;
-      await Promise.allSettled(loops);
-      await pool.close();
+      await worker.stop(10_000);
+      if (failure) throw failure;
     },
   };
 }
@@ -157,7 +152,7 @@ export async function remoteScenario(): Promise<Row[]> {
   return [
     {
       scenario: 'remote',
-      case: `${name}: claim-to-start of a long-polling remote worker, idle queue (${PACED} jobs)`,
+      case: `${name}: claim-to-start of a long-polling SDK worker (submit → handler), idle queue (${PACED} jobs)`,
       value: `p50 ${fmt.ms(c.claimToStartP50)}, p99 ${fmt.ms(c.claimToStartP99)}`,
       reference: `built-in pickup (created → started): p50 ${fmt.ms(c.builtinPickupP50)}, p99 ${fmt.ms(c.builtinPickupP99)}`,
       target: '(info)',
