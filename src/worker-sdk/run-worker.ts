@@ -118,6 +118,24 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 /**
+ * A signal aborted when either is; `dispose()` unhooks it from both. (AbortSignal.any would keep a
+ * registration per job on the worker-lifetime signal.)
+ */
+function linked(a: AbortSignal, b: AbortSignal): AbortSignal & { dispose(): void } {
+  const c = new AbortController();
+  const abort = () => c.abort();
+  if (a.aborted || b.aborted) abort();
+  a.addEventListener('abort', abort, { once: true });
+  b.addEventListener('abort', abort, { once: true });
+  return Object.assign(c.signal, {
+    dispose() {
+      a.removeEventListener('abort', abort);
+      b.removeEventListener('abort', abort);
+    },
+  });
+}
+
+/**
  * Runs a remote worker: `concurrency` loops, each long-polling for a job while its slot is free,
  * running `handle` with heartbeats, then uploading its output and completing (or failing) the job.
  * Network errors and 5xx answers back off and retry forever; 401/403 on a claim stop the worker
@@ -242,7 +260,7 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
       }
       // Recording the outcome: heartbeats go on (a large upload may outlast the lease), retries
       // go on until the outcome is recorded, the lease is lost (409) or a stop's grace is over.
-      const until = AbortSignal.any([controller.signal, graceOver.signal]);
+      const until = linked(controller.signal, graceOver.signal);
       try {
         if ('err' in outcome) await failWith(job, outcome.err, until);
         else await deliver(job, outcome.out, until);
@@ -251,6 +269,7 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
         else log('could not record the job outcome; its lease will expire and another attempt will run it', { job_uuid: job.uuid, error: (err as Error).message });
       } finally {
         heart.stop();
+        until.dispose();
       }
     } finally {
       heart.stop();

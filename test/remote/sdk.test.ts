@@ -4,7 +4,8 @@ import sharp from 'sharp';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../src/index.js';
 import { createWorkerToken } from '../../src/store/worker-tokens.js';
-import { runWorker, WorkerJobError, type RemoteWorker, type RunWorkerOptions } from '../../src/worker-sdk/index.js';
+import { ERROR_TYPES as SERVICE_ERROR_TYPES } from '../../src/jobs/errors.js';
+import { ERROR_TYPES, runWorker, WorkerJobError, type RemoteWorker, type RunWorkerOptions } from '../../src/worker-sdk/index.js';
 import { startMediaServer, type MediaServer } from '../helpers/media-server.js';
 import { startService, waitFor, waitTerminal, type TestService } from '../helpers/service.js';
 import { startReceiver, type Receiver } from '../webhooks/receiver.js';
@@ -203,6 +204,11 @@ describe('runWorker', () => {
     expect(await client.status(uuid)).toMatchObject({ status: 'queued' });
     expect(await client.attempts(uuid)).toBe(0);
     await client.cancel(uuid);
+  });
+
+  it('knows the service\'s error types (it keeps its own copy, so as to load none of the service)', () => {
+    expect(ERROR_TYPES).toEqual(SERVICE_ERROR_TYPES);
+    expect(() => new WorkerJobError('oops' as never, 'x')).toThrow(/error_type must be one of/);
   });
 
   it('stops with an error when the service refuses its token', async () => {
