@@ -120,6 +120,14 @@ describe('the Python reference worker', () => {
     await stopIdle(w);
   });
 
+  it('stops with exit status 1 when the service refuses its token', async () => {
+    const w = startWorkerProcess('python', svc, 'mjw_revoked-or-wrong', 'py-e2e', ['true']);
+    workers.push(w);
+    await exited(w);
+    expect(w.exitCode, w.log()).toBe(1);
+    expect(w.log()).toContain('HTTP 401');
+  });
+
   it('on SIGTERM hands its running job back (the attempt does not count) and exits 0', async () => {
     const dir = tempDir('mj-py-term-');
     const w = start('py-term', sleeper(dir), ['--grace', '200ms']);
