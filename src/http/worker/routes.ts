@@ -112,6 +112,12 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRouteDeps):
       if (!reply.raw.writableFinished) gone.abort();
     });
     const job = await deps.remote.claim([...new Set(wanted)], body.wait * 1000, gone.signal);
+    // The worker hung up while the job was being claimed: hand it back now, uncounted, rather than
+    // let it wait out a lease nobody holds.
+    if (job && gone.signal.aborted) {
+      await deps.remote.release(job.uuid, job.lease_token).catch(() => {});
+      return ok({ job: null });
+    }
     return ok({ job });
   });
 
