@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../config.js';
 import { runWorker, WorkerJobError, type JobContext, type JobOutput, type WorkerJob } from '../worker-sdk/index.js';
+import { extensionOf } from '../media/extensions.js';
 
 export const WORKER_USAGE = `usage: media-jobs worker [--url URL] [--token TOKEN] --job-type NAME [--job-type NAME…]
                          [--concurrency N] [--grace 30s] -- COMMAND [ARG…]
@@ -26,27 +27,6 @@ const KILL_GRACE_MS = 5_000;
 const EX_TEMPFAIL = 75;
 const STDERR_LINES = 8;
 const SLOTS = ['source', 'target', 'reference', 'audio'] as const;
-const EXT: Record<string, string> = {
-  'image/jpeg': 'jpg',
-  'image/png': 'png',
-  'image/webp': 'webp',
-  'image/gif': 'gif',
-  'image/avif': 'avif',
-  'image/bmp': 'bmp',
-  'image/tiff': 'tiff',
-  'video/mp4': 'mp4',
-  'video/webm': 'webm',
-  'video/quicktime': 'mov',
-  'video/x-matroska': 'mkv',
-  'audio/mpeg': 'mp3',
-  'audio/wav': 'wav',
-  'audio/x-wav': 'wav',
-  'audio/ogg': 'ogg',
-  'audio/flac': 'flac',
-  'audio/mp4': 'm4a',
-  'application/json': 'json',
-  'text/plain': 'txt',
-};
 const PLACEHOLDER = /\{(source|target|reference|audio|output|input_json|dir|model|uuid)\}/g;
 
 class UsageError extends Error {}
@@ -186,7 +166,7 @@ async function runCommand(spec: CommandSpec, baseEnv: NodeJS.ProcessEnv, job: Wo
             // The service's own staged copy: another attempt stages it afresh.
             throw new WorkerJobError('internal_error', `could not download the staged ${slot}: ${(err as Error).message}`, { retryable: true });
           }
-          const ext = EXT[got.contentType.split(';')[0]!.trim().toLowerCase()] ?? 'bin';
+          const ext = extensionOf(got.contentType);
           const file = path.join(dir, `${slot}${urls.length > 1 ? `-${i}` : ''}.${ext}`);
           await fsp.writeFile(file, got.bytes);
           return file;

@@ -31,29 +31,3 @@ export async function outputType(bytes: Buffer, declared: string | undefined): P
   if (base === 'text/plain') return { contentType: 'text/plain; charset=utf-8', extension: 'txt' };
   return undefined;
 }
-
-/** File extension of a staged input copy, from its sniffed type. */
-export function extensionOf(mime: string | undefined): string {
-  const known: Record<string, string> = {
-    'image/jpeg': 'jpg',
-    'image/png': 'png',
-    'image/webp': 'webp',
-    'image/gif': 'gif',
-    'image/avif': 'avif',
-    'image/bmp': 'bmp',
-    'image/tiff': 'tif',
-    'video/mp4': 'mp4',
-    'video/quicktime': 'mov',
-    'video/webm': 'webm',
-    'video/x-matroska': 'mkv',
-    'audio/mpeg': 'mp3',
-    'audio/wav': 'wav',
-    'audio/x-wav': 'wav',
-    'audio/ogg': 'ogg',
-    'audio/flac': 'flac',
-    'audio/x-flac': 'flac',
-    'audio/mp4': 'm4a',
-    'audio/x-m4a': 'm4a',
-  };
-  return (mime && known[mime]) ?? 'bin';
-}

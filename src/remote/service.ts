@@ -18,7 +18,8 @@ import { getJob, type JobRow } from '../store/jobs.js';
 import { blobsOfJob, deleteStagedBlob, insertStagedBlob, outputsOf, staleBlobs, type BlobOwner } from '../store/staged-blobs.js';
 import type { Database } from '../store/schema.js';
 import { fetchInputs } from '../worker/inputs.js';
-import { extensionOf, type OutputType } from './output-type.js';
+import { extensionOf } from '../media/extensions.js';
+import type { OutputType } from './output-type.js';
 import type { ClaimedJob } from './protocol.js';
 
 export type { ClaimedJob };

@@ -6,7 +6,7 @@ import { createWorkerToken } from '../../src/store/worker-tokens.js';
 import { cli } from '../helpers/child.js';
 import { startMediaServer, type MediaServer } from '../helpers/media-server.js';
 import { startService, tempDir, waitFor, waitTerminal, type TestService } from '../helpers/service.js';
-import { alive, api, exited, perTestTypes, pidIn, sleeper, startWorkerProcess, type WorkerProcess } from './worker-support.js';
+import { alive, api, exited, perTestTypes, pidIn, sleeper, startWorkerProcess, stopIdle, type WorkerProcess } from './worker-support.js';
 
 /**
  * `media-jobs worker -- COMMAND` for real: the CLI (from source) as a child process wrapping real
@@ -49,11 +49,6 @@ const start = (jobType: string, command: string[], extra: string[] = []) => {
   return w;
 };
 
-async function stopIdle(w: WorkerProcess): Promise<void> {
-  w.kill('SIGTERM');
-  await exited(w);
-  expect(w.exitCode, w.log()).toBe(0);
-}
 
 describe('media-jobs worker -- COMMAND', () => {
   it('completes with the output file (the bytes the command wrote), and fails with the command\'s stderr', async () => {

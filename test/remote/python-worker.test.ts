@@ -6,7 +6,7 @@ import { createWorkerToken } from '../../src/store/worker-tokens.js';
 import { startMediaServer, type MediaServer } from '../helpers/media-server.js';
 import { startService, tempDir, waitFor, waitTerminal, type TestService } from '../helpers/service.js';
 import { startReceiver, type Receiver } from '../webhooks/receiver.js';
-import { alive, api, exited, perTestTypes, pidIn, sleeper, startWorkerProcess, WEBHOOK_SECRET, type WorkerProcess } from './worker-support.js';
+import { alive, api, exited, perTestTypes, pidIn, sleeper, startWorkerProcess, stopIdle, WEBHOOK_SECRET, type WorkerProcess } from './worker-support.js';
 
 /**
  * examples/python-worker/worker.py (standard library only) for real: a child process wrapping
@@ -44,12 +44,6 @@ const start = (jobType: string, command: string[], extra: string[] = []) => {
   return w;
 };
 
-/** SIGTERM with nothing running: the worker cuts its long poll short and exits 0. */
-async function stopIdle(w: WorkerProcess): Promise<void> {
-  w.kill('SIGTERM');
-  await exited(w);
-  expect(w.exitCode, w.log()).toBe(0);
-}
 
 describe('the Python reference worker', () => {
   it('serves a declared type end to end: staged media as files, placeholders, environment, result and webhook', async () => {

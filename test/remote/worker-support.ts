@@ -99,3 +99,10 @@ export function api(svc: TestService) {
 }
 
 export const WEBHOOK_SECRET = 'worker-tests-secret';
+
+/** SIGTERM with nothing running: the worker cuts its long poll short and exits 0. */
+export async function stopIdle(w: WorkerProcess): Promise<void> {
+  w.kill('SIGTERM');
+  await exited(w);
+  expect(w.exitCode, w.log()).toBe(0);
+}
