@@ -19,7 +19,12 @@ async function postgresAvailable(): Promise<boolean> {
   }
 }
 
-const integration = ['test/api/**/*.test.ts', 'test/webhooks/**/*.test.ts', 'test/scale/**/*.test.ts', 'test/remote/**/*.test.ts'];
+const integration = [
+  'test/api/**/*.test.ts',
+  'test/webhooks/**/*.test.ts',
+  'test/scale/**/*.test.ts',
+  'test/remote/**/*.test.ts',
+];
 const common = {
   testTimeout: 60_000,
   hookTimeout: 60_000,
@@ -29,8 +34,11 @@ const common = {
 export default defineConfig(async () => {
   const pgUp = await postgresAvailable();
   if (!pgUp) {
-    if (process.env.REQUIRE_POSTGRES === 'true') throw new Error(`PostgreSQL is required (REQUIRE_POSTGRES=true) but ${ADMIN_URL} is not reachable`);
-    console.log(`PostgreSQL not reachable at ${ADMIN_URL}: skipping the PostgreSQL run of the integration suite (set TEST_PG_URL to point at one).`);
+    if (process.env.REQUIRE_POSTGRES === 'true')
+      throw new Error(`PostgreSQL is required (REQUIRE_POSTGRES=true) but ${ADMIN_URL} is not reachable`);
+    console.log(
+      `PostgreSQL not reachable at ${ADMIN_URL}: skipping the PostgreSQL run of the integration suite (set TEST_PG_URL to point at one).`,
+    );
   }
   return {
     test: {

@@ -85,17 +85,23 @@ async function plans(db: Db): Promise<string[]> {
     await step('submit: insert with virtual start time (another owner)', (t) => insertJob(t, newJob('other')));
     const claim = { leaseOwner: 'explain/1', leaseMs: 30_000, now, limit: 8 };
     await step('claim 8 jobs, one job type', (t) => claimJobs(t, dialect, { ...claim, jobTypes: ['bench-noop'] }));
-    await step('claim 8 jobs, three job types', (t) => claimJobs(t, dialect, { ...claim, jobTypes: ['bench-noop', 'image-transform', 'image-face-swap'] }));
+    await step('claim 8 jobs, three job types', (t) =>
+      claimJobs(t, dialect, { ...claim, jobTypes: ['bench-noop', 'image-transform', 'image-face-swap'] }),
+    );
     await step('status: the job by key', (t) => getJobView(t, last, 'bench'));
     await step('status: queue position (capped count)', (t) => jobsAhead(t, job, 1000));
     await step('metrics: queue depth', (t) => countActive(t));
     await step('progress: renew a lease', (t) => renewLease(t, last, 'explain/1', now + 30_000, 'working'));
-    await step('finish: conditional state change', (t) => updateState(t, last, { from: ['processing'], to: 'completed', leaseOwner: 'explain/1', now }, true));
+    await step('finish: conditional state change', (t) =>
+      updateState(t, last, { from: ['processing'], to: 'completed', leaseOwner: 'explain/1', now }, true),
+    );
     await step('recovery: expired leases', (t) => expiredLeases(t, now, 100));
     await step('OWNER_MAX_RUNNING: queue head window', (t) => queueHead(t, ['bench-noop'], 200));
     await step('OWNER_MAX_RUNNING: running per owner', (t) => runningByOwner(t, ['bench', 'other']));
     await step('OWNER_MAX_RUNNING: defer a blocked owner', (t) => deferJobs(t, [last], ROWS + 1, now));
-    await step('OWNER_MAX_RUNNING: claim picked jobs', (t) => claimByUuid(t, [last], { ...claim, jobTypes: ['bench-noop'] }));
+    await step('OWNER_MAX_RUNNING: claim picked jobs', (t) =>
+      claimByUuid(t, [last], { ...claim, jobTypes: ['bench-noop'] }),
+    );
     await step('maintenance: results past retention', (t) => expiredResults(t, now));
     await step('list: newest jobs of an owner', (t) => listJobs(t, { owner: 'bench', limit: 21 }));
     await step('remote: worker token by hash', (t) => findActiveWorkerToken(t, 'mjw_explain'));
@@ -108,7 +114,9 @@ async function plans(db: Db): Promise<string[]> {
       if (/^(begin|commit|rollback)/i.test(c.sql.trim())) continue;
       let plan: string;
       if (sqlite) {
-        const rows = sqlite.prepare(`EXPLAIN QUERY PLAN ${c.sql}`).all(...(c.params as unknown[])) as Array<{ detail: string }>;
+        const rows = sqlite.prepare(`EXPLAIN QUERY PLAN ${c.sql}`).all(...(c.params as unknown[])) as Array<{
+          detail: string;
+        }>;
         plan = rows.map((r) => r.detail).join('\n');
       } else {
         const client = await pool!.connect();
@@ -129,7 +137,9 @@ async function plans(db: Db): Promise<string[]> {
   return out;
 }
 
-const sections: string[] = [`# Query plans at ${ROWS.toLocaleString('en-US')} queued jobs\n\nWritten by \`npm run bench:explain\` (bench/explain.ts).\n`];
+const sections: string[] = [
+  `# Query plans at ${ROWS.toLocaleString('en-US')} queued jobs\n\nWritten by \`npm run bench:explain\` (bench/explain.ts).\n`,
+];
 for (const db of ['sqlite', 'postgres'] as const) {
   sections.push(`## ${db === 'sqlite' ? 'SQLite' : 'PostgreSQL'}\n`, ...(await plans(db)));
 }

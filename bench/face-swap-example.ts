@@ -17,8 +17,14 @@ const sample = (n: number) => readFileSync(path.join(demo, `sample${n}.jpg`));
 const out = fileURLToPath(new URL('../docs/face-swap-example.jpg', import.meta.url));
 
 // Source: the middle woman of sample3. Target: the right-hand woman of sample6.
-const source = await sharp(sample(3)).extract({ left: 896, top: 37, width: 578, height: 578 }).jpeg({ quality: 95 }).toBuffer();
-const target = await sharp(sample(6)).extract({ left: 1317, top: 90, width: 552, height: 552 }).jpeg({ quality: 95 }).toBuffer();
+const source = await sharp(sample(3))
+  .extract({ left: 896, top: 37, width: 578, height: 578 })
+  .jpeg({ quality: 95 })
+  .toBuffer();
+const target = await sharp(sample(6))
+  .extract({ left: 1317, top: 90, width: 552, height: 552 })
+  .jpeg({ quality: 95 })
+  .toBuffer();
 
 const jt = createFaceSwapJobType();
 try {

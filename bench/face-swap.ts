@@ -29,7 +29,10 @@ const demo = path.join(path.dirname(require.resolve('@vladmandic/face-api/packag
 const sample = (n: number) => readFileSync(path.join(demo, `sample${n}.jpg`));
 const iterations = Math.max(1, Number(process.argv[2] ?? 5));
 
-const source = await sharp(sample(3)).extract({ left: 425, top: 167, width: 520, height: 520 }).jpeg({ quality: 92 }).toBuffer();
+const source = await sharp(sample(3))
+  .extract({ left: 425, top: 167, width: 520, height: 520 })
+  .jpeg({ quality: 92 })
+  .toBuffer();
 const targets = {
   // sample6's right-hand face with its surroundings (3:2), resized UP to 1920x1280.
   'close-up 1920x1280 (face ~700 px)': await sharp(sample(6))
@@ -45,7 +48,12 @@ const jt = createFaceSwapJobType({ threads: 1 });
 let t0 = performance.now();
 await jt.warmup();
 console.log(`warm-up (thread start + model load): ${(performance.now() - t0).toFixed(0)} ms`);
-console.log(`machine: ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(
+  `machine: ${os.cpus().length} CPUs, load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
 
 const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -80,9 +88,13 @@ for (const [label, target] of Object.entries(targets)) {
   loop.disable();
   const ms = (x: number) => `${x.toFixed(0)} ms`;
   console.log(`\n${label} (${meta.width}x${meta.height}), ${iterations} swaps on 1 worker thread`);
-  console.log(`  per swap: median ${ms(quantile(totals, 0.5))}, min ${ms(Math.min(...totals))}, max ${ms(Math.max(...totals))}`);
+  console.log(
+    `  per swap: median ${ms(quantile(totals, 0.5))}, min ${ms(Math.min(...totals))}, max ${ms(Math.max(...totals))}`,
+  );
   for (const [name, xs] of Object.entries(stages)) console.log(`  ${name.padEnd(16)} median ${ms(quantile(xs, 0.5))}`);
-  console.log(`  main-thread event-loop delay meanwhile: p99 ${ms(loop.percentile(99) / 1e6)}, max ${ms(loop.max / 1e6)}`);
+  console.log(
+    `  main-thread event-loop delay meanwhile: p99 ${ms(loop.percentile(99) / 1e6)}, max ${ms(loop.max / 1e6)}`,
+  );
   // The same swap in this thread, for its CPU time (models load here on the first call, untimed).
   const input = { source, target, options: jt.options.parse({}), maxPixels: 40_000_000 };
   const hooks = { progress: () => {}, checkAborted: () => {} };

@@ -23,7 +23,8 @@ export const PROFILE_DIR = path.join(RESULTS_DIR, 'profiles');
 export const LOG_DIR = path.join(os.tmpdir(), 'mj-bench-logs');
 export const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
-const num = (v: string | undefined, d: number) => (v !== undefined && v !== '' && Number.isFinite(Number(v)) ? Number(v) : d);
+const num = (v: string | undefined, d: number) =>
+  v !== undefined && v !== '' && Number.isFinite(Number(v)) ? Number(v) : d;
 
 /** Knobs (env): sized so `npm run bench` stays well under 15 minutes on 2 cores. */
 export const settings = {
@@ -38,9 +39,15 @@ export const settings = {
   submitConcurrency: num(process.env.BENCH_SUBMIT_CONCURRENCY, 32),
   webhookEvents: num(process.env.BENCH_WEBHOOK_EVENTS, 1_500),
   /** Comma-separated scenario names to run (default: all). */
-  only: (process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+  only: (process.env.BENCH_ONLY ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
   /** Comma-separated scenario names (or `all`) whose service children run under --cpu-prof. */
-  profile: (process.env.BENCH_PROFILE ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+  profile: (process.env.BENCH_PROFILE ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
 };
 
 // ---------------------------------------------------------------- results
@@ -90,7 +97,8 @@ export function quantile(xs: ArrayLike<number>, q: number): number {
 
 export const fmt = {
   int: (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : 'n/a'),
-  ms: (x: number) => (!Number.isFinite(x) ? 'n/a' : x < 10 ? `${x.toFixed(1)} ms` : `${Math.round(x).toLocaleString('en-US')} ms`),
+  ms: (x: number) =>
+    !Number.isFinite(x) ? 'n/a' : x < 10 ? `${x.toFixed(1)} ms` : `${Math.round(x).toLocaleString('en-US')} ms`,
   pct: (x: number) => (Number.isFinite(x) ? `${Math.round(x * 100)}%` : 'n/a'),
 };
 
@@ -299,7 +307,12 @@ export async function pgDatabaseStats(url: string): Promise<PgStats> {
     [name],
   );
   const row = r.rows[0] as { c: string; i: string; u: string; f: string };
-  return { commits: Number(row.c), rowsInserted: Number(row.i), rowsUpdated: Number(row.u), rowsFetched: Number(row.f) };
+  return {
+    commits: Number(row.c),
+    rowsInserted: Number(row.i),
+    rowsUpdated: Number(row.u),
+    rowsFetched: Number(row.f),
+  };
 }
 
 export interface Service extends Child {
@@ -333,7 +346,10 @@ export async function startService(store: BenchStore, opts: ServiceOptions = {})
   const role = opts.role ?? 'all';
   const env = serviceEnv(store, { PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, ...opts.env });
   const profile = settings.profile.includes('all') || settings.profile.includes(currentScenario);
-  const child = await spawnChild(opts.name ?? `service-${role}`, 'service.ts', ['--role', role], env, { track: true, profile });
+  const child = await spawnChild(opts.name ?? `service-${role}`, 'service.ts', ['--role', role], env, {
+    track: true,
+    profile,
+  });
   return { ...child, base: `http://127.0.0.1:${port}` };
 }
 
@@ -343,14 +359,21 @@ export const NOOP_BODY = JSON.stringify({ job_type: 'bench-noop', model: 'v1', i
 export const NOOP_PATH = '/api/v1/jobs/submit/bench-noop';
 
 export function authHeaders(key: string, json = false): Record<string, string> {
-  return json ? { authorization: `Bearer ${key}`, 'content-type': 'application/json' } : { authorization: `Bearer ${key}` };
+  return json
+    ? { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
+    : { authorization: `Bearer ${key}` };
 }
 
 /** A tiny JSON client over an undici Pool (keep-alive; `connections` sockets). */
 export function httpClient(base: string, key: string, connections = 32) {
   const pool = new Pool(base, { connections, pipelining: 1 });
   return {
-    async call<T = any>(method: 'GET' | 'POST', p: string, body?: string, headers: Record<string, string> = {}): Promise<{ status: number; json: T }> {
+    async call<T = any>(
+      method: 'GET' | 'POST',
+      p: string,
+      body?: string,
+      headers: Record<string, string> = {},
+    ): Promise<{ status: number; json: T }> {
       const res = await pool.request({
         method,
         path: p,
@@ -371,7 +394,11 @@ export function httpClient(base: string, key: string, connections = 32) {
 }
 
 /** Runs `count` tasks with at most `concurrency` in flight. */
-export async function inParallel(count: number, concurrency: number, task: (i: number) => Promise<void>): Promise<void> {
+export async function inParallel(
+  count: number,
+  concurrency: number,
+  task: (i: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(concurrency, count) }, async () => {
@@ -380,7 +407,12 @@ export async function inParallel(count: number, concurrency: number, task: (i: n
   );
 }
 
-export async function waitUntil(what: string, fn: () => Promise<boolean> | boolean, timeoutMs = 120_000, everyMs = 100): Promise<void> {
+export async function waitUntil(
+  what: string,
+  fn: () => Promise<boolean> | boolean,
+  timeoutMs = 120_000,
+  everyMs = 100,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await fn())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -423,7 +455,10 @@ export async function load(o: LoadOptions): Promise<LoadResult> {
     ...(o.overallRate ? { overallRate: o.overallRate } : {}),
     requests: [
       perRequest
-        ? { ...base, setupRequest: (req: Record<string, any>) => ({ ...req, headers: { ...base.headers, ...perRequest() } }) }
+        ? {
+            ...base,
+            setupRequest: (req: Record<string, any>) => ({ ...req, headers: { ...base.headers, ...perRequest() } }),
+          }
         : base,
     ],
   });
@@ -443,5 +478,6 @@ export function describeLoad(r: LoadResult): string {
 
 /** Flags a run that did not answer 2xx throughout (its numbers would be meaningless). */
 export function checkLoad(label: string, r: LoadResult): void {
-  if (r.non2xx > 0 || r.errors > 0) note(`${label}: ${r.non2xx} non-2xx answers and ${r.errors} errors/timeouts out of ${r.total}`);
+  if (r.non2xx > 0 || r.errors > 0)
+    note(`${label}: ${r.non2xx} non-2xx answers and ${r.errors} errors/timeouts out of ${r.total}`);
 }

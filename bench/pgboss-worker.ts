@@ -16,7 +16,11 @@ boss.on('error', (err: Error) => process.stderr.write(`pg-boss error: ${err.mess
 await boss.start();
 const loops = Number(process.env.PGBOSS_LOOPS ?? 1);
 for (let i = 0; i < loops; i++) {
-  await boss.work('bench', { batchSize: Number(process.env.PGBOSS_BATCH ?? 8), pollingIntervalSeconds: 0.5 }, async () => {});
+  await boss.work(
+    'bench',
+    { batchSize: Number(process.env.PGBOSS_BATCH ?? 8), pollingIntervalSeconds: 0.5 },
+    async () => {},
+  );
 }
 process.stderr.write(`BENCH_READY pid=${process.pid}\n`);
 process.on('SIGTERM', () => {

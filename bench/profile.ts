@@ -26,7 +26,10 @@ interface Profile {
 /** The main thread's profile in a per-process directory (the largest file), or the file itself. */
 export function mainProfile(p: string): string {
   if (!fs.statSync(p).isDirectory()) return p;
-  const files = fs.readdirSync(p).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(p, f));
+  const files = fs
+    .readdirSync(p)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .map((f) => path.join(p, f));
   const biggest = files.sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0];
   if (!biggest) throw new Error(`no .cpuprofile in ${p}`);
   return biggest;

@@ -9,7 +9,21 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
-import { dropLeftoverDatabases, killAll, LOG_DIR, log, memory, notes, PG_ADMIN_URL, raw, RESULTS_DIR, ROOT, settings, setScenario, type Row } from './lib.js';
+import {
+  dropLeftoverDatabases,
+  killAll,
+  LOG_DIR,
+  log,
+  memory,
+  notes,
+  PG_ADMIN_URL,
+  raw,
+  RESULTS_DIR,
+  ROOT,
+  settings,
+  setScenario,
+  type Row,
+} from './lib.js';
 import { statusScenario } from './scenarios/status.js';
 import { submitScenario } from './scenarios/submit.js';
 import { queueScenario } from './scenarios/queue.js';
@@ -63,10 +77,15 @@ async function versions(): Promise<Record<string, string>> {
 const esc = (s: string) => s.replace(/\|/g, '\\|');
 
 function table(rows: Row[]): string {
-  const lines = ['| scenario | case | media-jobs | reference (same run) | target / ratio | met |', '|---|---|---|---|---|---|'];
+  const lines = [
+    '| scenario | case | media-jobs | reference (same run) | target / ratio | met |',
+    '|---|---|---|---|---|---|',
+  ];
   for (const r of rows) {
     const met = r.ok === undefined ? '' : r.ok ? 'yes' : '**no**';
-    lines.push(`| ${esc(r.scenario)} | ${esc(r.case)} | ${esc(r.value)} | ${esc(r.reference ?? '')} | ${esc(r.target ?? '')} | ${met} |`);
+    lines.push(
+      `| ${esc(r.scenario)} | ${esc(r.case)} | ${esc(r.value)} | ${esc(r.reference ?? '')} | ${esc(r.target ?? '')} | ${met} |`,
+    );
   }
   return lines.join('\n');
 }
@@ -87,7 +106,8 @@ function memoryTable(): { md: string; rows: Row[] } {
   const byScenario = new Map<string, number>();
   for (const p of peak.values()) {
     lines.push(`| ${p.scenario} | ${p.name} | ${Math.round(p.peakMb)} MB | ${p.n} |`);
-    if (!/bare|receiver|media-server|pgboss/.test(p.name)) byScenario.set(p.scenario, Math.max(byScenario.get(p.scenario) ?? 0, p.peakMb));
+    if (!/bare|receiver|media-server|pgboss/.test(p.name))
+      byScenario.set(p.scenario, Math.max(byScenario.get(p.scenario) ?? 0, p.peakMb));
   }
   const rows: Row[] = [...byScenario].map(([scenario, mb]) => ({
     scenario: '6 memory',
@@ -104,8 +124,14 @@ async function main(): Promise<void> {
   const cpus = os.cpus();
   const startLoad = os.loadavg()[0]!.toFixed(1);
   const v = await versions();
-  log(`media-jobs benchmark: ${cpus.length} CPUs (${cpus[0]?.model.trim()}), ${settings.rounds} rounds, ${settings.duration} s per load run`);
-  log(Object.entries(v).map(([k, x]) => `${k} ${x}`).join(', '));
+  log(
+    `media-jobs benchmark: ${cpus.length} CPUs (${cpus[0]?.model.trim()}), ${settings.rounds} rounds, ${settings.duration} s per load run`,
+  );
+  log(
+    Object.entries(v)
+      .map(([k, x]) => `${k} ${x}`)
+      .join(', '),
+  );
 
   const rows: Row[] = [];
   const extra: string[] = [];
@@ -133,7 +159,9 @@ async function main(): Promise<void> {
   const header = [
     `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on ${cpus.length} CPUs (${cpus[0]?.model.trim()}), ` +
       `${Math.round(os.totalmem() / 2 ** 30)} GiB RAM, ${os.type()} ${os.release()}.`,
-    `Versions: ${Object.entries(v).map(([k, x]) => `${k} ${x}`).join(', ')}.`,
+    `Versions: ${Object.entries(v)
+      .map(([k, x]) => `${k} ${x}`)
+      .join(', ')}.`,
     `Medians of ${settings.rounds} rounds; ${settings.duration} s per headline autocannon run (${settings.shortDuration} s for submit variants and info logs); ` +
       `load generator, service, references and PostgreSQL share the machine.`,
     `Whole run: ${minutes} min. Per scenario, its duration and the 1-minute load average at its end ` +
@@ -161,7 +189,10 @@ async function main(): Promise<void> {
   const base = settings.only.length > 0 ? 'partial' : 'latest';
   fs.writeFileSync(path.join(RESULTS_DIR, `${base}.md`), md);
   if (base === 'latest') fs.writeFileSync(path.join(RESULTS_DIR, 'summary.md'), summary);
-  fs.writeFileSync(path.join(RESULTS_DIR, `${base}.json`), `${JSON.stringify({ versions: v, settings, cpus: cpus.length, rows, memory, notes, raw }, null, 2)}\n`);
+  fs.writeFileSync(
+    path.join(RESULTS_DIR, `${base}.json`),
+    `${JSON.stringify({ versions: v, settings, cpus: cpus.length, rows, memory, notes, raw }, null, 2)}\n`,
+  );
   log(`\n${table(rows)}\n`);
   if (notes.length) log(notes.map((n) => `note: ${n}`).join('\n'));
   log(`\nwrote bench/results/${base}.md${base === 'latest' ? ', summary.md' : ''} and ${base}.json (${minutes} min)`);

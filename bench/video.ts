@@ -53,10 +53,18 @@ await jt.close();
 const cpuSelf = c1.self - c0.self;
 const cpuFfmpeg = c1.children - c0.children;
 const load = os.loadavg()[0]!;
-console.log(`720p/30 fps, ${seconds} s (${seconds * 30} frames), one face ~420 px, ${threads} worker threads, load average ${load.toFixed(1)}`);
-console.log(`wall ${wall.toFixed(1)} s = ${(wall / seconds).toFixed(2)} s per video second (${((wall * 1000) / (seconds * 30)).toFixed(0)} ms per frame)`);
-console.log(`CPU ${(cpuSelf + cpuFfmpeg).toFixed(1)} s (${cpuSelf.toFixed(1)} s Node incl. worker threads, ${cpuFfmpeg.toFixed(1)} s ffmpeg) = ${((cpuSelf + cpuFfmpeg) / seconds).toFixed(2)} CPU-s per video second`);
-console.log(`peak RSS of the Node process ${peakRssMb().toFixed(0)} MB; output ${(out.bytes.length / 1e6).toFixed(2)} MB; last stage "${lastStage}"`);
+console.log(
+  `720p/30 fps, ${seconds} s (${seconds * 30} frames), one face ~420 px, ${threads} worker threads, load average ${load.toFixed(1)}`,
+);
+console.log(
+  `wall ${wall.toFixed(1)} s = ${(wall / seconds).toFixed(2)} s per video second (${((wall * 1000) / (seconds * 30)).toFixed(0)} ms per frame)`,
+);
+console.log(
+  `CPU ${(cpuSelf + cpuFfmpeg).toFixed(1)} s (${cpuSelf.toFixed(1)} s Node incl. worker threads, ${cpuFfmpeg.toFixed(1)} s ffmpeg) = ${((cpuSelf + cpuFfmpeg) / seconds).toFixed(2)} CPU-s per video second`,
+);
+console.log(
+  `peak RSS of the Node process ${peakRssMb().toFixed(0)} MB; output ${(out.bytes.length / 1e6).toFixed(2)} MB; last stage "${lastStage}"`,
+);
 console.log(
   JSON.stringify({
     bench: 'video',

@@ -1,6 +1,13 @@
 import { sql } from 'kysely';
 import { openStore } from '../src/store/db.js';
-import { claimDueEvents, claimDueEventsQuery, nextDueAt, pendingDestinations, pendingDestinationsQuery, recordScheduledAttempts } from '../src/store/webhooks.js';
+import {
+  claimDueEvents,
+  claimDueEventsQuery,
+  nextDueAt,
+  pendingDestinations,
+  pendingDestinationsQuery,
+  recordScheduledAttempts,
+} from '../src/store/webhooks.js';
 
 const url = process.argv[2]!;
 const store = await openStore(url);
@@ -24,7 +31,9 @@ if (count === 0) {
   } else {
     await sql`WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < ${DELIVERED})
       INSERT INTO webhook_events (event_id, job_uuid, owner, event_type, url, destination, secret, body, state, attempts, next_attempt_at, created_at, updated_at)
-      SELECT 'd' || x, 'j' || x, 'o', 'job.completed', 'http://h' || (x % 200) || '.example/hook', 'http://h' || (x % 200) || '.example', NULL, '{}', 'delivered', 1, NULL, ${NOW} - x, ${NOW} FROM g`.execute(db);
+      SELECT 'd' || x, 'j' || x, 'o', 'job.completed', 'http://h' || (x % 200) || '.example/hook', 'http://h' || (x % 200) || '.example', NULL, '{}', 'delivered', 1, NULL, ${NOW} - x, ${NOW} FROM g`.execute(
+      db,
+    );
     await sql`WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 22000)
       INSERT INTO webhook_events (event_id, job_uuid, owner, event_type, url, destination, secret, body, state, attempts, next_attempt_at, created_at, updated_at)
       SELECT 'p' || x, 'j' || x, 'o', 'job.completed', 'http://x/hook', CASE WHEN x <= 10000 THEN 'http://dead.example' ELSE 'http://p' || (x % 50) || '.example' END, NULL, '{}', 'pending', 0,
@@ -34,7 +43,6 @@ if (count === 0) {
   console.timeEnd('fill');
 }
 
-
 async function timeit(name: string, f: () => Promise<unknown>, n = 50) {
   await f();
   const t = performance.now();
@@ -42,55 +50,109 @@ async function timeit(name: string, f: () => Promise<unknown>, n = 50) {
   console.log(`${name}: ${((performance.now() - t) / n).toFixed(3)} ms`);
 }
 await timeit('pendingDestinations(64)', () => pendingDestinations(db, '', 64));
-console.log((await pendingDestinations(db, '', 3)));
+console.log(await pendingDestinations(db, '', 3));
 await timeit('nextDueAt', () => nextDueAt(db, NOW));
 // Claim then release (in a transaction rolled back) to keep the data unchanged.
 class Rollback extends Error {}
 async function claimOnce(dests: Array<{ destination: string; limit: number }>) {
   let n = 0;
-  await db.transaction().execute(async (trx) => {
-    const rows = await claimDueEvents(trx, store.dialect, { leaseOwner: 'X', leaseMs: 1000, now: NOW, destinations: dests });
-    n = rows.length;
-    throw new Rollback();
-  }).catch((e) => { if (!(e instanceof Rollback)) throw e; });
+  await db
+    .transaction()
+    .execute(async (trx) => {
+      const rows = await claimDueEvents(trx, store.dialect, {
+        leaseOwner: 'X',
+        leaseMs: 1000,
+        now: NOW,
+        destinations: dests,
+      });
+      n = rows.length;
+      throw new Rollback();
+    })
+    .catch((e) => {
+      if (!(e instanceof Rollback)) throw e;
+    });
   return n;
 }
 const fifty = Array.from({ length: 50 }, (_, i) => ({ destination: `http://p${i}.example`, limit: 4 }));
 console.log('claimed', await claimOnce([{ destination: 'http://dead.example', limit: 16 }, ...fifty]));
-await timeit('claim dead(16) + 50 dests(4)', () => claimOnce([{ destination: 'http://dead.example', limit: 16 }, ...fifty]), 20);
+await timeit(
+  'claim dead(16) + 50 dests(4)',
+  () => claimOnce([{ destination: 'http://dead.example', limit: 16 }, ...fifty]),
+  20,
+);
 await timeit('claim 1 dest(16)', () => claimOnce([{ destination: 'http://p7.example', limit: 16 }]), 50);
 
 // EXPLAIN
 const explain = async (q: { sql: string; parameters: readonly unknown[] }) => {
   const prefix = pg ? 'EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ' : 'EXPLAIN QUERY PLAN ';
-  const rows = (await (db as any).executeQuery({ sql: prefix + q.sql, parameters: q.parameters, query: { kind: 'RawNode' } })).rows;
+  const rows = (
+    await (db as any).executeQuery({ sql: prefix + q.sql, parameters: q.parameters, query: { kind: 'RawNode' } })
+  ).rows;
   for (const r of rows) console.log('   ', pg ? r['QUERY PLAN'] : `${r.id}/${r.parent} ${r.detail}`);
 };
 console.log('--- pendingDestinations');
 await explain(pendingDestinationsQuery('', 64).compile(db));
 console.log('--- nextDueAt');
-await explain(db.selectFrom('webhook_events').select('next_attempt_at').where('state', '=', sql.lit('pending') as any).where('next_attempt_at', '>', NOW).orderBy('next_attempt_at').limit(1).compile());
+await explain(
+  db
+    .selectFrom('webhook_events')
+    .select('next_attempt_at')
+    .where('state', '=', sql.lit('pending') as any)
+    .where('next_attempt_at', '>', NOW)
+    .orderBy('next_attempt_at')
+    .limit(1)
+    .compile(),
+);
 console.log('--- claim (dead: 16, p7: 4)');
-await db.transaction().execute(async (trx) => {
-  const q = claimDueEventsQuery(store.dialect, { leaseOwner: 'X', leaseMs: 1000, now: NOW, destinations: [{ destination: 'http://dead.example', limit: 16 }, { destination: 'http://p7.example', limit: 4 }] })!.compile(db);
-  const prefix = pg ? 'EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ' : 'EXPLAIN QUERY PLAN ';
-  const rows = (await trx.executeQuery({ ...q, sql: prefix + q.sql } as any)).rows as any[];
-  for (const r of rows) console.log('   ', pg ? r['QUERY PLAN'] : `${r.id}/${r.parent} ${r.detail}`);
-  throw new Rollback();
-}).catch((e) => { if (!(e instanceof Rollback)) throw e; });
+await db
+  .transaction()
+  .execute(async (trx) => {
+    const q = claimDueEventsQuery(store.dialect, {
+      leaseOwner: 'X',
+      leaseMs: 1000,
+      now: NOW,
+      destinations: [
+        { destination: 'http://dead.example', limit: 16 },
+        { destination: 'http://p7.example', limit: 4 },
+      ],
+    })!.compile(db);
+    const prefix = pg ? 'EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ' : 'EXPLAIN QUERY PLAN ';
+    const rows = (await trx.executeQuery({ ...q, sql: prefix + q.sql } as any)).rows as any[];
+    for (const r of rows) console.log('   ', pg ? r['QUERY PLAN'] : `${r.id}/${r.parent} ${r.detail}`);
+    throw new Rollback();
+  })
+  .catch((e) => {
+    if (!(e instanceof Rollback)) throw e;
+  });
 console.log('--- record');
 {
-  const rows = await claimDueEvents(db, store.dialect, { leaseOwner: 'X', leaseMs: 1000, now: NOW, destinations: [{ destination: 'http://p7.example', limit: 32 }] });
+  const rows = await claimDueEvents(db, store.dialect, {
+    leaseOwner: 'X',
+    leaseMs: 1000,
+    now: NOW,
+    destinations: [{ destination: 'http://p7.example', limit: 32 }],
+  });
   const t = performance.now();
   const applied = await recordScheduledAttempts(
     db,
     'X',
-    rows.map((r) => ({ eventId: r.event_id, claimedAttempts: Number(r.attempts), attempt: { startedAt: NOW, durationMs: 1, httpStatus: 200, error: null, ok: true, manual: false }, state: 'delivered' as const, nextAttemptAt: null, now: NOW })),
+    rows.map((r) => ({
+      eventId: r.event_id,
+      claimedAttempts: Number(r.attempts),
+      attempt: { startedAt: NOW, durationMs: 1, httpStatus: 200, error: null, ok: true, manual: false },
+      state: 'delivered' as const,
+      nextAttemptAt: null,
+      now: NOW,
+    })),
   );
   console.log(`record ${rows.length}: applied ${applied.size} in ${(performance.now() - t).toFixed(2)} ms`);
   // Put them back as they were.
   const ids = rows.map((r) => r.event_id);
-  await db.updateTable('webhook_events').set({ state: 'pending', attempts: 0, next_attempt_at: Number(rows[0]!.next_attempt_at) }).where('event_id', 'in', ids).execute();
+  await db
+    .updateTable('webhook_events')
+    .set({ state: 'pending', attempts: 0, next_attempt_at: Number(rows[0]!.next_attempt_at) })
+    .where('event_id', 'in', ids)
+    .execute();
   await db.deleteFrom('webhook_attempts').where('event_id', 'in', ids).execute();
 }
 await store.close();

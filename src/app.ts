@@ -66,7 +66,9 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logLevel);
   if (config.mediaAllowPrivateNetworks) {
-    log.warn('MEDIA_ALLOW_PRIVATE_NETWORKS is on: media and webhook URLs may point at private and loopback addresses; never use this in production');
+    log.warn(
+      'MEDIA_ALLOW_PRIVATE_NETWORKS is on: media and webhook URLs may point at private and loopback addresses; never use this in production',
+    );
   }
   // Declared first: a bad JOB_TYPES_FILE stops start-up before anything is opened.
   const declared = config.remote.jobTypesFile ? loadDeclaredTypes(config.remote.jobTypesFile) : [];
@@ -78,15 +80,36 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   });
   const signals = new Signals();
   const unbridge = store.dialect === 'postgres' ? await bridgeSignals(store, signals, log) : undefined;
-  const catalogue = new Catalogue([...(opts.jobTypes ?? defaultJobTypes({ threads: config.workerConcurrency, video: config.video })), ...declared]);
+  const catalogue = new Catalogue([
+    ...(opts.jobTypes ?? defaultJobTypes({ threads: config.workerConcurrency, video: config.video })),
+    ...declared,
+  ]);
   const urlSecret = await sharedSecret(store.db, 'result_url_secret');
   const rs = config.resultStore;
-  const local = rs.kind === 'local' ? new LocalResultStore(path.join(config.dataDir, 'results'), config.publicBaseUrl, urlSecret) : undefined;
-  const results: ResultStore = local ?? new (await import('./storage/s3.js')).S3ResultStore({ ...(rs as Extract<typeof rs, { kind: 's3' }>), clockMs: () => clock.now() });
+  const local =
+    rs.kind === 'local'
+      ? new LocalResultStore(path.join(config.dataDir, 'results'), config.publicBaseUrl, urlSecret)
+      : undefined;
+  const results: ResultStore =
+    local ??
+    new (await import('./storage/s3.js')).S3ResultStore({
+      ...(rs as Extract<typeof rs, { kind: 's3' }>),
+      clockMs: () => clock.now(),
+    });
 
   const metrics = new Metrics(store);
   const lifecycle = new JobLifecycle({ store, clock, config, signals, log, metrics });
-  const service = new JobService({ store, catalogue, config, clock, results, lifecycle, signals, metrics, lookup: opts.lookup });
+  const service = new JobService({
+    store,
+    catalogue,
+    config,
+    clock,
+    results,
+    lifecycle,
+    signals,
+    metrics,
+    lookup: opts.lookup,
+  });
   // One guarded agent for webhook deliveries: scheduled ones (worker role) and redeliveries (API).
   const webhookSender = new WebhookSender({
     allowPrivate: config.mediaAllowPrivateNetworks,
@@ -95,7 +118,18 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     lookup: opts.lookup,
     isPublic: opts.isPublic,
   });
-  const remote = new RemoteWork({ db: store.db, lifecycle, catalogue, config, clock, results, signals, log, lookup: opts.lookup, isPublic: opts.isPublic });
+  const remote = new RemoteWork({
+    db: store.db,
+    lifecycle,
+    catalogue,
+    config,
+    clock,
+    results,
+    signals,
+    log,
+    lookup: opts.lookup,
+    isPublic: opts.isPublic,
+  });
   const server = buildServer({
     store,
     service,
@@ -106,17 +140,45 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     maxBodyBytes: config.maxBodyBytes,
     allowPrivate: config.mediaAllowPrivateNetworks,
     metrics,
-    rateLimits: { submitPerMinute: config.rateLimitSubmit, readPerMinute: config.rateLimitRead, redisUrl: config.redisUrl, redisPrefix: config.redisKeyPrefix },
+    rateLimits: {
+      submitPerMinute: config.rateLimitSubmit,
+      readPerMinute: config.rateLimitRead,
+      redisUrl: config.redisUrl,
+      redisPrefix: config.redisKeyPrefix,
+    },
     signals,
     localResults: local ? { store: local, secret: urlSecret } : undefined,
     remote: { work: remote, maxOutputBytes: config.remote.maxOutputBytes },
     // Read at request time (the pool is made below).
     localWorkers: () =>
-      workers ? [{ id: workers.id, concurrency: config.workerConcurrency, active_jobs: workers.activeJobs, job_types: catalogue.list().filter((t) => !t.remote).map((t) => t.name) }] : [],
+      workers
+        ? [
+            {
+              id: workers.id,
+              concurrency: config.workerConcurrency,
+              active_jobs: workers.activeJobs,
+              job_types: catalogue
+                .list()
+                .filter((t) => !t.remote)
+                .map((t) => t.name),
+            },
+          ]
+        : [],
   });
   const runsWorkers = role !== 'api' && config.workerConcurrency > 0;
   const workers = runsWorkers
-    ? new WorkerPool({ store, lifecycle, catalogue, config, clock, results, signals, log, lookup: opts.lookup, isPublic: opts.isPublic })
+    ? new WorkerPool({
+        store,
+        lifecycle,
+        catalogue,
+        config,
+        clock,
+        results,
+        signals,
+        log,
+        lookup: opts.lookup,
+        isPublic: opts.isPublic,
+      })
     : undefined;
   const webhooks =
     role !== 'api'

@@ -118,7 +118,9 @@ export interface Config {
   redisUrl?: string;
   redisKeyPrefix: string;
   /** `local` (files under DATA_DIR, served by this service) or an S3-compatible bucket. */
-  resultStore: { kind: 'local' } | { kind: 's3'; bucket: string; prefix: string; endpoint?: string; region: string; forcePathStyle: boolean };
+  resultStore:
+    | { kind: 'local' }
+    | { kind: 's3'; bucket: string; prefix: string; endpoint?: string; region: string; forcePathStyle: boolean };
   /** Video jobs: longest and largest accepted input, and ffmpeg/ffprobe (unset: the npm-shipped builds). */
   video: { maxSeconds: number; maxPixels: number; ffmpegPath?: string | undefined; ffprobePath?: string | undefined };
   /** Remote workers: the declared job types' file, the life of staged input URLs, the output size limit. */
@@ -148,7 +150,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   let resultStore: Config['resultStore'] = { kind: 'local' };
   if (e.RESULT_STORE !== 'local') {
     try {
-      resultStore = { kind: 's3', ...parseS3Url(e.RESULT_STORE), endpoint: e.S3_ENDPOINT, region: e.S3_REGION, forcePathStyle: e.S3_FORCE_PATH_STYLE };
+      resultStore = {
+        kind: 's3',
+        ...parseS3Url(e.RESULT_STORE),
+        endpoint: e.S3_ENDPOINT,
+        region: e.S3_REGION,
+        forcePathStyle: e.S3_FORCE_PATH_STYLE,
+      };
     } catch (err) {
       throw new ConfigError(`invalid configuration: ${(err as Error).message}`);
     }
@@ -184,9 +192,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     resultStore,
     rateLimitSubmit: e.RATE_LIMIT_SUBMIT,
     rateLimitRead: e.RATE_LIMIT_READ,
-    video: { maxSeconds: e.MAX_VIDEO_SECONDS, maxPixels: e.MAX_VIDEO_PIXELS, ffmpegPath: e.FFMPEG_PATH, ffprobePath: e.FFPROBE_PATH },
+    video: {
+      maxSeconds: e.MAX_VIDEO_SECONDS,
+      maxPixels: e.MAX_VIDEO_PIXELS,
+      ffmpegPath: e.FFMPEG_PATH,
+      ffprobePath: e.FFPROBE_PATH,
+    },
     redisUrl: e.REDIS_URL,
     redisKeyPrefix: e.REDIS_KEY_PREFIX,
-    remote: { jobTypesFile: e.JOB_TYPES_FILE, mediaUrlTtlMs: e.WORKER_MEDIA_URL_TTL, maxOutputBytes: e.WORKER_MAX_OUTPUT_BYTES },
+    remote: {
+      jobTypesFile: e.JOB_TYPES_FILE,
+      mediaUrlTtlMs: e.WORKER_MEDIA_URL_TTL,
+      maxOutputBytes: e.WORKER_MAX_OUTPUT_BYTES,
+    },
   };
 }

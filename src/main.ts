@@ -42,7 +42,8 @@ function guardProcess(log: Logger): void {
 async function serve(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { role: { type: 'string', default: 'all' } } });
   const role = values.role as Role;
-  if (!['api', 'worker', 'all'].includes(role)) throw new ConfigError(`--role must be api, worker or all (got "${role}")`);
+  if (!['api', 'worker', 'all'].includes(role))
+    throw new ConfigError(`--role must be api, worker or all (got "${role}")`);
   const config = loadConfig();
   // Loaded on demand so client commands (submit, status, …) start fast.
   const { createApp } = await import('./app.js');
@@ -57,7 +58,10 @@ async function serve(args: string[]): Promise<void> {
     );
   }
   await app.start();
-  app.log.info({ role, url: `${config.publicBaseUrl}/api/v1`, workers: app.workers ? config.workerConcurrency : 0 }, 'media-jobs started');
+  app.log.info(
+    { role, url: `${config.publicBaseUrl}/api/v1`, workers: app.workers ? config.workerConcurrency : 0 },
+    'media-jobs started',
+  );
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
@@ -98,7 +102,9 @@ async function keys(args: string[]): Promise<void> {
       if (rows.length === 0) process.stdout.write('no keys\n');
       for (const r of rows) {
         const state = r.revoked_at ? `revoked ${new Date(Number(r.revoked_at)).toISOString()}` : 'active';
-        process.stdout.write(`${r.id}\t${r.prefix}…\t${r.owner}\t${new Date(Number(r.created_at)).toISOString()}\t${state}\n`);
+        process.stdout.write(
+          `${r.id}\t${r.prefix}…\t${r.owner}\t${new Date(Number(r.created_at)).toISOString()}\t${state}\n`,
+        );
       }
     } else if (sub === 'revoke') {
       const id = rest[0];
@@ -122,7 +128,9 @@ async function admin(args: string[]): Promise<void> {
   const store = await openStore(config.databaseUrl, { poolSize: config.databasePoolSize });
   try {
     const t = await createAdminToken(store.db, Date.now());
-    process.stdout.write(`created admin token ${t.id}; it is shown only this once (the dashboard's operator view takes it):\n${t.token}\n`);
+    process.stdout.write(
+      `created admin token ${t.id}; it is shown only this once (the dashboard's operator view takes it):\n${t.token}\n`,
+    );
   } finally {
     await store.close();
   }
@@ -136,32 +144,48 @@ async function workers(args: string[]): Promise<void> {
   const store = await openStore(config.databaseUrl, { poolSize: config.databasePoolSize });
   try {
     if (sub === 'create-token') {
-      const { values } = parseArgs({ args: rest, options: { name: { type: 'string' }, 'job-types': { type: 'string' } } });
+      const { values } = parseArgs({
+        args: rest,
+        options: { name: { type: 'string' }, 'job-types': { type: 'string' } },
+      });
       const name = values.name?.trim();
-      if (!name || name.length > 200) throw new ConfigError('workers create-token needs --name NAME (1 to 200 characters)');
-      const types = values['job-types']?.split(',').map((t) => t.trim()).filter(Boolean);
-      if (types !== undefined && types.length === 0) throw new ConfigError('--job-types needs at least one job type name (a,b)');
+      if (!name || name.length > 200)
+        throw new ConfigError('workers create-token needs --name NAME (1 to 200 characters)');
+      const types = values['job-types']
+        ?.split(',')
+        .map((t) => t.trim())
+        .filter(Boolean);
+      if (types !== undefined && types.length === 0)
+        throw new ConfigError('--job-types needs at least one job type name (a,b)');
       if (types && config.remote.jobTypesFile) {
         // Catch a typo now rather than as a 403 on the worker's first claim.
         const { loadDeclaredTypes } = await import('./remote/declared-types.js');
         const declared = loadDeclaredTypes(config.remote.jobTypesFile).map((t) => t.name);
         const unknown = types.filter((t) => !declared.includes(t));
-        if (unknown.length > 0) throw new ConfigError(`not declared in JOB_TYPES_FILE: ${unknown.join(', ')} (declared: ${declared.join(', ')})`);
+        if (unknown.length > 0)
+          throw new ConfigError(
+            `not declared in JOB_TYPES_FILE: ${unknown.join(', ')} (declared: ${declared.join(', ')})`,
+          );
       }
       const t = await createWorkerToken(store.db, { name, jobTypes: types ?? null }, Date.now());
-      process.stdout.write(`created worker token ${t.id} "${name}" for ${types ? types.join(', ') : 'every declared remote job type'}; it is shown only this once:\n${t.token}\n`);
+      process.stdout.write(
+        `created worker token ${t.id} "${name}" for ${types ? types.join(', ') : 'every declared remote job type'}; it is shown only this once:\n${t.token}\n`,
+      );
     } else if (sub === 'list') {
       const rows = await listWorkerTokens(store.db);
       if (rows.length === 0) process.stdout.write('no worker tokens\n');
       const iso = (ms: number | null) => (ms === null ? '-' : new Date(ms).toISOString());
       for (const r of rows) {
         const state = r.revoked_at ? `revoked ${iso(r.revoked_at)}` : 'active';
-        process.stdout.write(`${r.id}\t${r.prefix}…\t${r.name}\t${r.job_types.length ? r.job_types.join(',') : '*'}\tcreated ${iso(r.created_at)}\tlast seen ${iso(r.last_seen_at)}\t${state}\n`);
+        process.stdout.write(
+          `${r.id}\t${r.prefix}…\t${r.name}\t${r.job_types.length ? r.job_types.join(',') : '*'}\tcreated ${iso(r.created_at)}\tlast seen ${iso(r.last_seen_at)}\t${state}\n`,
+        );
       }
     } else if (sub === 'revoke') {
       const id = rest[0];
       if (!id) throw new ConfigError('workers revoke needs a WORKER_ID (see workers list)');
-      if (!(await revokeWorkerToken(store.db, id, Date.now()))) throw new ConfigError(`no active worker token with id ${id}`);
+      if (!(await revokeWorkerToken(store.db, id, Date.now())))
+        throw new ConfigError(`no active worker token with id ${id}`);
       process.stdout.write(`revoked ${id}\n`);
     } else {
       throw new ConfigError(USAGE);

@@ -1,8 +1,16 @@
 import { EventEmitter } from 'node:events';
 import type { RawBuilder } from 'kysely';
 
-export type SignalName = 'job-queued' | 'job-cancelled' | 'job-finished' | 'job-progress' | 'webhooks-due' | 'key-revoked';
-export const SIGNAL_NAMES: readonly SignalName[] = ['job-queued', 'job-cancelled', 'job-finished', 'job-progress', 'webhooks-due', 'key-revoked'];
+export type SignalName =
+  'job-queued' | 'job-cancelled' | 'job-finished' | 'job-progress' | 'webhooks-due' | 'key-revoked';
+export const SIGNAL_NAMES: readonly SignalName[] = [
+  'job-queued',
+  'job-cancelled',
+  'job-finished',
+  'job-progress',
+  'webhooks-due',
+  'key-revoked',
+];
 
 /** Carries signals to other processes (PostgreSQL LISTEN/NOTIFY); absent on SQLite. */
 export interface SignalTransport {

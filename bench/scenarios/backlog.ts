@@ -16,7 +16,23 @@ import SQLite from 'better-sqlite3';
 import { openStore } from '../../src/store/db.js';
 import { claimJobs } from '../../src/store/jobs.js';
 import { createKey } from '../../src/store/keys.js';
-import { fmt, freshStore, load, log, median, note, raw, settings, setScenario, startService, stopAll, type BenchStore, type Db, type Row, type Service } from '../lib.js';
+import {
+  fmt,
+  freshStore,
+  load,
+  log,
+  median,
+  note,
+  raw,
+  settings,
+  setScenario,
+  startService,
+  stopAll,
+  type BenchStore,
+  type Db,
+  type Row,
+  type Service,
+} from '../lib.js';
 
 const WORKER_SLOTS = 4;
 const MEASURED = 2_000;
@@ -28,7 +44,8 @@ const databases = (process.env.BENCH_BACKLOG_DBS ?? 'sqlite,postgres').split(','
 export async function fillBacklog(store: BenchStore, n: number, owner: string): Promise<string> {
   const t0 = Date.now() - 60_000;
   const seed = Math.floor(Math.random() * 0xffffffff);
-  const uuidOf = (i: number) => `${seed.toString(16).padStart(8, '0')}-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
+  const uuidOf = (i: number) =>
+    `${seed.toString(16).padStart(8, '0')}-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
   const chunk = 100_000;
   if (store.db === 'sqlite') {
     const db = new SQLite(store.url.slice('sqlite:'.length));
@@ -75,11 +92,21 @@ async function claimP50(store: BenchStore): Promise<number> {
   try {
     for (let i = 0; i < 100; i++) {
       const t = performance.now();
-      await claimJobs(s.db, s.dialect, { leaseOwner: `bench/${i}`, leaseMs: 60_000, now: Date.now(), jobTypes: ['bench-noop'], limit: 1 });
+      await claimJobs(s.db, s.dialect, {
+        leaseOwner: `bench/${i}`,
+        leaseMs: 60_000,
+        now: Date.now(),
+        jobTypes: ['bench-noop'],
+        limit: 1,
+      });
       times.push(performance.now() - t);
     }
     // Put them back, so every case drains the same jobs.
-    await s.db.updateTable('jobs').set({ status: 'queued', lease_owner: null, lease_expires_at: null, attempts: 0 }).where('status', '=', 'processing').execute();
+    await s.db
+      .updateTable('jobs')
+      .set({ status: 'queued', lease_owner: null, lease_expires_at: null, attempts: 0 })
+      .where('status', '=', 'processing')
+      .execute();
   } finally {
     await s.close();
   }
@@ -119,7 +146,11 @@ async function runCase(db: Db, backlog: number): Promise<Case> {
     const s = await openStore(store.url, { migrate: false });
     const { key: otherKey } = await createKey(s.db, 'other', Date.now());
     await s.close();
-    const svc = await startService(store, { role: 'all', env: { WORKER_CONCURRENCY: String(WORKER_SLOTS) }, name: `all-${db}` });
+    const svc = await startService(store, {
+      role: 'all',
+      env: { WORKER_CONCURRENCY: String(WORKER_SLOTS) },
+      name: `all-${db}`,
+    });
     children.push(svc);
     const timeline: Array<{ t: number; n: number }> = [];
     const scrapes: number[] = [];
@@ -147,7 +178,9 @@ async function runCase(db: Db, backlog: number): Promise<Case> {
     let otherWaitMs = NaN;
     if (other) {
       for (let i = 0; i < 100; i++) {
-        const r = await fetch(`${svc.base}/api/v1/jobs/${other}/status`, { headers: { authorization: `Bearer ${otherKey}` } });
+        const r = await fetch(`${svc.base}/api/v1/jobs/${other}/status`, {
+          headers: { authorization: `Bearer ${otherKey}` },
+        });
         const job = ((await r.json()) as { data: { created_at: string; started_at: string | null } }).data;
         if (job.started_at) {
           otherWaitMs = Date.parse(job.started_at) - Date.parse(job.created_at);
@@ -198,7 +231,10 @@ export async function backlogScenario(): Promise<Row[]> {
         value:
           `claim p50 ${fmt.ms(c.claimP50)}; ${fmt.int(c.jobsPerSecond)} jobs/s; status ${fmt.int(c.statusRps)} rps, p99 ${fmt.ms(c.statusP99)}; ` +
           `other owner's job started after ${fmt.ms(c.otherWaitMs)}`,
-        reference: c === small ? 'the small-backlog case' : `vs ${fmt.int(small.backlog)} queued: jobs/s ${fmt.pct(jobsRatio)}, status ${fmt.pct(statusRatio)}`,
+        reference:
+          c === small
+            ? 'the small-backlog case'
+            : `vs ${fmt.int(small.backlog)} queued: jobs/s ${fmt.pct(jobsRatio)}, status ${fmt.pct(statusRatio)}`,
         target: isBig ? '≥ 80% jobs/s and status; other owner < 2 s' : c === small ? '' : '(info)',
         ok: isBig ? jobsRatio >= 0.8 && statusRatio >= 0.8 && c.otherWaitMs < 2000 : undefined,
       });
@@ -211,6 +247,7 @@ export async function backlogScenario(): Promise<Row[]> {
     }
   }
   raw.backlog = cases;
-  if (cases.some((c) => !Number.isFinite(c.jobsPerSecond))) note('backlog: a drain did not reach its measured count within 120 s');
+  if (cases.some((c) => !Number.isFinite(c.jobsPerSecond)))
+    note('backlog: a drain did not reach its measured count within 120 s');
   return rows;
 }

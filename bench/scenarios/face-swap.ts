@@ -23,7 +23,10 @@ export async function faceSwapScenario(): Promise<{ rows: Row[]; lines: string[]
     return { rows: [], lines: [] };
   }
   const args = process.env.BENCH_FACE_SWAP_ITERATIONS ? [process.env.BENCH_FACE_SWAP_ITERATIONS] : [];
-  const proc = spawn(process.execPath, ['--import', 'tsx', SCRIPT, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', SCRIPT, ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   let printed = 0;
@@ -38,8 +41,12 @@ export async function faceSwapScenario(): Promise<{ rows: Row[]; lines: string[]
   proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
   const code = await new Promise<number | null>((resolve) => proc.on('exit', resolve));
   const lines = out.split('\n').filter((l) => l.trim() !== '');
-  if (code !== 0) throw new Error(`bench/face-swap.ts exited with ${code}: ${err.trim().split('\n').slice(-3).join(' ')}`);
-  const json = lines.map((l) => l.trim()).filter((l) => l.startsWith('{')).pop();
+  if (code !== 0)
+    throw new Error(`bench/face-swap.ts exited with ${code}: ${err.trim().split('\n').slice(-3).join(' ')}`);
+  const json = lines
+    .map((l) => l.trim())
+    .filter((l) => l.startsWith('{'))
+    .pop();
   const rows: Row[] = [];
   if (json) {
     const s = JSON.parse(json) as Summary;

@@ -46,7 +46,17 @@ const SLOTS = Math.max(1, Math.min(4, os.availableParallelism()));
 async function bigImage(): Promise<string> {
   const file = path.join(os.tmpdir(), 'mj-bench-6000x4000.jpg');
   if (!fs.existsSync(file)) {
-    const small = await sharp({ create: { width: 600, height: 400, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 60 } } }).png().toBuffer();
+    const small = await sharp({
+      create: {
+        width: 600,
+        height: 400,
+        channels: 3,
+        background: '#808080',
+        noise: { type: 'gaussian', mean: 128, sigma: 60 },
+      },
+    })
+      .png()
+      .toBuffer();
     await sharp(small).resize(6000, 4000, { kernel: 'cubic' }).jpeg({ quality: 90 }).toFile(`${file}.tmp`);
     fs.renameSync(`${file}.tmp`, file);
   }
@@ -64,7 +74,11 @@ export async function isolationScenario(): Promise<Row[]> {
   const count = (status: string) => {
     const d = db();
     try {
-      return (d.prepare("SELECT count(*) AS n FROM jobs WHERE status = ? AND job_type = 'image-transform'").get(status) as { n: number }).n;
+      return (
+        d.prepare("SELECT count(*) AS n FROM jobs WHERE status = ? AND job_type = 'image-transform'").get(status) as {
+          n: number;
+        }
+      ).n;
     } finally {
       d.close();
     }
@@ -76,7 +90,10 @@ export async function isolationScenario(): Promise<Row[]> {
     const c = httpClient(service.base, store.key, 8);
     const uuid = (await c.call('POST', NOOP_PATH, NOOP_BODY)).json.data.uuid as string;
     const statusPath = `/api/v1/jobs/${uuid}/status`;
-    await waitUntil('the no-op job to complete', async () => (await c.call('GET', statusPath)).json.data?.status === 'completed');
+    await waitUntil(
+      'the no-op job to complete',
+      async () => (await c.call('GET', statusPath)).json.data?.status === 'completed',
+    );
     const heavyBody = JSON.stringify({
       job_type: 'image-transform',
       model: 'lanczos3',
@@ -100,7 +117,8 @@ export async function isolationScenario(): Promise<Row[]> {
       // here); the rest are cancelled afterwards.
       const jobs = SLOTS * Math.ceil(2 * settings.duration + 6);
       const ids: string[] = [];
-      for (let j = 0; j < jobs; j++) ids.push((await c.call('POST', '/api/v1/jobs/submit/image-transform', heavyBody)).json.data.uuid as string);
+      for (let j = 0; j < jobs; j++)
+        ids.push((await c.call('POST', '/api/v1/jobs/submit/image-transform', heavyBody)).json.data.uuid as string);
       await waitUntil('every slot to be busy', () => count('processing') >= SLOTS, 30_000, 50);
       await sleep(500); // past the download, into the resize
       const completedBefore = count('completed');
@@ -109,16 +127,32 @@ export async function isolationScenario(): Promise<Row[]> {
       const processingAfter = count('processing');
       jobsDone += count('completed') - completedBefore;
       checkLoad('isolation busy', r1);
-      if (processingAfter < SLOTS || queuedAfter === 0) note(`isolation round ${i + 1}: slots ran dry (${processingAfter} processing, ${queuedAfter} queued at the end)`);
+      if (processingAfter < SLOTS || queuedAfter === 0)
+        note(
+          `isolation round ${i + 1}: slots ran dry (${processingAfter} processing, ${queuedAfter} queued at the end)`,
+        );
       busy.push(r1);
-      log(`  round ${i + 1} ${SLOTS} slots busy: ${describeLoad(r1)} (${processingAfter} processing, ${queuedAfter} queued at the end)`);
+      log(
+        `  round ${i + 1} ${SLOTS} slots busy: ${describeLoad(r1)} (${processingAfter} processing, ${queuedAfter} queued at the end)`,
+      );
       // Drop the rest; libvips finishes what it started, so give it time before the next idle run.
       await Promise.all(ids.map((id) => c.call('POST', `/api/v1/jobs/${id}/cancel`)));
       await sleep(5_000);
     }
     await c.close();
-    raw.isolation = { rate: RATE, connections: CONNECTIONS, slots: SLOTS, idle, busy, heavyJobsCompletedDuringMeasurement: jobsDone };
-    const m = (rs: LoadResult[]) => ({ p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)), rps: median(rs.map((r) => r.rps)) });
+    raw.isolation = {
+      rate: RATE,
+      connections: CONNECTIONS,
+      slots: SLOTS,
+      idle,
+      busy,
+      heavyJobsCompletedDuringMeasurement: jobsDone,
+    };
+    const m = (rs: LoadResult[]) => ({
+      p50: median(rs.map((r) => r.p50)),
+      p99: median(rs.map((r) => r.p99)),
+      rps: median(rs.map((r) => r.rps)),
+    });
     const b = m(busy);
     const z = m(idle);
     const perRound = jobsDone / settings.rounds;

@@ -92,7 +92,11 @@ async function startMediaJobs(workers: number): Promise<System> {
     children.push(api);
     const ws = await Promise.all(
       Array.from({ length: workers }, (_, i) =>
-        startService(store, { role: 'worker', env: { WORKER_CONCURRENCY: String(WORKER_SLOTS) }, name: `worker-${i + 1}` }),
+        startService(store, {
+          role: 'worker',
+          env: { WORKER_CONCURRENCY: String(WORKER_SLOTS) },
+          name: `worker-${i + 1}`,
+        }),
       ),
     );
     children.push(...ws);
@@ -100,7 +104,11 @@ async function startMediaJobs(workers: number): Promise<System> {
     const c = httpClient(api.base, store.key, settings.submitConcurrency);
     return {
       submit: async () => (await c.call('POST', NOOP_PATH, NOOP_BODY)).status === 200,
-      finished: async () => Number((await db.query(`SELECT count(*) AS n FROM jobs WHERE status IN ('completed','failed','cancelled')`)).rows[0].n),
+      finished: async () =>
+        Number(
+          (await db.query(`SELECT count(*) AS n FROM jobs WHERE status IN ('completed','failed','cancelled')`)).rows[0]
+            .n,
+        ),
       times: async (from) =>
         (
           await db.query<{ c: string; s: string | null; f: string | null }>(
@@ -141,14 +149,24 @@ async function startPgBoss(workers: number): Promise<System> {
     await boss.createQueue('bench');
     const ws = await Promise.all(
       Array.from({ length: workers }, (_, i) =>
-        spawnChild(`pgboss-worker-${i + 1}`, 'pgboss-worker.ts', [], { DATABASE_URL: url, PGBOSS_BATCH: String(PGBOSS_BATCH), PGBOSS_LOOPS: '1' }, { track: true }),
+        spawnChild(
+          `pgboss-worker-${i + 1}`,
+          'pgboss-worker.ts',
+          [],
+          { DATABASE_URL: url, PGBOSS_BATCH: String(PGBOSS_BATCH), PGBOSS_LOOPS: '1' },
+          { track: true },
+        ),
       ),
     );
     children.push(...ws);
     await db.connect();
     return {
       submit: async () => (await boss.send('bench', {})) !== null,
-      finished: async () => Number((await db.query(`SELECT count(*) AS n FROM pgboss.job WHERE name = 'bench' AND state = 'completed'`)).rows[0].n),
+      finished: async () =>
+        Number(
+          (await db.query(`SELECT count(*) AS n FROM pgboss.job WHERE name = 'bench' AND state = 'completed'`)).rows[0]
+            .n,
+        ),
       times: async (from) =>
         (
           await db.query<{ c: number; s: number | null; f: number | null }>(
@@ -219,7 +237,10 @@ async function queueRun(label: string, start: () => Promise<System>): Promise<Qu
     const t = await sys.times(t0);
     const done = t.filter((r) => Number.isFinite(r.f));
     const end = timedOut ? Date.now() : Math.max(...done.map((r) => r.f));
-    if (timedOut) note(`queue ${label}: cut short after ${RUN_TIMEOUT_MS / 1000} s with ${finished} of ${n} jobs finished; jobs/s counts those`);
+    if (timedOut)
+      note(
+        `queue ${label}: cut short after ${RUN_TIMEOUT_MS / 1000} s with ${finished} of ${n} jobs finished; jobs/s counts those`,
+      );
     const p = pickups(t);
     const commits = await sys.close();
     return {
@@ -254,7 +275,9 @@ export async function queueScenario(): Promise<Row[]> {
   for (let i = 0; i < settings.rounds; i++) {
     const r0 = Date.now();
     if (i > 0 && Date.now() - began + (r0 - began) / i > SCENARIO_BUDGET_MS) {
-      note(`queue: ${i} of ${settings.rounds} rounds, to stay within its ${SCENARIO_BUDGET_MS / 1000} s budget (BENCH_QUEUE_BUDGET)`);
+      note(
+        `queue: ${i} of ${settings.rounds} rounds, to stay within its ${SCENARIO_BUDGET_MS / 1000} s budget (BENCH_QUEUE_BUDGET)`,
+      );
       break;
     }
     for (const [name, start] of Object.entries(systems)) {
@@ -268,7 +291,14 @@ export async function queueScenario(): Promise<Row[]> {
     }
     rounds++;
   }
-  raw.queue = { jobs: settings.queueJobs, submitConcurrency: settings.submitConcurrency, workerSlots: WORKER_SLOTS, pgBossBatch: PGBOSS_BATCH, rounds, runs };
+  raw.queue = {
+    jobs: settings.queueJobs,
+    submitConcurrency: settings.submitConcurrency,
+    workerSlots: WORKER_SLOTS,
+    pgBossBatch: PGBOSS_BATCH,
+    rounds,
+    runs,
+  };
   const m = (name: string) => {
     const rs = runs[name]!;
     const med = (f: (r: QueueRun) => number) => median(rs.map(f));

@@ -16,7 +16,22 @@ import path from 'node:path';
 import { openStore } from '../../src/store/db.js';
 import { createWorkerToken } from '../../src/store/worker-tokens.js';
 import { runWorker } from '../../src/worker-sdk/index.js';
-import { fmt, freshStore, httpClient, inParallel, log, quantile, raw, setScenario, startService, stopAll, waitUntil, type Db, type Row, type Service } from '../lib.js';
+import {
+  fmt,
+  freshStore,
+  httpClient,
+  inParallel,
+  log,
+  quantile,
+  raw,
+  setScenario,
+  startService,
+  stopAll,
+  waitUntil,
+  type Db,
+  type Row,
+  type Service,
+} from '../lib.js';
 
 const WORKER_SLOTS = 8;
 const PACED = 50;
@@ -66,22 +81,45 @@ async function runCase(db: Db): Promise<RemoteCase> {
   const typesFile = path.join(store.dataDir, 'job-types.json');
   fs.writeFileSync(
     typesFile,
-    JSON.stringify({ job_types: [{ name: REMOTE_TYPE, description: 'Benchmark no-op served by a remote worker.', models: [{ name: 'v1', description: 'no-op' }] }] }),
+    JSON.stringify({
+      job_types: [
+        {
+          name: REMOTE_TYPE,
+          description: 'Benchmark no-op served by a remote worker.',
+          models: [{ name: 'v1', description: 'no-op' }],
+        },
+      ],
+    }),
   );
   try {
-    const svc = await startService(store, { role: 'all', env: { WORKER_CONCURRENCY: String(WORKER_SLOTS), JOB_TYPES_FILE: typesFile }, name: `remote-${db}` });
+    const svc = await startService(store, {
+      role: 'all',
+      env: { WORKER_CONCURRENCY: String(WORKER_SLOTS), JOB_TYPES_FILE: typesFile },
+      name: `remote-${db}`,
+    });
     children.push(svc);
     const s = await openStore(store.url, { migrate: false });
     const { token } = await createWorkerToken(s.db, { name: 'bench', jobTypes: [REMOTE_TYPE] }, Date.now());
     const c = httpClient(svc.base, store.key, 32);
     const submit = async (type: string) => {
-      const r = await c.call('POST', `/api/v1/jobs/submit/${type}`, JSON.stringify({ job_type: type, model: 'v1', input: {} }));
+      const r = await c.call(
+        'POST',
+        `/api/v1/jobs/submit/${type}`,
+        JSON.stringify({ job_type: type, model: 'v1', input: {} }),
+      );
       if (r.status !== 200) throw new Error(`submit ${type}: ${r.status}`);
       return r.json.data.uuid as string;
     };
     const finished = async (type: string) =>
       Number(
-        (await s.db.selectFrom('jobs').select((eb) => eb.fn.countAll().as('n')).where('job_type', '=', type).where('status', '=', 'completed').executeTakeFirstOrThrow()).n,
+        (
+          await s.db
+            .selectFrom('jobs')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .where('job_type', '=', type)
+            .where('status', '=', 'completed')
+            .executeTakeFirstOrThrow()
+        ).n,
       );
 
     // Claim-to-start: the loops are long-polling on an idle queue when each job arrives.
@@ -120,7 +158,11 @@ async function runCase(db: Db): Promise<RemoteCase> {
       await new Promise((r) => setTimeout(r, 20));
     }
     await waitUntil('paced built-in jobs', async () => (await finished('bench-noop')) >= PACED, 60_000, 50);
-    const rows = await s.db.selectFrom('jobs').select(['created_at', 'started_at']).where('uuid', 'in', paced).execute();
+    const rows = await s.db
+      .selectFrom('jobs')
+      .select(['created_at', 'started_at'])
+      .where('uuid', 'in', paced)
+      .execute();
     const pickups = rows.map((r) => Number(r.started_at) - Number(r.created_at));
     const builtinJobsPerSecond = await drain('bench-noop');
     await c.close();

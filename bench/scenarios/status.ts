@@ -50,12 +50,23 @@ export async function statusScenario(): Promise<Row[]> {
     await c.close();
 
     const barePort = await freePort();
-    bare = await spawnChild('bare-fastify', 'bare.ts', [], { PORT: String(barePort), BARE_BODY: text }, { track: true });
+    bare = await spawnChild(
+      'bare-fastify',
+      'bare.ts',
+      [],
+      { PORT: String(barePort), BARE_BODY: text },
+      { track: true },
+    );
     const svcUrl = `${service.base}${statusPath}`;
     const bareUrl = `http://127.0.0.1:${barePort}${statusPath}`;
     const headers = authHeaders(store.key);
 
-    const runs = async (url: string, label: string, h: Record<string, string>, duration = settings.duration): Promise<LoadResult> => {
+    const runs = async (
+      url: string,
+      label: string,
+      h: Record<string, string>,
+      duration = settings.duration,
+    ): Promise<LoadResult> => {
       const r = await load({ url, headers: h, duration });
       checkLoad(label, r);
       log(`  ${label}: ${describeLoad(r)}`);
@@ -73,15 +84,24 @@ export async function statusScenario(): Promise<Row[]> {
     await svc.stop();
 
     // The same service with one JSON request log line per request (LOG_LEVEL=info, to a file).
-    const infoSvc = await startService(store, { role: 'all', env: { WORKER_CONCURRENCY: '1', LOG_LEVEL: 'info' }, name: 'service-all-info-logs' });
+    const infoSvc = await startService(store, {
+      role: 'all',
+      env: { WORKER_CONCURRENCY: '1', LOG_LEVEL: 'info' },
+      name: 'service-all-info-logs',
+    });
     svc = infoSvc;
     const infoUrl = `${infoSvc.base}${statusPath}`;
     await load({ url: infoUrl, headers, duration: 2 });
     const info: LoadResult[] = [];
-    for (let i = 0; i < settings.rounds; i++) info.push(await runs(infoUrl, `round ${i + 1} service (info logs)`, headers, settings.shortDuration));
+    for (let i = 0; i < settings.rounds; i++)
+      info.push(await runs(infoUrl, `round ${i + 1} service (info logs)`, headers, settings.shortDuration));
 
     raw.status = { bodyBytes: text.length, warn, info, ceiling };
-    const m = (rs: LoadResult[]) => ({ rps: median(rs.map((r) => r.rps)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)) });
+    const m = (rs: LoadResult[]) => ({
+      rps: median(rs.map((r) => r.rps)),
+      p50: median(rs.map((r) => r.p50)),
+      p99: median(rs.map((r) => r.p99)),
+    });
     const w = m(warn);
     const b = m(ceiling);
     const n = m(info);

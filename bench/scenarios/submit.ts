@@ -30,7 +30,11 @@ import {
   type Row,
 } from '../lib.js';
 
-const summary = (rs: LoadResult[]) => ({ rps: median(rs.map((r) => r.rps)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)) });
+const summary = (rs: LoadResult[]) => ({
+  rps: median(rs.map((r) => r.rps)),
+  p50: median(rs.map((r) => r.p50)),
+  p99: median(rs.map((r) => r.p99)),
+});
 const cell = (x: ReturnType<typeof summary>) => `${fmt.int(x.rps)} req/s, p50 ${fmt.ms(x.p50)}, p99 ${fmt.ms(x.p99)}`;
 
 export async function submitScenario(): Promise<Row[]> {
@@ -43,7 +47,11 @@ export async function submitScenario(): Promise<Row[]> {
     const store = await freshStore(db);
     let svc: Child | undefined;
     try {
-      const service = await startService(store, { role: 'api', env: { WORKER_CONCURRENCY: '0' }, name: `service-api-${db}` });
+      const service = await startService(store, {
+        role: 'api',
+        env: { WORKER_CONCURRENCY: '0' },
+        name: `service-api-${db}`,
+      });
       svc = service;
       const c = httpClient(service.base, store.key, 1);
       sampleAnswer = JSON.stringify((await c.call('POST', NOOP_PATH, NOOP_BODY)).json);
@@ -53,7 +61,14 @@ export async function submitScenario(): Promise<Row[]> {
       const variants = {
         plain: () => load({ url, method: 'POST', headers, body: NOOP_BODY, duration: settings.shortDuration }),
         idempotent: () =>
-          load({ url, method: 'POST', headers, body: NOOP_BODY, duration: settings.shortDuration, perRequestHeaders: () => ({ 'idempotency-key': randomUUID() }) }),
+          load({
+            url,
+            method: 'POST',
+            headers,
+            body: NOOP_BODY,
+            duration: settings.shortDuration,
+            perRequestHeaders: () => ({ 'idempotency-key': randomUUID() }),
+          }),
       };
       await load({ url, method: 'POST', headers, body: NOOP_BODY, duration: 2 });
       for (const v of Object.keys(variants) as Array<keyof typeof variants>) results[`${db}-${v}`] = [];
@@ -75,7 +90,13 @@ export async function submitScenario(): Promise<Row[]> {
   let bare: Child | undefined;
   try {
     const port = await freePort();
-    bare = await spawnChild('bare-fastify', 'bare.ts', [], { PORT: String(port), BARE_SUBMIT_BODY: sampleAnswer }, { track: true });
+    bare = await spawnChild(
+      'bare-fastify',
+      'bare.ts',
+      [],
+      { PORT: String(port), BARE_SUBMIT_BODY: sampleAnswer },
+      { track: true },
+    );
     const url = `http://127.0.0.1:${port}${NOOP_PATH}`;
     const headers = { 'content-type': 'application/json' };
     await load({ url, method: 'POST', headers, body: NOOP_BODY, duration: 2 });

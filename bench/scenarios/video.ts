@@ -21,7 +21,10 @@ interface Summary {
 export async function videoScenario(): Promise<{ rows: Row[]; lines: string[] }> {
   setScenario('video');
   const args = process.env.BENCH_VIDEO_SECONDS ? [process.env.BENCH_VIDEO_SECONDS] : [];
-  const proc = spawn(process.execPath, ['--import', 'tsx', SCRIPT, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', SCRIPT, ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   proc.stdout.on('data', (d: Buffer) => (out += d.toString()));

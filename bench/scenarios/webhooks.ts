@@ -77,10 +77,18 @@ export async function webhookScenario(): Promise<Row[]> {
   const stats = async () => (await rc.call<Stats>('GET', '/stats')).json;
   const rate = (s: Stats): Run => {
     const seconds = (s.lastOkAt - s.firstAt) / 1000;
-    return { deliveriesPerSecond: s.delivered / seconds, attemptsPerSecond: s.hits / seconds, duplicates: s.duplicates, connections: s.connections };
+    return {
+      deliveriesPerSecond: s.delivered / seconds,
+      attemptsPerSecond: s.hits / seconds,
+      duplicates: s.duplicates,
+      connections: s.connections,
+    };
   };
 
-  const serviceRun = async (db: Db, mode: Mode): Promise<{ run: Run; bodies: Array<{ event_id: string; body: string }> }> => {
+  const serviceRun = async (
+    db: Db,
+    mode: Mode,
+  ): Promise<{ run: Run; bodies: Array<{ event_id: string; body: string }> }> => {
     const store = await freshStore(db);
     let api: Child | undefined;
     let worker: Child | undefined;
@@ -88,7 +96,12 @@ export async function webhookScenario(): Promise<Row[]> {
       const a = await startService(store, { role: 'api', env: { WORKER_CONCURRENCY: '0' }, name: 'api' });
       api = a;
       const c = httpClient(a.base, store.key, 32);
-      const body = JSON.stringify({ job_type: 'bench-noop', model: 'v1', input: {}, webhook: { url: `${receiverBase}/hook`, secret: SECRET } });
+      const body = JSON.stringify({
+        job_type: 'bench-noop',
+        model: 'v1',
+        input: {},
+        webhook: { url: `${receiverBase}/hook`, secret: SECRET },
+      });
       await inParallel(n, 32, async () => {
         const s = await c.call('POST', NOOP_PATH, body);
         if (s.status !== 200) throw new Error(`submit answered ${s.status}: ${JSON.stringify(s.json)}`);
@@ -99,7 +112,11 @@ export async function webhookScenario(): Promise<Row[]> {
       await a.stop();
       await reset(mode);
       const schedule = mode === 'flaky' ? '0,10ms,10ms,10ms,10ms' : '0,1m,5m,30m,6h';
-      worker = await startService(store, { role: 'worker', env: { WORKER_CONCURRENCY: '0', WEBHOOK_RETRY_SCHEDULE: schedule }, name: 'dispatcher' });
+      worker = await startService(store, {
+        role: 'worker',
+        env: { WORKER_CONCURRENCY: '0', WEBHOOK_RETRY_SCHEDULE: schedule },
+        name: 'dispatcher',
+      });
       await waitUntil(`${n} webhooks delivered`, async () => (await stats()).delivered >= n, 180_000, 50);
       const s = await stats();
       const reader = await openStore(store.url);
@@ -120,8 +137,20 @@ export async function webhookScenario(): Promise<Row[]> {
       await inParallel(bodies.length, IN_FLIGHT, async (i) => {
         const e = bodies[i]!;
         for (let attempt = 0; attempt < 5; attempt++) {
-          const headers = deliveryHeaders({ eventId: e.event_id, timestamp: Math.floor(Date.now() / 1000), body: e.body, secret: SECRET });
-          const res = await pool.request({ method: 'POST', path: '/hook', headers, body: e.body, headersTimeout: 10_000, bodyTimeout: 10_000 });
+          const headers = deliveryHeaders({
+            eventId: e.event_id,
+            timestamp: Math.floor(Date.now() / 1000),
+            body: e.body,
+            secret: SECRET,
+          });
+          const res = await pool.request({
+            method: 'POST',
+            path: '/hook',
+            headers,
+            body: e.body,
+            headersTimeout: 10_000,
+            bodyTimeout: 10_000,
+          });
           await res.body.dump();
           if (res.statusCode >= 200 && res.statusCode < 300) return;
         }

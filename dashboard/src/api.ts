@@ -12,7 +12,15 @@ export const session = {
 };
 
 // The API's shapes come from the typed client (type-only: nothing of it is bundled).
-import type { ApiJob, Delivery, DeliveryAttempt, JobStatus, JobTypeInfo, ResultLink, SlotSpec } from '../../src/client/types.js';
+import type {
+  ApiJob,
+  Delivery,
+  DeliveryAttempt,
+  JobStatus,
+  JobTypeInfo,
+  ResultLink,
+  SlotSpec,
+} from '../../src/client/types.js';
 
 export type { Delivery, JobStatus, ResultLink, SlotSpec };
 export type Job = ApiJob;
@@ -37,7 +45,10 @@ export interface JsonSchema {
   anyOf?: JsonSchema[];
 }
 // Slots indexed by any input key: the job page looks up each field of an input by name.
-export type JobType = Omit<JobTypeInfo, 'options' | 'slots'> & { slots: Partial<Record<string, SlotSpec>>; options: JsonSchema };
+export type JobType = Omit<JobTypeInfo, 'options' | 'slots'> & {
+  slots: Partial<Record<string, SlotSpec>>;
+  options: JsonSchema;
+};
 
 export class ApiError extends Error {
   constructor(
@@ -48,7 +59,11 @@ export class ApiError extends Error {
   }
 }
 
-async function request<T>(path: string, token: string | null, init: { method?: string; body?: unknown } = {}): Promise<T> {
+async function request<T>(
+  path: string,
+  token: string | null,
+  init: { method?: string; body?: unknown } = {},
+): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (token) headers.authorization = `Bearer ${token}`;
   if (init.body !== undefined) headers['content-type'] = 'application/json';
@@ -69,16 +84,22 @@ async function request<T>(path: string, token: string | null, init: { method?: s
 }
 
 /** The public API, as the signed-in API user. */
-export const api = <T>(path: string, init?: { method?: string; body?: unknown }) => request<T>(`/api/v1${path}`, session.apiKey(), init);
+export const api = <T>(path: string, init?: { method?: string; body?: unknown }) =>
+  request<T>(`/api/v1${path}`, session.apiKey(), init);
 /** The operator routes, with the admin token. */
-export const admin = <T>(path: string, init?: { method?: string; body?: unknown }) => request<T>(`/admin/api${path}`, session.adminToken(), init);
+export const admin = <T>(path: string, init?: { method?: string; body?: unknown }) =>
+  request<T>(`/admin/api${path}`, session.adminToken(), init);
 
 /**
  * Follows GET /api/v1/jobs/{uuid}/events (fetch, not EventSource: EventSource cannot send the
  * Bearer header). Calls `onJob` for every event; reconnects after a drop until the job is
  * terminal or `signal` aborts.
  */
-export async function watchJob(uuid: string, onJob: (job: Job, kind: string) => void, signal: AbortSignal): Promise<void> {
+export async function watchJob(
+  uuid: string,
+  onJob: (job: Job, kind: string) => void,
+  signal: AbortSignal,
+): Promise<void> {
   let delay = 1000;
   while (!signal.aborted) {
     try {
@@ -88,7 +109,10 @@ export async function watchJob(uuid: string, onJob: (job: Job, kind: string) => 
         signal,
       });
       if (!res.ok || !res.body) throw new ApiError(res.status, `events: HTTP ${res.status}`);
-      const reader = res.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
+      const reader = res.body
+        .pipeThrough(new TextDecoderStream())
+        .pipeThrough(new EventSourceParserStream())
+        .getReader();
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;

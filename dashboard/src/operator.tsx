@@ -4,11 +4,21 @@ import { ErrorNote } from './user';
 
 interface Overview {
   queue: { queued: number; processing: number };
-  throughput: { per_minute: Array<{ minute: string; finished: number }>; finished_last_hour: number; counting_since: string };
+  throughput: {
+    per_minute: Array<{ minute: string; finished: number }>;
+    finished_last_hour: number;
+    counting_since: string;
+  };
 }
 interface Workers {
   local: Array<{ id: string; concurrency: number; active_jobs: number; job_types: string[] }>;
-  remote: Array<{ id: string; name: string; job_types: string[]; last_seen_at: string | null; revoked_at: string | null }>;
+  remote: Array<{
+    id: string;
+    name: string;
+    job_types: string[];
+    last_seen_at: string | null;
+    revoked_at: string | null;
+  }>;
 }
 interface Key {
   id: string;
@@ -38,7 +48,11 @@ function Chart({ points }: { points: Array<{ minute: string; finished: number }>
   const total = points.reduce((n, p) => n + p.finished, 0);
   return (
     <figure class="chart">
-      <svg viewBox={`0 0 ${w} ${h + 16}`} role="img" aria-label={`Finished jobs per minute over the last hour: ${total} in all, at most ${max} in one minute`}>
+      <svg
+        viewBox={`0 0 ${w} ${h + 16}`}
+        role="img"
+        aria-label={`Finished jobs per minute over the last hour: ${total} in all, at most ${max} in one minute`}
+      >
         <line x1="0" y1={h} x2={w} y2={h} class="axis" />
         {points.map((p, i) => {
           const bh = (p.finished / max) * (h - 4);
@@ -86,7 +100,14 @@ function OperatorSignIn({ onToken }: { onToken: (t: string) => void }) {
       </p>
       <form onSubmit={submit}>
         <label for="admin-token">Admin token</label>
-        <input id="admin-token" type="password" autoComplete="off" required value={token} onInput={(e) => setToken(e.currentTarget.value)} />
+        <input
+          id="admin-token"
+          type="password"
+          autoComplete="off"
+          required
+          value={token}
+          onInput={(e) => setToken(e.currentTarget.value)}
+        />
         <button type="submit">Sign in</button>
       </form>
       <ErrorNote error={error} />
@@ -132,7 +153,12 @@ export function Operator({ token, onToken }: { token: string | null; onToken: (t
   const createKey = async (e: Event) => {
     e.preventDefault();
     try {
-      setCreated(await admin<{ id: string; owner: string; key: string }>('/keys', { method: 'POST', body: { owner: owner.trim() } }));
+      setCreated(
+        await admin<{ id: string; owner: string; key: string }>('/keys', {
+          method: 'POST',
+          body: { owner: owner.trim() },
+        }),
+      );
       setOwner('');
       await load();
     } catch (err) {
@@ -174,7 +200,9 @@ export function Operator({ token, onToken }: { token: string | null; onToken: (t
         <section aria-labelledby="tp-h">
           <h2 id="tp-h">Throughput (finished jobs per minute)</h2>
           {overview && <Chart points={overview.throughput.per_minute} />}
-          {overview && <small class="hint">Counted by this process since {when(overview.throughput.counting_since)}.</small>}
+          {overview && (
+            <small class="hint">Counted by this process since {when(overview.throughput.counting_since)}.</small>
+          )}
         </section>
       </div>
 
@@ -213,14 +241,22 @@ export function Operator({ token, onToken }: { token: string | null; onToken: (t
             ))}
           </tbody>
         </table>
-        {workers && workers.local.length + workers.remote.length === 0 && <p>No workers in this process and no remote workers.</p>}
+        {workers && workers.local.length + workers.remote.length === 0 && (
+          <p>No workers in this process and no remote workers.</p>
+        )}
       </section>
 
       <section aria-labelledby="keys-h">
         <h2 id="keys-h">API keys</h2>
         <form class="inline" onSubmit={createKey}>
           <label for="key-owner">Owner</label>
-          <input id="key-owner" required maxLength={200} value={owner} onInput={(e) => setOwner(e.currentTarget.value)} />
+          <input
+            id="key-owner"
+            required
+            maxLength={200}
+            value={owner}
+            onInput={(e) => setOwner(e.currentTarget.value)}
+          />
           <button type="submit">Create key</button>
         </form>
         {created && (
@@ -251,7 +287,12 @@ export function Operator({ token, onToken }: { token: string | null; onToken: (t
                 <td>{k.revoked_at ? `revoked ${when(k.revoked_at)}` : 'active'}</td>
                 <td>
                   {!k.revoked_at && (
-                    <button type="button" class="danger" onClick={() => revoke(k.id)} aria-label={`Revoke key ${k.id} of ${k.owner}`}>
+                    <button
+                      type="button"
+                      class="danger"
+                      onClick={() => revoke(k.id)}
+                      aria-label={`Revoke key ${k.id} of ${k.owner}`}
+                    >
                       Revoke
                     </button>
                   )}

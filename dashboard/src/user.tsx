@@ -1,5 +1,19 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { api, ApiError, isTerminal, session, STATUSES, watchJob, when, type Delivery, type Job, type JobDetail, type JobType, type JsonSchema, type ResultLink } from './api';
+import {
+  api,
+  ApiError,
+  isTerminal,
+  session,
+  STATUSES,
+  watchJob,
+  when,
+  type Delivery,
+  type Job,
+  type JobDetail,
+  type JobType,
+  type JsonSchema,
+  type ResultLink,
+} from './api';
 
 export function Status({ status }: { status: string }) {
   return <span class={`status status-${status}`}>{status}</span>;
@@ -34,7 +48,15 @@ export function SignIn({ onKey }: { onKey: (k: string) => void }) {
       <p>Paste an API key. It stays in this browser tab only (session storage) and is sent as a Bearer header.</p>
       <form onSubmit={submit}>
         <label for="api-key">API key</label>
-        <input id="api-key" name="api-key" type="password" autoComplete="off" required value={key} onInput={(e) => setKey(e.currentTarget.value)} />
+        <input
+          id="api-key"
+          name="api-key"
+          type="password"
+          autoComplete="off"
+          required
+          value={key}
+          onInput={(e) => setKey(e.currentTarget.value)}
+        />
         <button type="submit">Sign in</button>
       </form>
       <ErrorNote error={error} />
@@ -45,7 +67,10 @@ export function SignIn({ onKey }: { onKey: (k: string) => void }) {
 function useJobTypes(): JobType[] {
   const [types, setTypes] = useState<JobType[]>([]);
   useEffect(() => {
-    api<{ job_types: JobType[] }>('/job-types').then((d) => setTypes(d.job_types), () => {});
+    api<{ job_types: JobType[] }>('/job-types').then(
+      (d) => setTypes(d.job_types),
+      () => {},
+    );
   }, []);
   return types;
 }
@@ -145,13 +170,27 @@ export function Jobs() {
           ))}
         </tbody>
       </table>
-      {page && page.jobs.length === 0 && <p>No jobs here yet. <a href="#/new">Submit one</a>.</p>}
+      {page && page.jobs.length === 0 && (
+        <p>
+          No jobs here yet. <a href="#/new">Submit one</a>.
+        </p>
+      )}
       <nav class="pager" aria-label="Pages">
-        <button type="button" class="secondary" disabled={cursors.length < 2} onClick={() => setCursors(cursors.slice(0, -1))}>
+        <button
+          type="button"
+          class="secondary"
+          disabled={cursors.length < 2}
+          onClick={() => setCursors(cursors.slice(0, -1))}
+        >
           Previous page
         </button>
         <span aria-live="polite">Page {cursors.length}</span>
-        <button type="button" class="secondary" disabled={!page?.next_cursor} onClick={() => page?.next_cursor && setCursors([...cursors, page.next_cursor])}>
+        <button
+          type="button"
+          class="secondary"
+          disabled={!page?.next_cursor}
+          onClick={() => page?.next_cursor && setCursors([...cursors, page.next_cursor])}
+        >
           Next page
         </button>
       </nav>
@@ -180,7 +219,11 @@ export function JobPage({ uuid }: { uuid: string }) {
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
-  const loadDeliveries = () => api<{ deliveries: Delivery[] }>(`/jobs/${uuid}/webhook-deliveries`).then((d) => setDeliveries(d.deliveries), () => {});
+  const loadDeliveries = () =>
+    api<{ deliveries: Delivery[] }>(`/jobs/${uuid}/webhook-deliveries`).then(
+      (d) => setDeliveries(d.deliveries),
+      () => {},
+    );
 
   useEffect(() => {
     const ctrl = new AbortController();
@@ -192,20 +235,28 @@ export function JobPage({ uuid }: { uuid: string }) {
           uuid,
           (j, kind) => {
             setJob((prev) => (prev ? { ...prev, ...j } : prev));
-            setSteps((s) => (s.at(-1)?.what === `${j.status}: ${j.status_detail}` ? s : [...s, { at: new Date().toISOString(), what: `${j.status}: ${j.status_detail}` }]));
+            setSteps((s) =>
+              s.at(-1)?.what === `${j.status}: ${j.status_detail}`
+                ? s
+                : [...s, { at: new Date().toISOString(), what: `${j.status}: ${j.status_detail}` }],
+            );
             if (kind === 'status' && isTerminal(j.status)) void loadDeliveries();
           },
           ctrl.signal,
         );
       },
-      (err) => setError(err instanceof ApiError && err.status === 404 ? 'No such job (or not yours).' : String(err.message ?? err)),
+      (err) =>
+        setError(
+          err instanceof ApiError && err.status === 404 ? 'No such job (or not yours).' : String(err.message ?? err),
+        ),
     );
     void loadDeliveries();
     return () => ctrl.abort();
   }, [uuid]);
 
   useEffect(() => {
-    if (job?.result_ready && !result) api<ResultLink>(`/jobs/${uuid}/result`).then(setResult, (e) => setError(e.message));
+    if (job?.result_ready && !result)
+      api<ResultLink>(`/jobs/${uuid}/result`).then(setResult, (e) => setError(e.message));
   }, [job?.result_ready]);
 
   // Deliveries move on their own schedule (retries): refresh while one is pending.
@@ -254,7 +305,11 @@ export function JobPage({ uuid }: { uuid: string }) {
         Job <span class="mono">{job.uuid}</span>
       </h1>
       <p class="summary">
-        <Status status={job.status} /> <span id="job-detail" aria-live="polite">{job.status_detail}</span> · {job.job_type} · {job.model}
+        <Status status={job.status} />{' '}
+        <span id="job-detail" aria-live="polite">
+          {job.status_detail}
+        </span>{' '}
+        · {job.job_type} · {job.model}
       </p>
       {!isTerminal(job.status) && (
         <button type="button" class="danger" onClick={cancel} disabled={busy}>
@@ -273,7 +328,11 @@ export function JobPage({ uuid }: { uuid: string }) {
           {slots.map(([slot, value]) => (
             <figure>
               {[value].flat().map((u, i) => (
-                <Media url={String(u)} kind={type?.slots[slot]?.accepts ?? ''} label={`input ${slot}${Array.isArray(value) ? ` ${i + 1}` : ''}`} />
+                <Media
+                  url={String(u)}
+                  kind={type?.slots[slot]?.accepts ?? ''}
+                  label={`input ${slot}${Array.isArray(value) ? ` ${i + 1}` : ''}`}
+                />
               ))}
               <figcaption>{slot}</figcaption>
             </figure>
@@ -374,7 +433,17 @@ export function JobPage({ uuid }: { uuid: string }) {
 }
 
 /** One form control per option, from its JSON Schema (enum, boolean, number, string). */
-function OptionField({ name, schema, value, onChange }: { name: string; schema: JsonSchema; value: unknown; onChange: (v: unknown) => void }) {
+function OptionField({
+  name,
+  schema,
+  value,
+  onChange,
+}: {
+  name: string;
+  schema: JsonSchema;
+  value: unknown;
+  onChange: (v: unknown) => void;
+}) {
   const id = `opt-${name}`;
   const s = schema.anyOf?.find((x) => x.type !== 'null') ?? schema;
   const type = Array.isArray(s.type) ? s.type.find((t) => t !== 'null') : s.type;
@@ -383,7 +452,12 @@ function OptionField({ name, schema, value, onChange }: { name: string; schema: 
   let control;
   if (s.enum) {
     control = (
-      <select id={id} aria-describedby={described} value={value === undefined ? '' : String(value)} onChange={(e) => onChange(e.currentTarget.value === '' ? undefined : e.currentTarget.value)}>
+      <select
+        id={id}
+        aria-describedby={described}
+        value={value === undefined ? '' : String(value)}
+        onChange={(e) => onChange(e.currentTarget.value === '' ? undefined : e.currentTarget.value)}
+      >
         <option value="">default{s.default !== undefined ? ` (${String(s.default)})` : ''}</option>
         {s.enum.map((v) => (
           <option value={String(v)}>{String(v)}</option>
@@ -391,7 +465,15 @@ function OptionField({ name, schema, value, onChange }: { name: string; schema: 
       </select>
     );
   } else if (type === 'boolean') {
-    control = <input id={id} type="checkbox" aria-describedby={described} checked={value === true} onChange={(e) => onChange(e.currentTarget.checked)} />;
+    control = (
+      <input
+        id={id}
+        type="checkbox"
+        aria-describedby={described}
+        checked={value === true}
+        onChange={(e) => onChange(e.currentTarget.checked)}
+      />
+    );
   } else if (type === 'integer' || type === 'number') {
     control = (
       <input
@@ -407,7 +489,15 @@ function OptionField({ name, schema, value, onChange }: { name: string; schema: 
       />
     );
   } else {
-    control = <input id={id} type="text" aria-describedby={described} value={value === undefined ? '' : String(value)} onInput={(e) => onChange(e.currentTarget.value === '' ? undefined : e.currentTarget.value)} />;
+    control = (
+      <input
+        id={id}
+        type="text"
+        aria-describedby={described}
+        value={value === undefined ? '' : String(value)}
+        onInput={(e) => onChange(e.currentTarget.value === '' ? undefined : e.currentTarget.value)}
+      />
+    );
   }
   return (
     <div class={type === 'boolean' ? 'field check' : 'field'}>
@@ -522,7 +612,12 @@ export function NewJob() {
           <fieldset>
             <legend>Options</legend>
             {optionProps.map(([name, schema]) => (
-              <OptionField name={name} schema={schema} value={options[name]} onChange={(v) => setOptions({ ...options, [name]: v })} />
+              <OptionField
+                name={name}
+                schema={schema}
+                value={options[name]}
+                onChange={(v) => setOptions({ ...options, [name]: v })}
+              />
             ))}
           </fieldset>
         )}

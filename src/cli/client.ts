@@ -1,6 +1,14 @@
 import fs from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { MediaJobsClient, MediaJobsError, WaitTimeoutError, type ApiJob, type EventType, type JobStatus, type ResultLink } from '../client/index.js';
+import {
+  MediaJobsClient,
+  MediaJobsError,
+  WaitTimeoutError,
+  type ApiJob,
+  type EventType,
+  type JobStatus,
+  type ResultLink,
+} from '../client/index.js';
 
 /**
  * The client commands of the `media-jobs` CLI: they talk to a running service over HTTP, like any
@@ -12,7 +20,8 @@ import { MediaJobsClient, MediaJobsError, WaitTimeoutError, type ApiJob, type Ev
 
 export const CLIENT_COMMANDS = ['submit', 'status', 'cancel', 'result', 'wait', 'jobs', 'job-types'] as const;
 export type ClientCommand = (typeof CLIENT_COMMANDS)[number];
-export const isClientCommand = (cmd: string | undefined): cmd is ClientCommand => (CLIENT_COMMANDS as readonly string[]).includes(cmd ?? '');
+export const isClientCommand = (cmd: string | undefined): cmd is ClientCommand =>
+  (CLIENT_COMMANDS as readonly string[]).includes(cmd ?? '');
 
 export const CLIENT_USAGE = `client commands (MEDIA_JOBS_URL, default http://localhost:8080; MEDIA_JOBS_API_KEY):
   media-jobs submit TYPE --model M --input JSON|@FILE [--webhook URL] [--webhook-secret S]
@@ -61,7 +70,9 @@ function parse(args: string[], options: Options, positionals: string[]) {
   if (values.help) return { values, pos: [], help: true };
   if (parsed.positionals.length !== positionals.length) {
     const want = positionals.length ? positionals.join(' ') : 'no arguments';
-    throw new UsageError(`expected ${want}, got ${parsed.positionals.length ? parsed.positionals.map((p) => JSON.stringify(p)).join(' ') : 'none'}`);
+    throw new UsageError(
+      `expected ${want}, got ${parsed.positionals.length ? parsed.positionals.map((p) => JSON.stringify(p)).join(' ') : 'none'}`,
+    );
   }
   return { values, pos: parsed.positionals, help: false };
 }
@@ -69,7 +80,8 @@ function parse(args: string[], options: Options, positionals: string[]) {
 function parseSeconds(v: unknown, flag: string): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (typeof v !== 'string' || !/^\d+(\.\d+)?$/.test(v) || !Number.isFinite(n)) throw new UsageError(`${flag} takes a number of seconds (got "${String(v)}")`);
+  if (typeof v !== 'string' || !/^\d+(\.\d+)?$/.test(v) || !Number.isFinite(n))
+    throw new UsageError(`${flag} takes a number of seconds (got "${String(v)}")`);
   return n * 1000;
 }
 
@@ -89,7 +101,8 @@ function parseInput(raw: unknown): Record<string, unknown> {
   } catch (err) {
     throw new UsageError(`--input is not valid JSON: ${(err as Error).message}`);
   }
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new UsageError('--input must be a JSON object, e.g. \'{"source":"https://…/photo.jpg"}\'');
+  if (v === null || typeof v !== 'object' || Array.isArray(v))
+    throw new UsageError('--input must be a JSON object, e.g. \'{"source":"https://…/photo.jpg"}\'');
   return v as Record<string, unknown>;
 }
 
@@ -105,16 +118,30 @@ function jobBlock(j: ApiJob): string {
     ['status_detail', j.status_detail],
   ];
   if (j.error_type || j.error_message) rows.push(['error', `${j.error_type ?? 'error'}: ${j.error_message ?? ''}`]);
-  rows.push(['result_ready', String(j.result_ready)], ['created_at', j.created_at], ['started_at', j.started_at ?? '-'], ['finished_at', j.finished_at ?? '-']);
+  rows.push(
+    ['result_ready', String(j.result_ready)],
+    ['created_at', j.created_at],
+    ['started_at', j.started_at ?? '-'],
+    ['finished_at', j.finished_at ?? '-'],
+  );
   return rows.map(([k, v]) => `${k.padEnd(14)}${v}\n`).join('');
 }
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd() + '\n').join('');
+  return rows
+    .map(
+      (r) =>
+        r
+          .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
+          .join('  ')
+          .trimEnd() + '\n',
+    )
+    .join('');
 }
 
-const human = (n: number) => (n < 1024 ? `${n} B` : n < 1024 ** 2 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`);
+const human = (n: number) =>
+  n < 1024 ? `${n} B` : n < 1024 ** 2 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`;
 
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
@@ -174,11 +201,16 @@ interface Ctx {
 function makeClient(io: CliIO, urlFlag: unknown): MediaJobsClient {
   const baseUrl = (typeof urlFlag === 'string' && urlFlag) || io.env.MEDIA_JOBS_URL || 'http://localhost:8080';
   const apiKey = io.env.MEDIA_JOBS_API_KEY;
-  if (!apiKey) throw new UsageError('MEDIA_JOBS_API_KEY is not set (an operator creates one with: media-jobs keys create --owner NAME)');
+  if (!apiKey)
+    throw new UsageError(
+      'MEDIA_JOBS_API_KEY is not set (an operator creates one with: media-jobs keys create --owner NAME)',
+    );
   try {
     return new MediaJobsClient({ baseUrl, apiKey, fetch: io.fetch });
   } catch (err) {
-    throw new UsageError(`MEDIA_JOBS_URL: ${(err as Error).message.replace(/^MediaJobsClient: /, '')} (got "${baseUrl}")`);
+    throw new UsageError(
+      `MEDIA_JOBS_URL: ${(err as Error).message.replace(/^MediaJobsClient: /, '')} (got "${baseUrl}")`,
+    );
   }
 }
 
@@ -193,7 +225,12 @@ async function saveResult(ctx: Ctx, uuid: string, file: string): Promise<void> {
 }
 
 /** Follows a job to its end; returns the exit code (0 completed, 1 failed or cancelled). */
-async function follow(ctx: Ctx, uuid: string, timeoutMs: number | undefined, download: string | undefined): Promise<number> {
+async function follow(
+  ctx: Ctx,
+  uuid: string,
+  timeoutMs: number | undefined,
+  download: string | undefined,
+): Promise<number> {
   const progress = new Progress(ctx.io.stderr, uuid);
   const abort = new AbortController();
   const onSigint = () => abort.abort(new Error('interrupted'));
@@ -223,7 +260,10 @@ async function follow(ctx: Ctx, uuid: string, timeoutMs: number | undefined, dow
   return 0;
 }
 
-const COMMANDS: Record<ClientCommand, { usage: string; run(ctx: Omit<Ctx, 'client' | 'json'>, args: string[]): Promise<number> }> = {
+const COMMANDS: Record<
+  ClientCommand,
+  { usage: string; run(ctx: Omit<Ctx, 'client' | 'json'>, args: string[]): Promise<number> }
+> = {
   submit: {
     usage:
       'media-jobs submit TYPE --model M --input JSON|@FILE [--webhook URL] [--webhook-secret S] [--webhook-event E]... [--idempotency-key K] [--wait [--timeout SEC] [--download FILE]] [--json]',
@@ -244,12 +284,17 @@ const COMMANDS: Record<ClientCommand, { usage: string; run(ctx: Omit<Ctx, 'clien
         ['TYPE'],
       );
       if (help) return usage(base, 'submit');
-      if (typeof values.model !== 'string' || !values.model) throw new UsageError('--model is required (see media-jobs job-types)');
+      if (typeof values.model !== 'string' || !values.model)
+        throw new UsageError('--model is required (see media-jobs job-types)');
       const input = parseInput(values.input);
       const events = (values['webhook-event'] as string[] | undefined) ?? undefined;
-      for (const e of events ?? []) if (!EVENTS.includes(e)) throw new UsageError(`--webhook-event must be one of ${EVENTS.join(', ')} (got "${e}")`);
-      if (!values.webhook && (values['webhook-secret'] || events)) throw new UsageError('--webhook-secret and --webhook-event need --webhook URL');
-      if (!values.wait && (values.timeout || values.download)) throw new UsageError('--timeout and --download go with --wait');
+      for (const e of events ?? [])
+        if (!EVENTS.includes(e))
+          throw new UsageError(`--webhook-event must be one of ${EVENTS.join(', ')} (got "${e}")`);
+      if (!values.webhook && (values['webhook-secret'] || events))
+        throw new UsageError('--webhook-secret and --webhook-event need --webhook URL');
+      if (!values.wait && (values.timeout || values.download))
+        throw new UsageError('--timeout and --download go with --wait');
       const timeoutMs = parseSeconds(values.timeout, '--timeout');
       const ctx = { ...base, client: makeClient(base.io, values.url), json: values.json === true };
       const webhook =
@@ -286,7 +331,9 @@ const COMMANDS: Record<ClientCommand, { usage: string; run(ctx: Omit<Ctx, 'clien
   wait: {
     usage: 'media-jobs wait UUID [--timeout SEC] [--download FILE] [--json]',
     async run(base, args) {
-      const { values, pos, help } = parse(args, { timeout: { type: 'string' }, download: { type: 'string' } }, ['UUID']);
+      const { values, pos, help } = parse(args, { timeout: { type: 'string' }, download: { type: 'string' } }, [
+        'UUID',
+      ]);
       if (help) return usage(base, 'wait');
       const timeoutMs = parseSeconds(values.timeout, '--timeout');
       const ctx = { ...base, client: makeClient(base.io, values.url), json: values.json === true };
@@ -328,7 +375,13 @@ const COMMANDS: Record<ClientCommand, { usage: string; run(ctx: Omit<Ctx, 'clien
     async run(base, args) {
       const { values, help } = parse(
         args,
-        { status: { type: 'string' }, type: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' }, all: { type: 'boolean' } },
+        {
+          status: { type: 'string' },
+          type: { type: 'string' },
+          limit: { type: 'string' },
+          cursor: { type: 'string' },
+          all: { type: 'boolean' },
+        },
         [],
       );
       if (help) return usage(base, 'jobs');
@@ -338,11 +391,16 @@ const COMMANDS: Record<ClientCommand, { usage: string; run(ctx: Omit<Ctx, 'clien
       let limit: number | undefined;
       if (values.limit !== undefined) {
         limit = Number(values.limit);
-        if (!/^\d+$/.test(String(values.limit)) || limit < 1 || limit > 100) throw new UsageError(`--limit takes 1 to 100 (got "${String(values.limit)}")`);
+        if (!/^\d+$/.test(String(values.limit)) || limit < 1 || limit > 100)
+          throw new UsageError(`--limit takes 1 to 100 (got "${String(values.limit)}")`);
       }
       if (values.all && values.cursor) throw new UsageError('--all starts from the first page: leave out --cursor');
       const ctx = { ...base, client: makeClient(base.io, values.url), json: values.json === true };
-      const filter = { status: values.status as JobStatus | undefined, jobType: values.type as string | undefined, limit };
+      const filter = {
+        status: values.status as JobStatus | undefined,
+        jobType: values.type as string | undefined,
+        limit,
+      };
       let jobs: ApiJob[];
       let next: string | null = null;
       if (values.all) {
@@ -362,7 +420,14 @@ const COMMANDS: Record<ClientCommand, { usage: string; run(ctx: Omit<Ctx, 'clien
         ctx.out(
           table([
             ['UUID', 'STATUS', 'TYPE', 'MODEL', 'CREATED', 'DETAIL'],
-            ...jobs.map((j) => [j.uuid, j.status, j.job_type, j.model, j.created_at, j.error_message ?? j.status_detail]),
+            ...jobs.map((j) => [
+              j.uuid,
+              j.status,
+              j.job_type,
+              j.model,
+              j.created_at,
+              j.error_message ?? j.status_detail,
+            ]),
           ]),
         );
       }
@@ -385,7 +450,9 @@ const COMMANDS: Record<ClientCommand, { usage: string; run(ctx: Omit<Ctx, 'clien
         const slots = Object.entries(t.slots)
           .map(([name, s]) => `${name}${s.required ? '' : '?'}${s.min === s.max ? `×${s.max}` : `×${s.min}-${s.max}`}`)
           .join(' ');
-        ctx.out(`${t.name}: ${t.description}\n  models: ${t.models.map((m) => m.name).join(', ')}\n  slots:  ${slots || '-'}\n`);
+        ctx.out(
+          `${t.name}: ${t.description}\n  models: ${t.models.map((m) => m.name).join(', ')}\n  slots:  ${slots || '-'}\n`,
+        );
         const props = (t.options as { properties?: Record<string, { description?: string }> }).properties ?? {};
         const names = Object.keys(props);
         if (names.length) ctx.out(`  options: ${names.join(', ')}\n`);
@@ -406,7 +473,11 @@ function usage(base: Omit<Ctx, 'client' | 'json'>, cmd: ClientCommand): number {
  */
 export async function runClientCommand(argv: string[], io: Partial<CliIO> = {}): Promise<number> {
   const full: CliIO = { stdout: process.stdout, stderr: process.stderr, env: process.env, ...io };
-  const base = { io: full, out: (s: string) => void full.stdout.write(s), err: (s: string) => void full.stderr.write(s) };
+  const base = {
+    io: full,
+    out: (s: string) => void full.stdout.write(s),
+    err: (s: string) => void full.stderr.write(s),
+  };
   const [cmd, ...args] = argv;
   if (!isClientCommand(cmd)) {
     base.err(`media-jobs: unknown command "${cmd ?? ''}"\n${CLIENT_USAGE}\n`);
@@ -424,7 +495,9 @@ export async function runClientCommand(argv: string[], io: Partial<CliIO> = {}):
       return 1;
     }
     if (err instanceof MediaJobsError) {
-      const where = [err.status ? `HTTP ${err.status}` : '', err.requestId ? `request ${err.requestId}` : ''].filter(Boolean).join(', ');
+      const where = [err.status ? `HTTP ${err.status}` : '', err.requestId ? `request ${err.requestId}` : '']
+        .filter(Boolean)
+        .join(', ');
       base.err(`media-jobs: ${err.message}${where ? ` (${where})` : ''}\n`);
       return 1;
     }

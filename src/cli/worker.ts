@@ -43,7 +43,10 @@ interface CommandSpec {
 
 function parse(argv: string[], env: NodeJS.ProcessEnv): CommandSpec {
   const sep = argv.indexOf('--');
-  if (sep < 0 || sep === argv.length - 1) throw new UsageError('give the command to run after "--", e.g. media-jobs worker --job-type upscale -- ./upscale.sh {source} {output}');
+  if (sep < 0 || sep === argv.length - 1)
+    throw new UsageError(
+      'give the command to run after "--", e.g. media-jobs worker --job-type upscale -- ./upscale.sh {source} {output}',
+    );
   let values;
   try {
     ({ values } = parseArgs({
@@ -61,27 +64,45 @@ function parse(argv: string[], env: NodeJS.ProcessEnv): CommandSpec {
   }
   const url = values.url ?? env.MEDIA_JOBS_URL;
   const token = values.token ?? env.MEDIA_JOBS_WORKER_TOKEN;
-  if (!url || !/^https?:\/\/[^/]/.test(url)) throw new UsageError('--url (or MEDIA_JOBS_URL) must be the service\'s http(s) URL');
-  if (!token) throw new UsageError('--token (or MEDIA_JOBS_WORKER_TOKEN) is required: a worker token from media-jobs workers create-token');
-  const jobTypes = (values['job-type'] ?? []).flatMap((t) => t.split(',')).map((t) => t.trim()).filter(Boolean);
+  if (!url || !/^https?:\/\/[^/]/.test(url))
+    throw new UsageError("--url (or MEDIA_JOBS_URL) must be the service's http(s) URL");
+  if (!token)
+    throw new UsageError(
+      '--token (or MEDIA_JOBS_WORKER_TOKEN) is required: a worker token from media-jobs workers create-token',
+    );
+  const jobTypes = (values['job-type'] ?? [])
+    .flatMap((t) => t.split(','))
+    .map((t) => t.trim())
+    .filter(Boolean);
   if (jobTypes.length === 0) throw new UsageError('--job-type NAME is required (repeat it for several types)');
   const concurrency = Number(values.concurrency);
-  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) throw new UsageError('--concurrency must be a whole number from 1 to 64');
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64)
+    throw new UsageError('--concurrency must be a whole number from 1 to 64');
   let graceMs: number;
   try {
     // A bare number is seconds here (as in the Python worker), not parseDuration's milliseconds.
-    graceMs = /^\s*\d+(\.\d+)?\s*$/.test(values.grace) ? Math.round(Number(values.grace) * 1000) : parseDuration(values.grace);
+    graceMs = /^\s*\d+(\.\d+)?\s*$/.test(values.grace)
+      ? Math.round(Number(values.grace) * 1000)
+      : parseDuration(values.grace);
   } catch (err) {
     throw new UsageError(`--grace: ${(err as Error).message}`);
   }
   const command = argv[sep + 1]!;
   // A command that cannot start would fail every job this worker claims: refuse it up front.
-  if (!findExecutable(command, env.PATH ?? '')) throw new UsageError(`cannot run "${command}": not found or not executable${command.includes('/') ? '' : ' on PATH'}`);
+  if (!findExecutable(command, env.PATH ?? ''))
+    throw new UsageError(
+      `cannot run "${command}": not found or not executable${command.includes('/') ? '' : ' on PATH'}`,
+    );
   return { url, token, jobTypes, concurrency, graceMs, command, args: argv.slice(sep + 2) };
 }
 
 function findExecutable(command: string, pathEnv: string): string | undefined {
-  const candidates = command.includes('/') ? [command] : pathEnv.split(path.delimiter).filter(Boolean).map((d) => path.join(d, command));
+  const candidates = command.includes('/')
+    ? [command]
+    : pathEnv
+        .split(path.delimiter)
+        .filter(Boolean)
+        .map((d) => path.join(d, command));
   for (const c of candidates) {
     try {
       fs.accessSync(c, fs.constants.X_OK);
@@ -111,7 +132,8 @@ export async function runWorkerCommand(argv: string[], env: NodeJS.ProcessEnv = 
     process.stderr.write(`media-jobs worker: ${err.message} (see media-jobs worker --help)\n`);
     return 2;
   }
-  const log = (message: string, fields: Record<string, unknown> = {}) => process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), msg: message, ...fields })}\n`);
+  const log = (message: string, fields: Record<string, unknown> = {}) =>
+    process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), msg: message, ...fields })}\n`);
   // The command gets the service's URL but never the worker's credential.
   const baseEnv = { ...env };
   delete baseEnv.MEDIA_JOBS_WORKER_TOKEN;
@@ -126,13 +148,22 @@ export async function runWorkerCommand(argv: string[], env: NodeJS.ProcessEnv = 
   let signals = 0;
   const stop = (sig: NodeJS.Signals) => {
     signals++;
-    if (signals === 1) log('stopping: no new jobs; running ones get the grace period, then are handed back', { signal: sig, grace_ms: spec.graceMs });
+    if (signals === 1)
+      log('stopping: no new jobs; running ones get the grace period, then are handed back', {
+        signal: sig,
+        grace_ms: spec.graceMs,
+      });
     else log('stopping now: running jobs are handed back', { signal: sig });
     void worker.stop(signals === 1 ? spec.graceMs : 0);
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  log('worker started', { url: spec.url, job_types: spec.jobTypes, concurrency: spec.concurrency, command: spec.command });
+  log('worker started', {
+    url: spec.url,
+    job_types: spec.jobTypes,
+    concurrency: spec.concurrency,
+    command: spec.command,
+  });
   try {
     await worker.done;
     log('worker stopped');
@@ -147,7 +178,13 @@ export async function runWorkerCommand(argv: string[], env: NodeJS.ProcessEnv = 
 }
 
 /** One job: inputs to files, the command run in its own process group, its output file back. */
-async function runCommand(spec: CommandSpec, baseEnv: NodeJS.ProcessEnv, job: WorkerJob, ctx: JobContext, log: (m: string, f?: Record<string, unknown>) => void): Promise<JobOutput> {
+async function runCommand(
+  spec: CommandSpec,
+  baseEnv: NodeJS.ProcessEnv,
+  job: WorkerJob,
+  ctx: JobContext,
+  log: (m: string, f?: Record<string, unknown>) => void,
+): Promise<JobOutput> {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'media-jobs-worker-'));
   try {
     const local: Record<string, unknown> = { ...job.input };
@@ -164,7 +201,11 @@ async function runCommand(spec: CommandSpec, baseEnv: NodeJS.ProcessEnv, job: Wo
           } catch (err) {
             if (ctx.signal.aborted) throw err;
             // The service's own staged copy: another attempt stages it afresh.
-            throw new WorkerJobError('internal_error', `could not download the staged ${slot}: ${(err as Error).message}`, { retryable: true });
+            throw new WorkerJobError(
+              'internal_error',
+              `could not download the staged ${slot}: ${(err as Error).message}`,
+              { retryable: true },
+            );
           }
           const ext = extensionOf(got.contentType);
           const file = path.join(dir, `${slot}${urls.length > 1 ? `-${i}` : ''}.${ext}`);
@@ -177,7 +218,9 @@ async function runCommand(spec: CommandSpec, baseEnv: NodeJS.ProcessEnv, job: Wo
     const inputJson = path.join(dir, 'input.json');
     await fsp.writeFile(inputJson, JSON.stringify(local));
     const output = path.join(dir, 'output');
-    const options = Object.fromEntries(Object.entries(job.input).filter(([k]) => !(SLOTS as readonly string[]).includes(k)));
+    const options = Object.fromEntries(
+      Object.entries(job.input).filter(([k]) => !(SLOTS as readonly string[]).includes(k)),
+    );
     const values: Record<string, string> = {
       output,
       input_json: inputJson,
@@ -203,11 +246,16 @@ async function runCommand(spec: CommandSpec, baseEnv: NodeJS.ProcessEnv, job: Wo
     ctx.progress('running');
     const exit = await execute(spec.command, args, childEnv, dir, ctx);
     ctx.signal.throwIfAborted();
-    if (exit.code === EX_TEMPFAIL) throw new WorkerJobError('processing_error', describeExit(exit), { retryable: true });
+    if (exit.code === EX_TEMPFAIL)
+      throw new WorkerJobError('processing_error', describeExit(exit), { retryable: true });
     if (exit.code !== 0) throw new WorkerJobError('processing_error', describeExit(exit));
     const produced = (await fsp.readdir(dir)).filter((f) => f === 'output' || f.startsWith('output.')).sort()[0];
     const stat = produced ? await fsp.stat(path.join(dir, produced)) : undefined;
-    if (!produced || !stat?.isFile() || stat.size === 0) throw new WorkerJobError('processing_error', 'the command exited 0 but wrote no output (write the result to {output} or $MJ_OUTPUT)');
+    if (!produced || !stat?.isFile() || stat.size === 0)
+      throw new WorkerJobError(
+        'processing_error',
+        'the command exited 0 but wrote no output (write the result to {output} or $MJ_OUTPUT)',
+      );
     const bytes = await fsp.readFile(path.join(dir, produced));
     log('command finished', { job_uuid: job.uuid, bytes: bytes.length });
     return { bytes, contentType: guessType(bytes, produced) };
@@ -216,8 +264,17 @@ async function runCommand(spec: CommandSpec, baseEnv: NodeJS.ProcessEnv, job: Wo
   }
 }
 
-function describeExit({ code, signal, stderrTail }: { code: number | null; signal: NodeJS.Signals | null; stderrTail: string[] }): string {
-  const what = code === null ? `the command was killed by ${signal ?? 'a signal'}` : `the command exited with code ${code}`;
+function describeExit({
+  code,
+  signal,
+  stderrTail,
+}: {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stderrTail: string[];
+}): string {
+  const what =
+    code === null ? `the command was killed by ${signal ?? 'a signal'}` : `the command exited with code ${code}`;
   const last = stderrTail.join('\n').slice(-900);
   return last ? `${what}: ${last}` : what;
 }

@@ -187,7 +187,8 @@ export class MediaJobsClient {
     if (!opts.baseUrl) throw new TypeError('MediaJobsClient: baseUrl is required');
     if (!opts.apiKey) throw new TypeError('MediaJobsClient: apiKey is required');
     const u = new URL(opts.baseUrl);
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new TypeError('MediaJobsClient: baseUrl must be an http or https URL');
+    if (u.protocol !== 'http:' && u.protocol !== 'https:')
+      throw new TypeError('MediaJobsClient: baseUrl must be an http or https URL');
     this.baseUrl = `${u.origin}${u.pathname.replace(/\/+$/, '').replace(/\/api\/v1$/, '')}`;
     this.apiKey = opts.apiKey;
     this.fetchFn = opts.fetch ?? globalThis.fetch.bind(globalThis);
@@ -199,7 +200,11 @@ export class MediaJobsClient {
   }
 
   /** Submits a job. `job_type` is filled in from `jobType`. */
-  async submit<I extends Record<string, unknown>>(jobType: string, body: SubmitBody<I>, opts: SubmitOptions = {}): Promise<ApiJob> {
+  async submit<I extends Record<string, unknown>>(
+    jobType: string,
+    body: SubmitBody<I>,
+    opts: SubmitOptions = {},
+  ): Promise<ApiJob> {
     const key = opts.idempotencyKey ?? globalThis.crypto.randomUUID();
     const r = await this.call<ApiJob>({
       method: 'POST',
@@ -247,7 +252,13 @@ export class MediaJobsClient {
 
   /** The signed result link (409 while not ready, 410 after retention). */
   async result(uuid: string, opts: RequestOptions = {}): Promise<ResultLink> {
-    return (await this.call<ResultLink>({ method: 'GET', path: `/jobs/${encodeURIComponent(uuid)}/result`, signal: opts.signal })).data;
+    return (
+      await this.call<ResultLink>({
+        method: 'GET',
+        path: `/jobs/${encodeURIComponent(uuid)}/result`,
+        signal: opts.signal,
+      })
+    ).data;
   }
 
   /** One page of the caller's jobs, newest first. */
@@ -273,7 +284,8 @@ export class MediaJobsClient {
 
   /** The job types the service runs: slots, models, options and body schema. */
   async jobTypes(opts: RequestOptions = {}): Promise<JobTypeInfo[]> {
-    return (await this.call<{ job_types: JobTypeInfo[] }>({ method: 'GET', path: '/job-types', signal: opts.signal })).data.job_types;
+    return (await this.call<{ job_types: JobTypeInfo[] }>({ method: 'GET', path: '/job-types', signal: opts.signal }))
+      .data.job_types;
   }
 
   /** A job's webhook events and their delivery attempts. */
@@ -364,7 +376,11 @@ export class MediaJobsClient {
    */
   async *watch(uuid: string, opts: RequestOptions = {}): AsyncGenerator<JobEvent, ApiJob | undefined> {
     const url = new URL(`${this.baseUrl}/api/v1/jobs/${encodeURIComponent(uuid)}/events`);
-    const headers = { accept: 'text/event-stream', authorization: `Bearer ${this.apiKey}`, 'user-agent': this.userAgent };
+    const headers = {
+      accept: 'text/event-stream',
+      authorization: `Bearer ${this.apiKey}`,
+      'user-agent': this.userAgent,
+    };
     let last: ApiJob | undefined;
     let failures = 0;
     for (;;) {
@@ -412,7 +428,8 @@ export class MediaJobsClient {
       } catch (err) {
         if (opts.signal?.aborted) throw opts.signal.reason;
         if (err instanceof MediaJobsError) throw err;
-        if (failures >= this.retries) throw new MediaJobsError(`GET ${url.pathname} failed: ${describeCause(err)}`, { status: 0, cause: err });
+        if (failures >= this.retries)
+          throw new MediaJobsError(`GET ${url.pathname} failed: ${describeCause(err)}`, { status: 0, cause: err });
       }
       // The stream ended early (a proxy, a restart): reconnect after a backoff.
       await sleep(this.backoff(failures++), opts.signal);
@@ -436,7 +453,10 @@ export class MediaJobsClient {
       // A fresh link each attempt: an expired one (403) is renewed.
       const link = await this.result(uuid, opts);
       const headersTimeout = new AbortController();
-      const timer = setTimeout(() => headersTimeout.abort(new Error(`no response within ${this.timeoutMs} ms`)), this.timeoutMs);
+      const timer = setTimeout(
+        () => headersTimeout.abort(new Error(`no response within ${this.timeoutMs} ms`)),
+        this.timeoutMs,
+      );
       const signal = opts.signal ? AbortSignal.any([opts.signal, headersTimeout.signal]) : headersTimeout.signal;
       let res: Response;
       try {
@@ -467,14 +487,25 @@ export class MediaJobsClient {
         },
       });
       try {
-        await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), count, createWriteStream(tmp), { signal: opts.signal });
-        if (bytes !== link.size_bytes) throw new MediaJobsError(`download of ${uuid} is truncated: ${bytes} of ${link.size_bytes} bytes`, { status: 0 });
+        await pipeline(
+          Readable.fromWeb(res.body as import('node:stream/web').ReadableStream),
+          count,
+          createWriteStream(tmp),
+          { signal: opts.signal },
+        );
+        if (bytes !== link.size_bytes)
+          throw new MediaJobsError(`download of ${uuid} is truncated: ${bytes} of ${link.size_bytes} bytes`, {
+            status: 0,
+          });
         await fsp.rename(tmp, filePath);
         return { ...link, path: filePath };
       } catch (err) {
         await fsp.rm(tmp, { force: true });
         if (opts.signal?.aborted) throw opts.signal.reason;
-        lastError = err instanceof MediaJobsError ? err : new MediaJobsError(`download of ${uuid} failed: ${describeCause(err)}`, { status: 0, cause: err });
+        lastError =
+          err instanceof MediaJobsError
+            ? err
+            : new MediaJobsError(`download of ${uuid} failed: ${describeCause(err)}`, { status: 0, cause: err });
       }
     }
     throw lastError;
@@ -493,7 +524,10 @@ export class MediaJobsClient {
       /* not JSON: a proxy's error page, say */
     }
     const envelopeMessage = (body as { message?: unknown } | null)?.message;
-    const message = typeof envelopeMessage === 'string' && envelopeMessage ? envelopeMessage : `${fallback}: HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`;
+    const message =
+      typeof envelopeMessage === 'string' && envelopeMessage
+        ? envelopeMessage
+        : `${fallback}: HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`;
     return new MediaJobsError(message, {
       status: res.status,
       requestId: res.headers.get('x-request-id') ?? undefined,
@@ -505,7 +539,8 @@ export class MediaJobsClient {
   /** One API call with retries; unwraps the envelope. */
   private async call<T>(spec: CallSpec & { onAttempt?: () => void }): Promise<Reply<T>> {
     const url = new URL(`${this.baseUrl}/api/v1${spec.path}`);
-    for (const [k, v] of Object.entries(spec.query ?? {})) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
+    for (const [k, v] of Object.entries(spec.query ?? {}))
+      if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
     const headers: Record<string, string> = {
       accept: 'application/json',
       authorization: `Bearer ${this.apiKey}`,
@@ -529,7 +564,9 @@ export class MediaJobsClient {
         text = await res.text();
       } catch (err) {
         if (spec.signal?.aborted) throw spec.signal.reason;
-        const what = limit.aborted ? `timed out after ${this.timeoutMs + (spec.extraTimeoutMs ?? 0)} ms` : describeCause(err);
+        const what = limit.aborted
+          ? `timed out after ${this.timeoutMs + (spec.extraTimeoutMs ?? 0)} ms`
+          : describeCause(err);
         const e = new MediaJobsError(`${spec.method} ${url.pathname} failed: ${what}`, { status: 0, cause: err });
         if (!canRetry) throw e;
         await sleep(this.backoff(attempt), spec.signal);
@@ -545,7 +582,11 @@ export class MediaJobsClient {
       if (res.ok && env && env.code === 0 && typeof env.data === 'object' && env.data !== null) {
         return { status: res.status, headers: res.headers, data: env.data as T };
       }
-      const err = this.errorFrom(res, text, res.ok ? `${spec.method} ${url.pathname}: unexpected response` : `${spec.method} ${url.pathname} failed`);
+      const err = this.errorFrom(
+        res,
+        text,
+        res.ok ? `${spec.method} ${url.pathname}: unexpected response` : `${spec.method} ${url.pathname} failed`,
+      );
       if (canRetry && (res.status >= 500 || res.status === 429)) {
         const delay = err.retryAfterMs ?? this.backoff(attempt);
         if (delay <= this.maxRetryDelayMs) {

@@ -18,10 +18,12 @@ const BEARER_RE = /^Bearer +([\x21-\x7e]{1,200})\s*$/i;
 export function authHook(keys: KeyCache) {
   return async (request: FastifyRequest, _reply: FastifyReply) => {
     const header = request.headers.authorization;
-    if (!header) throw new ApiError(401, 'missing Authorization header: use "Authorization: Bearer <API key>"', CHALLENGE);
+    if (!header)
+      throw new ApiError(401, 'missing Authorization header: use "Authorization: Bearer <API key>"', CHALLENGE);
     const m = BEARER_RE.exec(header);
     if (!m) throw new ApiError(401, 'malformed Authorization header: use "Authorization: Bearer <API key>"', CHALLENGE);
-    if (m[1]!.startsWith('mjw_')) throw new ApiError(401, 'a worker token opens only /api/v1/worker routes: use an API key here', CHALLENGE);
+    if (m[1]!.startsWith('mjw_'))
+      throw new ApiError(401, 'a worker token opens only /api/v1/worker routes: use an API key here', CHALLENGE);
     const key = await keys.lookup(m[1]!);
     if (key === undefined) throw new ApiError(401, 'invalid or revoked API key', CHALLENGE);
     request.owner = key.owner;

@@ -25,12 +25,16 @@ export interface OpenApiDeps {
 type Json = Record<string, unknown>;
 
 const API = '/api/v1';
-const ref = (kind: 'schemas' | 'responses' | 'parameters' | 'headers', name: string) => ({ $ref: `#/components/${kind}/${name}` });
+const ref = (kind: 'schemas' | 'responses' | 'parameters' | 'headers', name: string) => ({
+  $ref: `#/components/${kind}/${name}`,
+});
 
 function packageVersion(): string {
   try {
     // Same depth from src/http (tsx) and dist/http (built).
-    const pkg = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+    const pkg = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version?: string;
+    };
     return pkg.version ?? '0.0.0';
   } catch {
     return '0.0.0';
@@ -46,7 +50,8 @@ function tidy(schema: unknown): unknown {
   for (const [k, v] of Object.entries(s)) {
     if (k === '$schema' || k === '$id') continue;
     // zod spells out long regexes next to the format; the format says it.
-    if (k === 'pattern' && typeof s.format === 'string' && ['date-time', 'uuid', 'email', 'uri'].includes(s.format)) continue;
+    if (k === 'pattern' && typeof s.format === 'string' && ['date-time', 'uuid', 'email', 'uri'].includes(s.format))
+      continue;
     out[k] = tidy(v);
   }
   // z.literal(0) renders as a number; the envelope's code is an integer.
@@ -69,7 +74,10 @@ function exampleBody(t: JobType): Json {
     if (!spec?.required) continue;
     const ext = spec.accepts === 'image' ? 'jpg' : spec.accepts === 'audio' ? 'mp3' : 'mp4';
     const url = `https://media.example.com/${s}.${ext}`;
-    input[s] = spec.max > 1 && spec.min > 1 ? Array.from({ length: spec.min }, (_, i) => url.replace(`.${ext}`, `-${i + 1}.${ext}`)) : url;
+    input[s] =
+      spec.max > 1 && spec.min > 1
+        ? Array.from({ length: spec.min }, (_, i) => url.replace(`.${ext}`, `-${i + 1}.${ext}`))
+        : url;
   }
   return {
     job_type: t.name,
@@ -104,24 +112,82 @@ interface ErrorSpec {
 }
 
 const ERRORS: ErrorSpec[] = [
-  { status: 400, name: 'BadRequest', description: 'The request is invalid: the message names the field.', example: 'input.source: must be a public http or https URL (host resolves to a private address)' },
-  { status: 401, name: 'Unauthorized', description: 'Missing, malformed, unknown or revoked API key.', example: 'invalid or revoked API key' },
-  { status: 403, name: 'Forbidden', description: 'The signed result URL is invalid or has expired.', example: 'result URL has expired; fetch a new one from GET /api/v1/jobs/{uuid}/result' },
-  { status: 404, name: 'NotFound', description: 'The job (or job type, or event) does not exist or is not the caller\'s: both answer the same.', example: 'job not found' },
-  { status: 409, name: 'Conflict', description: 'Idempotency-Key reused with a different body; cancel of a terminal job; result not ready or never will be.', example: 'job is already completed; only queued or processing jobs can be cancelled' },
-  { status: 410, name: 'Gone', description: 'The result was deleted at the end of its retention period.', example: 'result was deleted at the end of its retention period' },
-  { status: 413, name: 'PayloadTooLarge', description: 'The body is larger than the limit (MAX_BODY_BYTES).', example: 'body is larger than 1048576 bytes' },
-  { status: 415, name: 'UnsupportedMediaType', description: 'A write route got a body that is not JSON.', example: 'Content-Type must be application/json' },
-  { status: 429, name: 'TooManyRequests', description: 'Rate limited: retry after the number of seconds in `Retry-After`.', example: 'rate limit exceeded: 60 submit requests per minute for this API key; retry in 42s' },
-  { status: 500, name: 'InternalError', description: 'Anything unexpected. No stack trace is returned; quote X-Request-Id when reporting it.', example: 'internal error' },
-  { status: 503, name: 'ServiceUnavailable', description: 'Not ready: the database is not reachable or its migrations are not applied, or the process is shutting down.', example: 'database is not reachable' },
+  {
+    status: 400,
+    name: 'BadRequest',
+    description: 'The request is invalid: the message names the field.',
+    example: 'input.source: must be a public http or https URL (host resolves to a private address)',
+  },
+  {
+    status: 401,
+    name: 'Unauthorized',
+    description: 'Missing, malformed, unknown or revoked API key.',
+    example: 'invalid or revoked API key',
+  },
+  {
+    status: 403,
+    name: 'Forbidden',
+    description: 'The signed result URL is invalid or has expired.',
+    example: 'result URL has expired; fetch a new one from GET /api/v1/jobs/{uuid}/result',
+  },
+  {
+    status: 404,
+    name: 'NotFound',
+    description: "The job (or job type, or event) does not exist or is not the caller's: both answer the same.",
+    example: 'job not found',
+  },
+  {
+    status: 409,
+    name: 'Conflict',
+    description:
+      'Idempotency-Key reused with a different body; cancel of a terminal job; result not ready or never will be.',
+    example: 'job is already completed; only queued or processing jobs can be cancelled',
+  },
+  {
+    status: 410,
+    name: 'Gone',
+    description: 'The result was deleted at the end of its retention period.',
+    example: 'result was deleted at the end of its retention period',
+  },
+  {
+    status: 413,
+    name: 'PayloadTooLarge',
+    description: 'The body is larger than the limit (MAX_BODY_BYTES).',
+    example: 'body is larger than 1048576 bytes',
+  },
+  {
+    status: 415,
+    name: 'UnsupportedMediaType',
+    description: 'A write route got a body that is not JSON.',
+    example: 'Content-Type must be application/json',
+  },
+  {
+    status: 429,
+    name: 'TooManyRequests',
+    description: 'Rate limited: retry after the number of seconds in `Retry-After`.',
+    example: 'rate limit exceeded: 60 submit requests per minute for this API key; retry in 42s',
+  },
+  {
+    status: 500,
+    name: 'InternalError',
+    description: 'Anything unexpected. No stack trace is returned; quote X-Request-Id when reporting it.',
+    example: 'internal error',
+  },
+  {
+    status: 503,
+    name: 'ServiceUnavailable',
+    description:
+      'Not ready: the database is not reachable or its migrations are not applied, or the process is shutting down.',
+    example: 'database is not reachable',
+  },
 ];
 
 function errorResponses(): Record<string, Json> {
   const out: Record<string, Json> = {};
   for (const e of ERRORS) {
     const headers: Json = { 'X-Request-Id': ref('headers', 'X-Request-Id') };
-    if (e.status === 401) headers['WWW-Authenticate'] = { description: 'Bearer challenge.', schema: { type: 'string' } };
+    if (e.status === 401)
+      headers['WWW-Authenticate'] = { description: 'Bearer challenge.', schema: { type: 'string' } };
     if (e.status === 429) {
       headers['Retry-After'] = ref('headers', 'Retry-After');
       headers.RateLimit = ref('headers', 'RateLimit');
@@ -130,7 +196,12 @@ function errorResponses(): Record<string, Json> {
     out[e.name] = {
       description: `${e.status}: ${e.description}`,
       headers,
-      content: { 'application/json': { schema: ref('schemas', 'ErrorEnvelope'), example: { code: -1, message: e.example, data: {} } } },
+      content: {
+        'application/json': {
+          schema: ref('schemas', 'ErrorEnvelope'),
+          example: { code: -1, message: e.example, data: {} },
+        },
+      },
     };
   }
   return out;
@@ -166,7 +237,8 @@ interface Prose {
 const PROSE: Record<string, Prose> = {
   listJobs: {
     summary: "List the caller's jobs",
-    description: 'Newest first, one page at a time. Pass `next_cursor` back as `cursor` for the next page; it is null on the last page.',
+    description:
+      'Newest first, one page at a time. Pass `next_cursor` back as `cursor` for the next page; it is null on the last page.',
     example: ok({ jobs: [exampleJob()], next_cursor: null }),
   },
   getJobStatus: {
@@ -174,15 +246,23 @@ const PROSE: Record<string, Prose> = {
     description:
       'With `wait` (seconds) the request is held while the job is not terminal and answered the moment it reaches a terminal state, ' +
       'or with its current state when the time is up: a long poll, so a client learns the end at once without polling every second. ' +
-      'Without `wait` (or `wait=0`) it answers at once. A queued job\'s `status_detail` tells its place in the queue.',
-    example: ok(exampleJob({ status: 'processing', status_detail: 'transforming image', started_at: '2026-01-01T00:00:01.000Z' })),
+      "Without `wait` (or `wait=0`) it answers at once. A queued job's `status_detail` tells its place in the queue.",
+    example: ok(
+      exampleJob({ status: 'processing', status_detail: 'transforming image', started_at: '2026-01-01T00:00:01.000Z' }),
+    ),
   },
   cancelJob: {
     summary: 'Cancel a job',
     description:
       'A `queued` or `processing` job becomes `cancelled` at once (a running processor is aborted and its late result discarded), and `job.cancelled` is sent if subscribed. ' +
       'No body is needed (an empty body or `{}` is fine). A job already in a terminal state answers 409.',
-    example: ok(exampleJob({ status: 'cancelled', status_detail: 'cancelled by the client', finished_at: '2026-01-01T00:00:02.000Z' })),
+    example: ok(
+      exampleJob({
+        status: 'cancelled',
+        status_detail: 'cancelled by the client',
+        finished_at: '2026-01-01T00:00:02.000Z',
+      }),
+    ),
     parameters: [ref('parameters', 'X-Request-Id')],
   },
   getJobResult: {
@@ -194,7 +274,8 @@ const PROSE: Record<string, Prose> = {
   },
   getJob: {
     summary: 'Read a job with its input',
-    description: 'The job object plus the `input` it was submitted with and its webhook URL and events (never the secret). For pages that show one job; to follow a job use the status route or its events.',
+    description:
+      'The job object plus the `input` it was submitted with and its webhook URL and events (never the secret). For pages that show one job; to follow a job use the status route or its events.',
   },
   watchJob: {
     summary: "Follow a job's state as Server-Sent Events",
@@ -202,7 +283,7 @@ const PROSE: Record<string, Prose> = {
       'A `text/event-stream` (send the API key as the Bearer header, e.g. with `fetch`, since `EventSource` cannot). ' +
       'Each message has an `id`, an `event` and one line of JSON `data`, the job object:\n\n' +
       '- `status`: the state changed (the first message is always the current state);\n' +
-      '- `progress`: only `status_detail` changed (a processor\'s progress, the place in the queue);\n' +
+      "- `progress`: only `status_detail` changed (a processor's progress, the place in the queue);\n" +
       '- `error`: the job could not be read (the envelope); reconnect to resume.\n\n' +
       'The stream ends right after the `status` message of a terminal state (`completed`, `failed`, `cancelled`); a job that is already terminal gets that one message. ' +
       'Comment lines (`: keep-alive`) keep idle connections open. Terminal states are sent the moment they happen; other changes within about a second. ' +
@@ -217,10 +298,17 @@ const PROSE: Record<string, Prose> = {
   },
   listJobTypes: {
     summary: 'The job types, their media slots, models and options',
-    description: 'Everything here comes from the same catalogue declarations that validate submits; `body_schema` is the JSON Schema of the submit body.',
+    description:
+      'Everything here comes from the same catalogue declarations that validate submits; `body_schema` is the JSON Schema of the submit body.',
   },
-  getOpenApi: { summary: 'This document', description: 'The OpenAPI 3.1 description of the service. No API key needed; not wrapped in the envelope.' },
-  getDocs: { summary: 'Interactive API documentation', description: 'Swagger UI, served entirely by this service (no CDN), reading /api/v1/openapi.json.' },
+  getOpenApi: {
+    summary: 'This document',
+    description: 'The OpenAPI 3.1 description of the service. No API key needed; not wrapped in the envelope.',
+  },
+  getDocs: {
+    summary: 'Interactive API documentation',
+    description: 'Swagger UI, served entirely by this service (no CDN), reading /api/v1/openapi.json.',
+  },
   downloadResult: {
     summary: 'Download a result (signed URL)',
     description:
@@ -231,15 +319,21 @@ const PROSE: Record<string, Prose> = {
       'Cache-Control': { schema: { type: 'string' }, description: 'private, until the URL expires.' },
     },
   },
-  healthz: { summary: 'Liveness', description: 'Answers 200 while the process is up and serving HTTP. For orchestrators; no API key.', example: ok({ status: 'ok' }) },
+  healthz: {
+    summary: 'Liveness',
+    description: 'Answers 200 while the process is up and serving HTTP. For orchestrators; no API key.',
+    example: ok({ status: 'ok' }),
+  },
   readyz: {
     summary: 'Readiness',
-    description: 'Answers 200 when the service can take traffic (the database answers and every migration is applied), 503 when it cannot or is shutting down. No API key.',
+    description:
+      'Answers 200 when the service can take traffic (the database answers and every migration is applied), 503 when it cannot or is shutting down. No API key.',
     example: ok({ status: 'ready', database: 'sqlite' }),
   },
   metrics: {
     summary: 'Prometheus metrics',
-    description: 'Metrics in the Prometheus text exposition format (HTTP latency by route, jobs submitted and finished, queue depth, webhook deliveries…). No API key: keep it off the public edge.',
+    description:
+      'Metrics in the Prometheus text exposition format (HTTP latency by route, jobs submitted and finished, queue depth, webhook deliveries…). No API key: keep it off the public edge.',
   },
 };
 
@@ -262,9 +356,14 @@ function submitOperations(types: JobType[], template: Json): Record<string, Json
     okRes.headers = {
       ...(okRes.headers as Json),
       'Idempotent-Replayed': ref('headers', 'Idempotent-Replayed'),
-      'Preference-Applied': { description: '`wait=N` when a `Prefer: wait=N` was honoured.', schema: { type: 'string' } },
+      'Preference-Applied': {
+        description: '`wait=N` when a `Prefer: wait=N` was honoured.',
+        schema: { type: 'string' },
+      },
     };
-    (okRes.content as Record<string, Json>)['application/json']!.example = ok(exampleJob({ job_type: t.name, model: t.models[0]?.name }));
+    (okRes.content as Record<string, Json>)['application/json']!.example = ok(
+      exampleJob({ job_type: t.name, model: t.models[0]?.name }),
+    );
     paths[`${API}/jobs/submit/${t.name}`] = {
       post: {
         ...template,
@@ -289,7 +388,9 @@ function submitOperations(types: JobType[], template: Json): Record<string, Json
         ],
         requestBody: {
           required: true,
-          content: { 'application/json': { schema: ref('schemas', `Submit${pascal(t.name)}`), example: exampleBody(t) } },
+          content: {
+            'application/json': { schema: ref('schemas', `Submit${pascal(t.name)}`), example: exampleBody(t) },
+          },
         },
         responses,
       },
@@ -323,7 +424,9 @@ function finishOperation(op: Json, authenticated: boolean): void {
   }
   if (op.operationId === 'downloadResult') {
     // The result's own type (the `content_type` of its result link).
-    responses['200']!.content = Object.fromEntries(['image/*', 'video/*', 'audio/*', 'application/json', 'application/octet-stream'].map((t) => [t, {}]));
+    responses['200']!.content = Object.fromEntries(
+      ['image/*', 'video/*', 'audio/*', 'application/json', 'application/octet-stream'].map((t) => [t, {}]),
+    );
   }
 }
 
@@ -337,9 +440,27 @@ function finishParameters(op: Json): void {
 function webhookOperations(): Json {
   const out: Json = {};
   const examples: Record<string, Json> = {
-    'job.completed': { status: 'completed', status_detail: 'done', error_message: null, error_type: null, result_ready: true },
-    'job.failed': { status: 'failed', status_detail: 'failed', error_message: 'input.source: download failed: HTTP 404', error_type: 'media_fetch_failed', result_ready: false },
-    'job.cancelled': { status: 'cancelled', status_detail: 'cancelled by the client', error_message: null, error_type: null, result_ready: false },
+    'job.completed': {
+      status: 'completed',
+      status_detail: 'done',
+      error_message: null,
+      error_type: null,
+      result_ready: true,
+    },
+    'job.failed': {
+      status: 'failed',
+      status_detail: 'failed',
+      error_message: 'input.source: download failed: HTTP 404',
+      error_type: 'media_fetch_failed',
+      result_ready: false,
+    },
+    'job.cancelled': {
+      status: 'cancelled',
+      status_detail: 'cancelled by the client',
+      error_message: null,
+      error_type: null,
+      result_ready: false,
+    },
   };
   for (const event of EVENT_TYPES) {
     out[event] = {
@@ -351,11 +472,30 @@ function webhookOperations(): Json {
           'Sent only when a job reaches a terminal state, only for the events in `webhook.events` (all three when omitted). ' +
           'Attempts: at once, then 1 m, 5 m, 30 m and 6 h after each failure; any 2xx ends it. No redirects are followed; 10 s timeout. ' +
           'Verify `X-Service-Signature` = lowercase hex HMAC-SHA256(secret, `X-Service-Timestamp` + "." + raw body) on the raw body before parsing it ' +
-          '(`import { verifyWebhook } from \'media-jobs\'`), acknowledge quickly, and deduplicate on `event_id`.',
+          "(`import { verifyWebhook } from 'media-jobs'`), acknowledge quickly, and deduplicate on `event_id`.",
         parameters: [
-          { name: 'X-Service-Event-Id', in: 'header', required: true, description: 'The event id (same as `event_id`; the same on every attempt).', schema: { type: 'string', format: 'uuid' } },
-          { name: 'X-Service-Timestamp', in: 'header', required: true, description: 'Unix seconds, fresh for each attempt; part of the signed message.', schema: { type: 'string', pattern: '^[0-9]+$' } },
-          { name: 'X-Service-Signature', in: 'header', required: false, description: 'Only when the webhook has a secret: lowercase hex HMAC-SHA256(secret, timestamp + "." + rawBody).', schema: { type: 'string', pattern: '^[0-9a-f]{64}$' } },
+          {
+            name: 'X-Service-Event-Id',
+            in: 'header',
+            required: true,
+            description: 'The event id (same as `event_id`; the same on every attempt).',
+            schema: { type: 'string', format: 'uuid' },
+          },
+          {
+            name: 'X-Service-Timestamp',
+            in: 'header',
+            required: true,
+            description: 'Unix seconds, fresh for each attempt; part of the signed message.',
+            schema: { type: 'string', pattern: '^[0-9]+$' },
+          },
+          {
+            name: 'X-Service-Signature',
+            in: 'header',
+            required: false,
+            description:
+              'Only when the webhook has a secret: lowercase hex HMAC-SHA256(secret, timestamp + "." + rawBody).',
+            schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+          },
         ],
         requestBody: {
           required: true,
@@ -438,7 +578,10 @@ function finish(doc: Json, deps: OpenApiDeps): Json {
   doc.webhooks = webhookOperations();
   // The transform renders an input twin (`JobInput`…) of every component; only request bodies would use them.
   const twins = new Set(COMPONENT_IDS.map((id) => `${id}Input`));
-  const used = JSON.stringify({ ...doc, components: { ...components, schemas: Object.fromEntries(Object.entries(schemas).filter(([k]) => !twins.has(k))) } });
+  const used = JSON.stringify({
+    ...doc,
+    components: { ...components, schemas: Object.fromEntries(Object.entries(schemas).filter(([k]) => !twins.has(k))) },
+  });
   if (![...twins].some((t) => used.includes(`"#/components/schemas/${t}"`))) for (const t of twins) delete schemas[t];
   return doc;
 }
@@ -462,14 +605,23 @@ function base(): Json {
       { name: 'Job types', description: 'What can be submitted.' },
       { name: 'Webhooks', description: 'Notifications of terminal states, and their delivery history.' },
       { name: 'Results', description: 'Signed result downloads (no API key).' },
-      { name: 'Remote workers', description: 'The protocol remote workers speak to serve declared job types (docs/workers.md); worker tokens only.' },
+      {
+        name: 'Remote workers',
+        description:
+          'The protocol remote workers speak to serve declared job types (docs/workers.md); worker tokens only.',
+      },
       { name: 'Operations', description: 'Health and metrics (no API key).' },
       { name: 'Meta', description: 'This document and its viewer.' },
     ],
     components: {
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer <API key>`.' },
-        workerToken: { type: 'http', scheme: 'bearer', description: 'A remote worker token (`mjw_…`, from `media-jobs workers create-token`); accepted only on /api/v1/worker.' },
+        workerToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'A remote worker token (`mjw_…`, from `media-jobs workers create-token`); accepted only on /api/v1/worker.',
+        },
       },
       responses: errorResponses(),
       parameters: {
@@ -477,7 +629,8 @@ function base(): Json {
           name: 'Idempotency-Key',
           in: 'header',
           required: false,
-          description: '1 to 255 printable ASCII characters, e.g. a UUID. Kept 24 hours; scoped to the API key\'s owner.',
+          description:
+            "1 to 255 printable ASCII characters, e.g. a UUID. Kept 24 hours; scoped to the API key's owner.",
           schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]+$' },
         },
         'X-Request-Id': {
@@ -489,8 +642,14 @@ function base(): Json {
         },
       },
       headers: {
-        'X-Request-Id': { description: 'The request id (echoed or generated). On an idempotent replay, the original request\'s id.', schema: { type: 'string' } },
-        'Idempotent-Replayed': { description: '`true` when this is the stored response of an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
+        'X-Request-Id': {
+          description: "The request id (echoed or generated). On an idempotent replay, the original request's id.",
+          schema: { type: 'string' },
+        },
+        'Idempotent-Replayed': {
+          description: '`true` when this is the stored response of an earlier request with the same Idempotency-Key.',
+          schema: { type: 'string', enum: ['true'] },
+        },
         'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } },
         RateLimit: {
           description:
@@ -498,7 +657,8 @@ function base(): Json {
           schema: { type: 'string' },
         },
         'RateLimit-Policy': {
-          description: 'The quota (IETF RateLimit header fields), when rate limiting is on: `"<policy>";q=<requests>;w=<window seconds>`, e.g. `"submit";q=60;w=60`.',
+          description:
+            'The quota (IETF RateLimit header fields), when rate limiting is on: `"<policy>";q=<requests>;w=<window seconds>`, e.g. `"submit";q=60;w=60`.',
           schema: { type: 'string' },
         },
       },

@@ -32,13 +32,22 @@ export function ratePolicyOf(method: string, url: string): RatePolicy {
  * 429), plus the structured `RateLimit-Policy` / `RateLimit` fields naming the policy.
  */
 export async function registerRateLimits(api: FastifyInstance, opts: RateLimitOptions, log: Logger): Promise<void> {
-  const limits: Record<RatePolicy, number> = { submit: opts.submitPerMinute, read: opts.readPerMinute, write: opts.readPerMinute };
+  const limits: Record<RatePolicy, number> = {
+    submit: opts.submitPerMinute,
+    read: opts.readPerMinute,
+    write: opts.readPerMinute,
+  };
   if (limits.submit <= 0 && limits.read <= 0) return;
 
   let redis: Redis | undefined;
   if (opts.redisUrl) {
     // Fail fast at start-up on a bad REDIS_URL; later outages skip limiting (skipOnError) rather than fail requests.
-    redis = new Redis(opts.redisUrl, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 5_000 });
+    redis = new Redis(opts.redisUrl, {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      connectTimeout: 5_000,
+    });
     let down = false;
     redis.on('error', (err) => {
       if (!down) log.warn({ err }, 'Redis (rate limits) unreachable: requests are not rate limited until it is back');
@@ -72,9 +81,13 @@ export async function registerRateLimits(api: FastifyInstance, opts: RateLimitOp
       keyGenerator: (req) => `${req.apiKeyId}:${policy}`,
       errorResponseBuilder: (_req, ctx) => {
         const after = Math.max(1, Math.ceil(ctx.ttl / 1000));
-        return new ApiError(429, `rate limit exceeded: ${ctx.max} ${policy} requests per minute for this API key; retry in ${after}s`, {
-          'retry-after': String(after),
-        });
+        return new ApiError(
+          429,
+          `rate limit exceeded: ${ctx.max} ${policy} requests per minute for this API key; retry in ${after}s`,
+          {
+            'retry-after': String(after),
+          },
+        );
       },
     }) as unknown as (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
     handlers[policy] = async (req, reply) => {

@@ -13,11 +13,19 @@ import { EVENT_TYPES } from '../webhooks/events.js';
 const isoTime = (what: string) => z.iso.datetime().describe(`${what} (ISO 8601, UTC).`);
 const uuid = (what: string) => z.uuid().describe(what);
 
-export const ERROR_TYPES = ['media_fetch_failed', 'invalid_media', 'processing_error', 'timeout', 'internal_error'] as const;
+export const ERROR_TYPES = [
+  'media_fetch_failed',
+  'invalid_media',
+  'processing_error',
+  'timeout',
+  'internal_error',
+] as const;
 
 export const jobStatusSchema = z
   .enum(JOB_STATUSES)
-  .describe('`queued` and `processing` are intermediate; `completed`, `failed` and `cancelled` are terminal and never change again.');
+  .describe(
+    '`queued` and `processing` are intermediate; `completed`, `failed` and `cancelled` are terminal and never change again.',
+  );
 
 export const errorTypeSchema = z
   .enum(ERROR_TYPES)
@@ -31,7 +39,9 @@ export const apiJobSchema = z
     job_type: z.string().describe('The job type it was submitted as.'),
     model: z.string().describe('The model it runs with.'),
     status: jobStatusSchema,
-    status_detail: z.string().describe('Human-readable detail of the state, e.g. "waiting for a worker", "downloading media".'),
+    status_detail: z
+      .string()
+      .describe('Human-readable detail of the state, e.g. "waiting for a worker", "downloading media".'),
     error_type: errorTypeSchema.nullable().describe('Set when the job failed, else null.'),
     error_message: z.string().nullable().describe('Failure message when the job failed, else null.'),
     result_ready: z.boolean().describe('True when GET /jobs/{uuid}/result will answer with a URL.'),
@@ -44,7 +54,11 @@ export const apiJobSchema = z
 export const resultLinkSchema = z
   .looseObject({
     uuid: uuid('The job.'),
-    url: z.url().describe('Absolute, signed download URL. Works without an API key until `expires_at`; tampered or expired URLs get 403.'),
+    url: z
+      .url()
+      .describe(
+        'Absolute, signed download URL. Works without an API key until `expires_at`; tampered or expired URLs get 403.',
+      ),
     expires_at: isoTime('When the URL stops working'),
     content_type: z.string().describe('Media type of the result, e.g. image/webp.'),
     size_bytes: z.int().min(0).describe('Size of the result in bytes.'),
@@ -73,7 +87,9 @@ export const jobTypeInfoSchema = z
     name: z.string().describe('The {jobType} path segment.'),
     description: z.string(),
     submit_path: z.string().describe('Where to POST a job of this type.'),
-    slots: z.partialRecord(z.enum(['source', 'target', 'reference', 'audio']), slotSpecSchema).describe('Media slots under `input`.'),
+    slots: z
+      .partialRecord(z.enum(['source', 'target', 'reference', 'audio']), slotSpecSchema)
+      .describe('Media slots under `input`.'),
     models: z.array(z.looseObject({ name: z.string(), description: z.string() })),
     options: jsonSchemaObject.describe('JSON Schema of the non-media fields of `input`.'),
     body_schema: jsonSchemaObject.describe('JSON Schema of the whole submit body.'),
@@ -134,7 +150,11 @@ export function okEnvelope<T extends z.ZodType>(data: T) {
 export const errorEnvelopeSchema = z
   .looseObject({
     code: z.literal(-1).describe('-1 on error.'),
-    message: z.string().describe('What is wrong, in one sentence naming the field (e.g. `input.source[1]: must be a public http or https URL`).'),
+    message: z
+      .string()
+      .describe(
+        'What is wrong, in one sentence naming the field (e.g. `input.source[1]: must be a public http or https URL`).',
+      ),
     data: z.looseObject({}).describe('Always an empty object on error.'),
   })
   .describe('Every error response under /api/v1.');
@@ -209,12 +229,22 @@ export const ERROR_RESPONSES = {
 export type ErrorStatus = keyof typeof ERROR_RESPONSES;
 
 /** A route's `schema.response`: the success shape plus the errors it can answer (rendered as $refs). */
-export function responses(success: Record<number, { description: string; schema: z.ZodType; type?: string }>, ...errors: ErrorStatus[]) {
+export function responses(
+  success: Record<number, { description: string; schema: z.ZodType; type?: string }>,
+  ...errors: ErrorStatus[]
+) {
   const out: Record<number, unknown> = {};
   for (const [status, s] of Object.entries(success)) {
-    out[Number(status)] = { description: s.description, content: { [s.type ?? 'application/json']: { schema: s.schema } } };
+    out[Number(status)] = {
+      description: s.description,
+      content: { [s.type ?? 'application/json']: { schema: s.schema } },
+    };
   }
-  for (const status of errors) out[status] = { description: ERROR_RESPONSES[status], content: { 'application/json': { schema: errorEnvelopeSchema } } };
+  for (const status of errors)
+    out[status] = {
+      description: ERROR_RESPONSES[status],
+      content: { 'application/json': { schema: errorEnvelopeSchema } },
+    };
   return out;
 }
 

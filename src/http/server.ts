@@ -97,10 +97,16 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {
       if (err.code === 'ECONNRESET' || socket.destroyed) return;
       const [status, message] =
-        err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'request headers are too large'] : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'request timed out'] : [400, 'malformed HTTP request'];
+        err.code === 'HPE_HEADER_OVERFLOW'
+          ? [431, 'request headers are too large']
+          : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+            ? [408, 'request timed out']
+            : [400, 'malformed HTTP request'];
       const body = JSON.stringify(fail(message as string));
       if (socket.writable) {
-        socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status as number]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`);
+        socket.write(
+          `HTTP/1.1 ${status} ${STATUS_CODES[status as number]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
+        );
       }
       socket.destroy(err);
     },
@@ -121,7 +127,8 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     } catch {
       return done(new ApiError(400, 'body is not valid JSON'), undefined);
     }
-    if (nestedDeeperThan(value, 64)) return done(new ApiError(400, 'body is nested more than 64 levels deep'), undefined);
+    if (nestedDeeperThan(value, 64))
+      return done(new ApiError(400, 'body is nested more than 64 levels deep'), undefined);
     done(null, value);
   });
 
@@ -142,7 +149,8 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     reply.header('x-request-id', request.id);
   });
   app.addHook('onRequest', async (request) => {
-    if (request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor === 1 && request.headers.host === undefined) throw new ApiError(400, 'missing Host header');
+    if (request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor === 1 && request.headers.host === undefined)
+      throw new ApiError(400, 'missing Host header');
   });
 
   // One structured line per request (request_id from the child logger; job_uuid when the route has one),
@@ -154,7 +162,13 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     if (route === '/metrics' || route === '/healthz' || route === '/readyz') return;
     const uuid = (request.params as { uuid?: string } | undefined)?.uuid;
     request.log.info(
-      { method: request.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10, ...(uuid ? { job_uuid: uuid } : {}) },
+      {
+        method: request.method,
+        route,
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime * 10) / 10,
+        ...(uuid ? { job_uuid: uuid } : {}),
+      },
       'request',
     );
   });
@@ -173,7 +187,8 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     }
     // The database is down, restarting, locked or full: not a bug, and a retry may succeed (no log line per
     // request: the PostgreSQL store logs each outage once).
-    if (isDatabaseUnavailable(err)) return reply.code(503).header('retry-after', '5').send(fail('database unavailable, retry later'));
+    if (isDatabaseUnavailable(err))
+      return reply.code(503).header('retry-after', '5').send(fail('database unavailable, retry later'));
     request.log.error({ err }, 'unhandled error');
     return reply.code(500).send(fail('internal error'));
   });
@@ -187,7 +202,10 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     const path = request.url.split('?')[0]!;
     const allowed = [...new Set(known.filter((k) => k.re.test(path)).map((k) => k.method))];
     if (allowed.length > 0) {
-      return reply.code(405).header('allow', allowed.join(', ')).send(fail(`method ${request.method} is not allowed on ${path}`));
+      return reply
+        .code(405)
+        .header('allow', allowed.join(', '))
+        .send(fail(`method ${request.method} is not allowed on ${path}`));
     }
     return reply.code(404).send(fail(`no route ${request.method} ${path}`));
   });
@@ -218,11 +236,29 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
   // Remote workers: their own scope and auth hook (worker tokens), beside the public API's.
   const remote = deps.remote;
   if (remote) {
-    app.register((w) => workerRoutes(w, { store: deps.store, clock: deps.clock, remote: remote.work, maxOutputBytes: remote.maxOutputBytes }), { prefix: '/api/v1/worker' });
+    app.register(
+      (w) =>
+        workerRoutes(w, {
+          store: deps.store,
+          clock: deps.clock,
+          remote: remote.work,
+          maxOutputBytes: remote.maxOutputBytes,
+        }),
+      { prefix: '/api/v1/worker' },
+    );
   }
 
   // The operator's routes: their own scope and auth hook (admin tokens), not the API-key hook.
-  app.register((admin) => adminRoutes(admin, { store: deps.store, clock: deps.clock, signals: deps.signals, localWorkers: deps.localWorkers }), { prefix: '/admin/api' });
+  app.register(
+    (admin) =>
+      adminRoutes(admin, {
+        store: deps.store,
+        clock: deps.clock,
+        signals: deps.signals,
+        localWorkers: deps.localWorkers,
+      }),
+    { prefix: '/admin/api' },
+  );
 
   // In a plugin, so they are added after @fastify/swagger is listening for routes.
   app.register(async (root) => {

@@ -138,7 +138,8 @@ export class JobLifecycle {
   async claim(req: ClaimRequest): Promise<JobRow[]> {
     const { config, clock, store } = this.deps;
     const spec = { ...req, leaseMs: config.jobLeaseMs, now: clock.now() };
-    const claimed = config.ownerMaxRunning === 0 ? await claimJobs(this.db, store.dialect, spec) : await this.claimLimited(req, spec);
+    const claimed =
+      config.ownerMaxRunning === 0 ? await claimJobs(this.db, store.dialect, spec) : await this.claimLimited(req, spec);
     // Streams in this process see queued → processing at once (others by their poll).
     for (const job of claimed) this.deps.signals.deliver('job-progress', job.uuid);
     return claimed;
@@ -189,7 +190,12 @@ export class JobLifecycle {
       to: 'completed',
       leaseOwner: held.lease,
       now: this.deps.clock.now(),
-      set: { status_detail: 'done', result_key: result.key, result_content_type: result.contentType, result_size: result.size },
+      set: {
+        status_detail: 'done',
+        result_key: result.key,
+        result_content_type: result.contentType,
+        result_size: result.size,
+      },
     });
   }
 
@@ -216,7 +222,11 @@ export class JobLifecycle {
   }
 
   /** processing → queued (a worker stopping hands its job back; the attempt does not count). */
-  handBack(held: Held, attempts: number, detail = 'waiting for a worker (handed back at shutdown)'): Promise<JobRow | undefined> {
+  handBack(
+    held: Held,
+    attempts: number,
+    detail = 'waiting for a worker (handed back at shutdown)',
+  ): Promise<JobRow | undefined> {
     return this.finish(held, {
       from: ['processing'],
       to: 'queued',
@@ -254,7 +264,11 @@ export class JobLifecycle {
           to: 'queued',
           leaseExpiredBefore: now,
           now,
-          set: { status_detail: 'waiting for a worker (the previous worker stopped responding)', lease_owner: null, lease_expires_at: null },
+          set: {
+            status_detail: 'waiting for a worker (the previous worker stopped responding)',
+            lease_owner: null,
+            lease_expires_at: null,
+          },
         });
         if (row) {
           recovered++;
@@ -289,7 +303,8 @@ export class JobLifecycle {
   async tunePlanner(): Promise<void> {
     const { queued } = await countActive(this.db);
     if (queued < 1000 || queued < 2 * this.analyzedAt) return;
-    if (await refreshPlannerStats(this.db, this.deps.store.dialect)) this.deps.log.info({ queued }, 'refreshed planner statistics of the jobs table');
+    if (await refreshPlannerStats(this.db, this.deps.store.dialect))
+      this.deps.log.info({ queued }, 'refreshed planner statistics of the jobs table');
     this.analyzedAt = queued;
   }
 
@@ -364,7 +379,11 @@ export class JobLifecycle {
             p.reject(err);
           }
           if (batch.length === 0) return;
-          if (backoff === 100) this.deps.log.warn({ err, jobs: batch.length }, 'database unavailable: job finishes will be recorded when it is back');
+          if (backoff === 100)
+            this.deps.log.warn(
+              { err, jobs: batch.length },
+              'database unavailable: job finishes will be recorded when it is back',
+            );
           await new Promise((r) => setTimeout(r, backoff));
           backoff = Math.min(backoff * 2, 5_000);
           continue;
@@ -389,7 +408,10 @@ export class JobLifecycle {
   }
 
   /** Applies state changes inside `trx`: the updates, their outbox rows and one NOTIFY. */
-  private async applyFinishes(trx: Kysely<Database>, items: ReadonlyArray<{ uuid: string; spec: TransitionSpec; meta?: Held }>): Promise<Applied> {
+  private async applyFinishes(
+    trx: Kysely<Database>,
+    items: ReadonlyArray<{ uuid: string; spec: TransitionSpec; meta?: Held }>,
+  ): Promise<Applied> {
     const rows: Applied['rows'] = [];
     const events = [];
     const signals: Signal[] = [];
@@ -424,7 +446,10 @@ export class JobLifecycle {
       const { row, meta } = done;
       metrics?.jobsFinished.inc({ job_type: row.job_type, status: row.status });
       if (meta?.startedAt !== undefined) {
-        metrics?.processingSeconds.observe({ job_type: row.job_type, status: row.status }, (clock.now() - meta.startedAt) / 1000);
+        metrics?.processingSeconds.observe(
+          { job_type: row.job_type, status: row.status },
+          (clock.now() - meta.startedAt) / 1000,
+        );
       }
     }
   }

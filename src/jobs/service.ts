@@ -182,7 +182,10 @@ export class JobService {
     if (body.webhook) urls.push(['webhook.url', body.webhook.url]);
     const checks = await Promise.all(
       urls.map(async ([field, u]) => {
-        const r = await checkUrl(u, { allowPrivate: this.deps.config.mediaAllowPrivateNetworks, lookup: this.deps.lookup });
+        const r = await checkUrl(u, {
+          allowPrivate: this.deps.config.mediaAllowPrivateNetworks,
+          lookup: this.deps.lookup,
+        });
         return r.ok ? undefined : `${field}: must be a public http or https URL (${r.reason})`;
       }),
     );
@@ -247,7 +250,8 @@ export class JobService {
     const last = page[page.length - 1];
     return {
       jobs: page.map(toApiJob),
-      next_cursor: rows.length > q.limit && last ? Buffer.from(`${last.created_at}:${last.uuid}`).toString('base64url') : null,
+      next_cursor:
+        rows.length > q.limit && last ? Buffer.from(`${last.created_at}:${last.uuid}`).toString('base64url') : null,
     };
   }
 
@@ -266,9 +270,7 @@ export class JobService {
     if (!row) throw notFound(NOT_FOUND);
     if (row.status !== 'completed' || !row.result_key) {
       throw conflict(
-        isTerminal(row.status)
-          ? `job is ${row.status}; it has no result`
-          : `result is not ready: job is ${row.status}`,
+        isTerminal(row.status) ? `job is ${row.status}; it has no result` : `result is not ready: job is ${row.status}`,
       );
     }
     if (row.result_deleted_at !== null) {

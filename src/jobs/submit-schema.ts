@@ -105,7 +105,9 @@ const isSlotPath = (path: readonly PropertyKey[]) =>
 export function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
   // A slot given as a bare string was normalised to an array of one: name the slot, not [0].
   const path =
-    issue.path.length === 3 && isSlotPath(issue.path.slice(0, 2)) && typeof valueAt(input, issue.path.slice(0, 2)) === 'string'
+    issue.path.length === 3 &&
+    isSlotPath(issue.path.slice(0, 2)) &&
+    typeof valueAt(input, issue.path.slice(0, 2)) === 'string'
       ? issue.path.slice(0, 2)
       : issue.path;
   const field = fieldPath(path);
@@ -121,7 +123,12 @@ export function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
       const value = valueAt(input, issue.path);
       if (value === undefined) return at('is required');
       if (isSlotPath(issue.path)) return at('must be a URL string or a non-empty array of URL strings');
-      const expected = issue.expected === 'int' ? 'an integer' : /^[aeiou]/.test(issue.expected) ? `an ${issue.expected}` : `a ${issue.expected}`;
+      const expected =
+        issue.expected === 'int'
+          ? 'an integer'
+          : /^[aeiou]/.test(issue.expected)
+            ? `an ${issue.expected}`
+            : `a ${issue.expected}`;
       return at(`must be ${expected}`);
     }
     case 'invalid_value':
@@ -132,11 +139,22 @@ export function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
           : `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`,
       );
     case 'too_small':
-      if (issue.origin === 'array') return at(isSlotPath(issue.path) ? `must have at least ${issue.minimum} URL${Number(issue.minimum) > 1 ? 's' : ''}` : `must have at least ${issue.minimum} item${Number(issue.minimum) > 1 ? 's' : ''}`);
-      if (issue.origin === 'string') return at(Number(issue.minimum) <= 1 ? 'must not be empty' : `must be at least ${issue.minimum} characters`);
+      if (issue.origin === 'array')
+        return at(
+          isSlotPath(issue.path)
+            ? `must have at least ${issue.minimum} URL${Number(issue.minimum) > 1 ? 's' : ''}`
+            : `must have at least ${issue.minimum} item${Number(issue.minimum) > 1 ? 's' : ''}`,
+        );
+      if (issue.origin === 'string')
+        return at(Number(issue.minimum) <= 1 ? 'must not be empty' : `must be at least ${issue.minimum} characters`);
       return at(`must be at least ${issue.minimum}`);
     case 'too_big':
-      if (issue.origin === 'array') return at(isSlotPath(issue.path) ? `takes at most ${issue.maximum} URL${Number(issue.maximum) > 1 ? 's' : ''}` : `must have at most ${issue.maximum} items`);
+      if (issue.origin === 'array')
+        return at(
+          isSlotPath(issue.path)
+            ? `takes at most ${issue.maximum} URL${Number(issue.maximum) > 1 ? 's' : ''}`
+            : `must have at most ${issue.maximum} items`,
+        );
       if (issue.origin === 'string') return at(`must be at most ${issue.maximum} characters`);
       return at(`must be at most ${issue.maximum}`);
     default:

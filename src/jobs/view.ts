@@ -27,7 +27,18 @@ export function isResultReady(row: Pick<JobRow, 'status' | 'result_key' | 'resul
 /** The columns the public job object is made of. */
 export type ApiJobSource = Pick<
   JobRow,
-  'uuid' | 'job_type' | 'model' | 'status' | 'status_detail' | 'error_type' | 'error_message' | 'result_key' | 'result_deleted_at' | 'created_at' | 'started_at' | 'finished_at'
+  | 'uuid'
+  | 'job_type'
+  | 'model'
+  | 'status'
+  | 'status_detail'
+  | 'error_type'
+  | 'error_message'
+  | 'result_key'
+  | 'result_deleted_at'
+  | 'created_at'
+  | 'started_at'
+  | 'finished_at'
 >;
 
 export function toApiJob(row: ApiJobSource): ApiJob {

@@ -37,7 +37,6 @@ function fail(message: string): JobError {
   return new JobError('media_fetch_failed', `download failed: ${message}`);
 }
 
-
 /** Network errors in client-facing words; a blocked address reads differently after a redirect. */
 function describeFetchError(err: unknown, isRedirect: boolean): string {
   if (networkErrorCode(err) === 'ERR_BLOCKED_ADDRESS') {

@@ -31,8 +31,7 @@ export const DNS_TIMEOUT_MS = 5000;
 export const REASON_PRIVATE = 'host is a private address';
 export const REASON_RESOLVES_PRIVATE = 'host resolves to a private address';
 
-export const defaultLookupAll: LookupAll = (hostname) =>
-  dnsLookup(hostname, { all: true, verbatim: true });
+export const defaultLookupAll: LookupAll = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
 
 // 2000::/3 is the only block IANA has allocated for global unicast; everything outside it
 // (ULA fc00::/7 incl. fd00:ec2::254, link-local, site-local, multicast, ::/8 incl. the deprecated

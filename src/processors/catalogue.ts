@@ -40,11 +40,16 @@ export interface DefaultTypesOptions {
 
 export function defaultJobTypes(opts: DefaultTypesOptions): JobType[] {
   const threads = Math.max(1, Math.min(opts.threads, os.availableParallelism()));
-  const limits = opts.video ? { maxSeconds: opts.video.maxSeconds, maxPixels: opts.video.maxPixels } : DEFAULT_VIDEO_LIMITS;
+  const limits = opts.video
+    ? { maxSeconds: opts.video.maxSeconds, maxPixels: opts.video.maxPixels }
+    : DEFAULT_VIDEO_LIMITS;
   // Resolved lazily: a missing ffmpeg fails the video jobs, not the service's start.
   let bins: ReturnType<typeof resolveBinaries> | undefined;
   const binaries = () =>
-    (bins ??= resolveBinaries({ FFMPEG_PATH: opts.video?.ffmpegPath ?? process.env.FFMPEG_PATH, FFPROBE_PATH: opts.video?.ffprobePath ?? process.env.FFPROBE_PATH }));
+    (bins ??= resolveBinaries({
+      FFMPEG_PATH: opts.video?.ffmpegPath ?? process.env.FFMPEG_PATH,
+      FFPROBE_PATH: opts.video?.ffprobePath ?? process.env.FFPROBE_PATH,
+    }));
   return [
     createImageTransformJobType() as unknown as JobType,
     // Threads start on the first swap, so API-only processes never load the face models.

@@ -8,7 +8,12 @@ const CONTENT_TYPES = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp'
 const EXTENSIONS = { jpeg: 'jpg', png: 'png', webp: 'webp', avif: 'avif' } as const;
 
 const options = z.strictObject({
-  width: z.int().min(1).max(16384).optional().describe('Target width in pixels. With only one of width/height, the other follows the aspect ratio.'),
+  width: z
+    .int()
+    .min(1)
+    .max(16384)
+    .optional()
+    .describe('Target width in pixels. With only one of width/height, the other follows the aspect ratio.'),
   height: z.int().min(1).max(16384).optional().describe('Target height in pixels.'),
   fit: z
     .enum(['cover', 'contain', 'fill', 'inside', 'outside'])
@@ -41,14 +46,16 @@ export function createImageTransformJobType(opts: { maxPixels?: number } = {}): 
       if (o.width !== undefined || o.height !== undefined) {
         pipeline = pipeline.resize({ width: o.width, height: o.height, fit: o.fit, kernel: ctx.model as 'lanczos3' });
       }
-      pipeline =
-        o.format === 'png' ? pipeline.png() : pipeline.toFormat(o.format, { quality: o.quality });
+      pipeline = o.format === 'png' ? pipeline.png() : pipeline.toFormat(o.format, { quality: o.quality });
       let bytes: Buffer;
       try {
         bytes = await pipeline.toBuffer();
       } catch (err) {
         ctx.signal.throwIfAborted();
-        throw new JobError('invalid_media', `input.source: cannot decode image (${(err as Error).message.split('\n')[0]})`);
+        throw new JobError(
+          'invalid_media',
+          `input.source: cannot decode image (${(err as Error).message.split('\n')[0]})`,
+        );
       }
       ctx.signal.throwIfAborted();
       return { bytes, contentType: CONTENT_TYPES[o.format], extension: EXTENSIONS[o.format] };

@@ -27,7 +27,13 @@ export function workerBeside(moduleUrl: string): WorkerLocation {
 export function lazyThreadPool<T, R>(location: WorkerLocation, threads: number, warmupTask: T) {
   let pool: Piscina<T, R> | undefined;
   const get = (): Piscina<T, R> =>
-    (pool ??= new Piscina<T, R>({ ...location, minThreads: threads, maxThreads: threads, concurrentTasksPerWorker: 1, idleTimeout: Infinity }));
+    (pool ??= new Piscina<T, R>({
+      ...location,
+      minThreads: threads,
+      maxThreads: threads,
+      concurrentTasksPerWorker: 1,
+      idleTimeout: Infinity,
+    }));
   return {
     get,
     /** Starts every thread and lets it load its models (before the first job, not during it). */

@@ -21,7 +21,9 @@ const declaredType = z.strictObject({
   name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'must be lowercase letters, digits and dashes (at most 63)'),
   description: z.string().min(1).max(2000),
   slots: z.partialRecord(z.enum(SLOT_NAMES), slotSpec).default({}),
-  models: z.array(z.strictObject({ name: z.string().min(1).max(100), description: z.string().max(1000).default('') })).min(1),
+  models: z
+    .array(z.strictObject({ name: z.string().min(1).max(100), description: z.string().max(1000).default('') }))
+    .min(1),
   /** JSON Schema of the non-media fields of `input` (an object schema). */
   options: z.record(z.string(), z.unknown()).default({ type: 'object', properties: {}, additionalProperties: false }),
   timeout: z.string().optional(),

@@ -15,7 +15,14 @@ import type { Signals } from '../signals.js';
 import type { ResultStore } from '../storage/types.js';
 import { isDatabaseUnavailable } from '../store/errors.js';
 import { getJob, type JobRow } from '../store/jobs.js';
-import { blobsOfJob, deleteStagedBlob, insertStagedBlob, outputsOf, staleBlobs, type BlobOwner } from '../store/staged-blobs.js';
+import {
+  blobsOfJob,
+  deleteStagedBlob,
+  insertStagedBlob,
+  outputsOf,
+  staleBlobs,
+  type BlobOwner,
+} from '../store/staged-blobs.js';
 import type { Database } from '../store/schema.js';
 import { fetchInputs } from '../worker/inputs.js';
 import { extensionOf } from '../media/extensions.js';
@@ -37,7 +44,6 @@ export interface RemoteWorkDeps {
   isPublic?: IsPublic;
 }
 
-
 /**
  * A remote attempt's lease token: `r.<random>.<claimed at>`. The random part makes it unguessable
  * (it is the attempt's only credential); the claim time rides along so heartbeats can enforce the
@@ -53,7 +59,8 @@ function claimedAtOf(lease: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-const NOT_HELD = 'the lease is no longer held (it expired and the job was claimed again, or the job was cancelled or has ended): drop the job';
+const NOT_HELD =
+  'the lease is no longer held (it expired and the job was claimed again, or the job was cancelled or has ended): drop the job';
 const SWEEP_EVERY_MS = 30_000;
 
 /**
@@ -74,7 +81,11 @@ export class RemoteWork {
   private closing = false;
 
   constructor(private readonly deps: RemoteWorkDeps) {
-    this.dispatcher = createGuardedAgent({ allowPrivate: deps.config.mediaAllowPrivateNetworks, lookup: deps.lookup, isPublic: deps.isPublic });
+    this.dispatcher = createGuardedAgent({
+      allowPrivate: deps.config.mediaAllowPrivateNetworks,
+      lookup: deps.lookup,
+      isPublic: deps.isPublic,
+    });
     deps.signals.on('job-queued', this.onQueued);
     // Staged blobs of attempts that ended without the worker saying so (cancel, lease expiry, a
     // crash between writes) are removed by a sweep whose cost is the number of staged blobs.
@@ -87,11 +98,14 @@ export class RemoteWork {
     // Remote jobs' expired leases must come back even where no in-process worker pool runs its
     // reaper (API processes with remote workers only); the same cheap index range, same rule.
     if (this.remoteTypes().length > 0) {
-      this.reaper = setInterval(() => {
-        deps.lifecycle.recoverExpired().catch((err) => {
-          if (!isDatabaseUnavailable(err)) deps.log.warn({ err }, 'recovering expired leases failed');
-        });
-      }, Math.min(5_000, Math.max(200, Math.floor(deps.config.jobLeaseMs / 4))));
+      this.reaper = setInterval(
+        () => {
+          deps.lifecycle.recoverExpired().catch((err) => {
+            if (!isDatabaseUnavailable(err)) deps.log.warn({ err }, 'recovering expired leases failed');
+          });
+        },
+        Math.min(5_000, Math.max(200, Math.floor(deps.config.jobLeaseMs / 4))),
+      );
       this.reaper.unref();
     }
   }
@@ -162,9 +176,12 @@ export class RemoteWork {
     const held: Held = { uuid: row.uuid, lease: row.lease_owner!, job_type: row.job_type, startedAt: now };
     const input = JSON.parse(row.input) as Record<string, unknown>;
     // Staging a large video may outlast the lease: keep it alive meanwhile, as a worker would.
-    const keepAlive = setInterval(() => {
-      lifecycle.renew(held, 'staging media').catch(() => {});
-    }, Math.max(200, Math.floor(this.deps.config.jobLeaseMs / 3)));
+    const keepAlive = setInterval(
+      () => {
+        lifecycle.renew(held, 'staging media').catch(() => {});
+      },
+      Math.max(200, Math.floor(this.deps.config.jobLeaseMs / 3)),
+    );
     try {
       const staged = await this.stage(row, input, signal);
       clearInterval(keepAlive);
@@ -189,7 +206,10 @@ export class RemoteWork {
       clearInterval(keepAlive);
       if (err instanceof JobError) {
         await lifecycle.fail(held, { errorType: err.errorType, message: err.message });
-        log.info({ job_uuid: row.uuid, error_type: err.errorType, error_message: err.message }, 'remote job failed while staging its media');
+        log.info(
+          { job_uuid: row.uuid, error_type: err.errorType, error_message: err.message },
+          'remote job failed while staging its media',
+        );
       } else {
         // The worker went away or something broke on our side: the job goes back, uncounted.
         await lifecycle.handBack(held, Number(row.attempts), 'waiting for a worker');
@@ -203,10 +223,20 @@ export class RemoteWork {
   }
 
   /** Fetches the client's media under the URL policy and stores signed, expiring copies. */
-  private async stage(row: JobRow, input: Record<string, unknown>, signal: AbortSignal): Promise<Partial<Record<SlotName, string[]>>> {
+  private async stage(
+    row: JobRow,
+    input: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<Partial<Record<SlotName, string[]>>> {
     const { catalogue, config, clock, results, db } = this.deps;
     const type = catalogue.get(row.job_type)!;
-    const media = await fetchInputs(type, input, { config, signal, dispatcher: this.dispatcher, lookup: this.deps.lookup, isPublic: this.deps.isPublic });
+    const media = await fetchInputs(type, input, {
+      config,
+      signal,
+      dispatcher: this.dispatcher,
+      lookup: this.deps.lookup,
+      isPublic: this.deps.isPublic,
+    });
     const expires = clock.now() + config.remote.mediaUrlTtlMs;
     // A tag per staging: a handed-back attempt keeps its number, and must not share keys with the next.
     const tag = randomBytes(4).toString('hex');
@@ -218,7 +248,15 @@ export class RemoteWork {
         files.map(async (m, i) => {
           const key = `${row.uuid}.${row.attempts}.in-${slot}-${i}-${tag}.${extensionOf(m.mime)}`;
           // The row first: a crash between the two leaves a row for the sweep, never a stray blob.
-          await insertStagedBlob(db, { key, job_uuid: row.uuid, lease_owner: row.lease_owner!, kind: 'input', content_type: m.mime ?? 'application/octet-stream', size: m.bytes.length, created_at: clock.now() });
+          await insertStagedBlob(db, {
+            key,
+            job_uuid: row.uuid,
+            lease_owner: row.lease_owner!,
+            kind: 'input',
+            content_type: m.mime ?? 'application/octet-stream',
+            size: m.bytes.length,
+            created_at: clock.now(),
+          });
           await results.put(key, m.bytes, m.mime ?? 'application/octet-stream');
           return results.signedUrl(key, expires);
         }),
@@ -235,7 +273,12 @@ export class RemoteWork {
    * Renews the lease and shows the worker's detail. `cancelRequested` when the client cancelled
    * the job or it ran past its timeout (then failed here, as a built-in job would be).
    */
-  async heartbeat(uuid: string, lease: string, detail?: string, progress?: number): Promise<{ leaseExpiresAt: number; cancelRequested: boolean }> {
+  async heartbeat(
+    uuid: string,
+    lease: string,
+    detail?: string,
+    progress?: number,
+  ): Promise<{ leaseExpiresAt: number; cancelRequested: boolean }> {
     const { lifecycle, clock, config } = this.deps;
     const claimedAt = claimedAtOf(lease);
     if (claimedAt === undefined) throw conflict(NOT_HELD);
@@ -252,7 +295,11 @@ export class RemoteWork {
     }
     const timeoutMs = this.timeoutOf(jobType);
     if (now - claimedAt > timeoutMs) {
-      await lifecycle.fail(held, { errorType: 'timeout', message: `job ran longer than the ${formatDuration(timeoutMs)} limit`, detail: 'timed out' });
+      await lifecycle.fail(held, {
+        errorType: 'timeout',
+        message: `job ran longer than the ${formatDuration(timeoutMs)} limit`,
+        detail: 'timed out',
+      });
       await this.sweepJob(uuid);
       return { leaseExpiresAt: now, cancelRequested: true };
     }
@@ -268,7 +315,12 @@ export class RemoteWork {
   }
 
   /** Stores the attempt's output (replacing an earlier upload of the same attempt). */
-  async putOutput(uuid: string, lease: string, bytes: Buffer, type: OutputType): Promise<{ contentType: string; size: number }> {
+  async putOutput(
+    uuid: string,
+    lease: string,
+    bytes: Buffer,
+    type: OutputType,
+  ): Promise<{ contentType: string; size: number }> {
     const { db, results, clock } = this.deps;
     const { row } = await this.held(uuid, lease);
     const key = `${uuid}.${row.attempts}.${type.extension}`;
@@ -278,7 +330,15 @@ export class RemoteWork {
     }
     // A handed-back attempt had the same number: its row (if not swept yet) no longer owns the key.
     await deleteStagedBlob(db, key);
-    await insertStagedBlob(db, { key, job_uuid: uuid, lease_owner: lease, kind: 'output', content_type: type.contentType, size: bytes.length, created_at: clock.now() });
+    await insertStagedBlob(db, {
+      key,
+      job_uuid: uuid,
+      lease_owner: lease,
+      kind: 'output',
+      content_type: type.contentType,
+      size: bytes.length,
+      created_at: clock.now(),
+    });
     await results.put(key, bytes, type.contentType);
     return { contentType: type.contentType, size: bytes.length };
   }
@@ -291,11 +351,19 @@ export class RemoteWork {
     if (!out) throw invalid(`upload the output first: PUT /api/v1/worker/jobs/${uuid}/output`);
     const timeoutMs = this.timeoutOf(held.job_type);
     if (clock.now() - held.startedAt! > timeoutMs) {
-      await lifecycle.fail(held, { errorType: 'timeout', message: `job ran longer than the ${formatDuration(timeoutMs)} limit`, detail: 'timed out' });
+      await lifecycle.fail(held, {
+        errorType: 'timeout',
+        message: `job ran longer than the ${formatDuration(timeoutMs)} limit`,
+        detail: 'timed out',
+      });
       await this.sweepJob(uuid);
       throw conflict(`the job ran past its ${formatDuration(timeoutMs)} timeout and has failed`);
     }
-    const done = await lifecycle.complete(held, { key: out.key, contentType: out.content_type, size: Number(out.size) });
+    const done = await lifecycle.complete(held, {
+      key: out.key,
+      contentType: out.content_type,
+      size: Number(out.size),
+    });
     await this.sweepJob(uuid);
     if (!done) throw conflict(NOT_HELD);
   }
@@ -304,7 +372,13 @@ export class RemoteWork {
    * processing → failed; or back to the queue when the worker says another attempt may succeed and
    * attempts are left (JOB_MAX_ATTEMPTS). Answers the job's new status.
    */
-  async fail(uuid: string, lease: string, errorType: ErrorType, message: string, retryable: boolean): Promise<'failed' | 'queued'> {
+  async fail(
+    uuid: string,
+    lease: string,
+    errorType: ErrorType,
+    message: string,
+    retryable: boolean,
+  ): Promise<'failed' | 'queued'> {
     const { lifecycle, config } = this.deps;
     const { row, held } = await this.held(uuid, lease);
     const again = retryable && Number(row.attempts) < config.jobMaxAttempts;
@@ -319,7 +393,11 @@ export class RemoteWork {
   /** processing → queued, the attempt not counted (a worker stopping hands its job back). */
   async release(uuid: string, lease: string): Promise<void> {
     const { row, held } = await this.held(uuid, lease);
-    const done = await this.deps.lifecycle.handBack(held, Number(row.attempts), 'waiting for a worker (handed back by a stopping worker)');
+    const done = await this.deps.lifecycle.handBack(
+      held,
+      Number(row.attempts),
+      'waiting for a worker (handed back by a stopping worker)',
+    );
     await this.sweepJob(uuid);
     if (!done) throw conflict(NOT_HELD);
   }

@@ -47,7 +47,9 @@ export class S3ResultStore implements ResultStore {
   async signedUrl(key: string, expiresAtMs: number): Promise<string> {
     const now = this.opts.clockMs?.() ?? Date.now();
     const expiresIn = Math.max(1, Math.min(7 * 86_400, Math.round((expiresAtMs - now) / 1000)));
-    return getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.opts.bucket, Key: this.key(key) }), { expiresIn });
+    return getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.opts.bucket, Key: this.key(key) }), {
+      expiresIn,
+    });
   }
 
   close(): void {

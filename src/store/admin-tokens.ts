@@ -18,7 +18,10 @@ export async function createAdminToken(db: Kysely<Database>, now: number): Promi
   const token = `mja_${randomBytes(24).toString('base64url')}`;
   const id = `adm_${randomBytes(6).toString('hex')}`;
   const prefix = token.slice(0, 10);
-  await db.insertInto('admin_tokens').values({ id, token_hash: hashKey(token), prefix, created_at: now, revoked_at: null }).execute();
+  await db
+    .insertInto('admin_tokens')
+    .values({ id, token_hash: hashKey(token), prefix, created_at: now, revoked_at: null })
+    .execute();
   return { id, token, prefix };
 }
 
@@ -34,10 +37,19 @@ export async function findActiveAdminToken(db: Kysely<Database>, token: string):
 }
 
 export function listAdminTokens(db: Kysely<Database>) {
-  return db.selectFrom('admin_tokens').select(['id', 'prefix', 'created_at', 'revoked_at']).orderBy('created_at').execute();
+  return db
+    .selectFrom('admin_tokens')
+    .select(['id', 'prefix', 'created_at', 'revoked_at'])
+    .orderBy('created_at')
+    .execute();
 }
 
 export async function revokeAdminToken(db: Kysely<Database>, id: string, now: number): Promise<boolean> {
-  const res = await db.updateTable('admin_tokens').set({ revoked_at: now }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst();
+  const res = await db
+    .updateTable('admin_tokens')
+    .set({ revoked_at: now })
+    .where('id', '=', id)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
 }

@@ -9,14 +9,28 @@
 // 40001/40P01 serialization failure/deadlock (a retry will do).
 const PG_TRANSIENT = /^(08...|57P0[1-4]|53...|40001|40P01|55P03|57014)$/;
 // Node socket errors on a connection to the database.
-const NET = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const NET = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 // SQLite: busy or locked past busy_timeout, disk full, I/O error, read-only (e.g. remounted).
 const SQLITE = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|READONLY|CANTOPEN|PROTOCOL)/;
 // pg and pg-pool report these as plain Errors without a code.
-const PG_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection terminated unexpectedly|terminating connection|the database system is (starting up|shutting down|in recovery mode)|Client was closed and is not queryable|Cannot use a pool after calling end/i;
+const PG_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection terminated unexpectedly|terminating connection|the database system is (starting up|shutting down|in recovery mode)|Client was closed and is not queryable|Cannot use a pool after calling end/i;
 
 export function isDatabaseUnavailable(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+  for (
+    let e: unknown = err, depth = 0;
+    e && typeof e === 'object' && depth < 5;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && (PG_TRANSIENT.test(code) || NET.has(code) || SQLITE.test(code))) return true;
     const message = (e as { message?: unknown }).message;

@@ -22,7 +22,15 @@ export async function recentFailedDeliveries(db: Kysely<Database>, limit: number
   // SQLite's planner, without statistics, prefers webhook_events_due (state, …) and then sorts every
   // failed row; INDEXED BY pins the partial index. PostgreSQL picks it on its own (backward scan).
   const pinned = db.getExecutor().adapter instanceof PostgresAdapter ? sql`` : sql`INDEXED BY webhook_events_failed`;
-  const { rows: events } = await sql<{ event_id: string; job_uuid: string; owner: string; event_type: string; url: string; attempts: number; updated_at: number }>`
+  const { rows: events } = await sql<{
+    event_id: string;
+    job_uuid: string;
+    owner: string;
+    event_type: string;
+    url: string;
+    attempts: number;
+    updated_at: number;
+  }>`
     SELECT event_id, job_uuid, owner, event_type, url, attempts, updated_at FROM webhook_events ${pinned}
     WHERE state = 'failed' ORDER BY updated_at DESC, event_id DESC LIMIT ${limit}`.execute(db);
   if (events.length === 0) return [];

@@ -25,10 +25,7 @@ export async function reserveIdempotencyKey(db: Kysely<Database>, row: Idempoten
     .insertInto('idempotency_keys')
     .values(row)
     .onConflict((oc) =>
-      oc
-        .columns(['owner', 'key'])
-        .doUpdateSet(rest)
-        .where('idempotency_keys.expires_at', '<=', row.created_at),
+      oc.columns(['owner', 'key']).doUpdateSet(rest).where('idempotency_keys.expires_at', '<=', row.created_at),
     )
     .returning('key')
     .executeTakeFirst();

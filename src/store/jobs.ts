@@ -1,4 +1,12 @@
-import { CompiledQuery, sql, type Insertable, type Kysely, type RawBuilder, type Selectable, type Updateable } from 'kysely';
+import {
+  CompiledQuery,
+  sql,
+  type Insertable,
+  type Kysely,
+  type RawBuilder,
+  type Selectable,
+  type Updateable,
+} from 'kysely';
 import type { Dialect } from './db.js';
 import type { Database, JobStatus, JobsTable, WebhookEventsTable } from './schema.js';
 
@@ -46,13 +54,21 @@ export async function insertJob(db: Kysely<Database>, row: NewJob, notify?: RawB
       SELECT coalesce((SELECT vtime FROM jobs WHERE status = 'queued' AND owner = ${row.owner} ORDER BY vtime DESC LIMIT 1) + 1, 0)
     ) AS candidates)`;
   if (notify === undefined) {
-    await db.insertInto('jobs').values({ ...row, vtime }).execute();
+    await db
+      .insertInto('jobs')
+      .values({ ...row, vtime })
+      .execute();
     return;
   }
   // PostgreSQL: the NOTIFY rides in the same statement (a data-modifying CTE), one round trip and
   // no BEGIN/COMMIT of its own; it is delivered at commit, so never for a job that was not stored.
   await db
-    .with('inserted', (q) => q.insertInto('jobs').values({ ...row, vtime }).returning('uuid'))
+    .with('inserted', (q) =>
+      q
+        .insertInto('jobs')
+        .values({ ...row, vtime })
+        .returning('uuid'),
+    )
     .selectFrom('inserted')
     .select(notify.as('notified'))
     .execute();
@@ -72,7 +88,12 @@ const viewQuery = new WeakMap<Kysely<Database>, string>();
 export async function getJobView(db: Kysely<Database>, uuid: string, owner: string): Promise<JobView | undefined> {
   let text = viewQuery.get(db);
   if (text === undefined) {
-    const compiled = db.selectFrom('jobs').select(VIEW_COLUMNS).where('uuid', '=', '').where('owner', '=', '').compile();
+    const compiled = db
+      .selectFrom('jobs')
+      .select(VIEW_COLUMNS)
+      .where('uuid', '=', '')
+      .where('owner', '=', '')
+      .compile();
     text = compiled.sql;
     viewQuery.set(db, text);
   }
@@ -98,7 +119,12 @@ export interface TransitionSpec {
  * there first). Terminal changes also clear the lease and stamp finished_at. Run it inside the
  * caller's transaction when something must be written with it (the webhook outbox row).
  */
-export function updateState(db: Kysely<Database>, uuid: string, spec: TransitionSpec, terminal: boolean): Promise<JobRow | undefined> {
+export function updateState(
+  db: Kysely<Database>,
+  uuid: string,
+  spec: TransitionSpec,
+  terminal: boolean,
+): Promise<JobRow | undefined> {
   let q = db
     .updateTable('jobs')
     .set({
@@ -115,7 +141,10 @@ export function updateState(db: Kysely<Database>, uuid: string, spec: Transition
   return q.returningAll().executeTakeFirst();
 }
 
-export async function insertWebhookEvents(db: Kysely<Database>, events: Insertable<WebhookEventsTable>[]): Promise<void> {
+export async function insertWebhookEvents(
+  db: Kysely<Database>,
+  events: Insertable<WebhookEventsTable>[],
+): Promise<void> {
   if (events.length > 0) await db.insertInto('webhook_events').values(events).execute();
 }
 
@@ -145,7 +174,10 @@ export async function claimJobs(db: Kysely<Database>, dialect: Dialect, spec: Cl
   const k = spec.limit;
   if (dialect === 'postgres') {
     const arms = spec.jobTypes.map(
-      (t, i) => sql`${sql.raw(`c${i}`)} AS (SELECT uuid, vtime, created_at FROM jobs WHERE status = 'queued' AND job_type = ${t}
+      (
+        t,
+        i,
+      ) => sql`${sql.raw(`c${i}`)} AS (SELECT uuid, vtime, created_at FROM jobs WHERE status = 'queued' AND job_type = ${t}
         ORDER BY vtime, created_at, uuid LIMIT ${k} FOR UPDATE SKIP LOCKED)`,
     );
     const union = sql.join(
@@ -172,7 +204,10 @@ export async function claimJobs(db: Kysely<Database>, dialect: Dialect, spec: Cl
 }
 
 function sortClaimed(rows: JobRow[]): JobRow[] {
-  return rows.sort((a, b) => Number(a.vtime) - Number(b.vtime) || Number(a.created_at) - Number(b.created_at) || (a.uuid < b.uuid ? -1 : 1));
+  return rows.sort(
+    (a, b) =>
+      Number(a.vtime) - Number(b.vtime) || Number(a.created_at) - Number(b.created_at) || (a.uuid < b.uuid ? -1 : 1),
+  );
 }
 
 /** Queued jobs near the head of the given types' queues, in claim order (OWNER_MAX_RUNNING's path). */
@@ -193,7 +228,10 @@ export async function queueHead(db: Kysely<Database>, jobTypes: readonly string[
   );
   return rows
     .flat()
-    .sort((a, b) => Number(a.vtime) - Number(b.vtime) || Number(a.created_at) - Number(b.created_at) || (a.uuid < b.uuid ? -1 : 1))
+    .sort(
+      (a, b) =>
+        Number(a.vtime) - Number(b.vtime) || Number(a.created_at) - Number(b.created_at) || (a.uuid < b.uuid ? -1 : 1),
+    )
     .slice(0, window);
 }
 
@@ -219,9 +257,19 @@ export async function claimByUuid(db: Kysely<Database>, uuids: readonly string[]
 }
 
 /** Moves jobs behind the queue's current window (an owner at its running limit yields its turn). */
-export async function deferJobs(db: Kysely<Database>, uuids: readonly string[], vtime: number, now: number): Promise<void> {
+export async function deferJobs(
+  db: Kysely<Database>,
+  uuids: readonly string[],
+  vtime: number,
+  now: number,
+): Promise<void> {
   if (uuids.length === 0) return;
-  await db.updateTable('jobs').set({ vtime, updated_at: now }).where('status', '=', 'queued').where('uuid', 'in', uuids).execute();
+  await db
+    .updateTable('jobs')
+    .set({ vtime, updated_at: now })
+    .where('status', '=', 'queued')
+    .where('uuid', 'in', uuids)
+    .execute();
 }
 
 /** Serialises limited claims across processes (PostgreSQL), inside the claim's transaction. */
@@ -231,7 +279,13 @@ export async function lockLimitedClaims(db: Kysely<Database>, dialect: Dialect):
 
 /** Extends a lease (and sets status_detail); false when the job is no longer this lease's. */
 /** Renews a lease (and sets the detail); the job's type when this lease still holds it, else undefined. */
-export async function renewLease(db: Kysely<Database>, uuid: string, leaseOwner: string, until: number, detail?: string): Promise<string | undefined> {
+export async function renewLease(
+  db: Kysely<Database>,
+  uuid: string,
+  leaseOwner: string,
+  until: number,
+  detail?: string,
+): Promise<string | undefined> {
   const row = await db
     .updateTable('jobs')
     .set({ lease_expires_at: until, ...(detail !== undefined ? { status_detail: detail } : {}) })
@@ -288,7 +342,9 @@ export function listJobs(db: Kysely<Database>, spec: ListSpec): Promise<JobView[
   if (spec.jobType) q = q.where('job_type', '=', spec.jobType);
   if (spec.before) {
     const { createdAt, uuid } = spec.before;
-    q = q.where((eb) => eb.or([eb('created_at', '<', createdAt), eb.and([eb('created_at', '=', createdAt), eb('uuid', '<', uuid)])]));
+    q = q.where((eb) =>
+      eb.or([eb('created_at', '<', createdAt), eb.and([eb('created_at', '=', createdAt), eb('uuid', '<', uuid)])]),
+    );
   }
   return q.orderBy('created_at', 'desc').orderBy('uuid', 'desc').limit(spec.limit).execute();
 }
@@ -298,7 +354,11 @@ export function listJobs(db: Kysely<Database>, spec: ListSpec): Promise<JobView[
  * range of at most `cap` entries, whatever the backlog). Returns `cap` when there are at least
  * that many.
  */
-export async function jobsAhead(db: Kysely<Database>, job: Pick<JobRow, 'vtime' | 'created_at' | 'uuid'>, cap: number): Promise<number> {
+export async function jobsAhead(
+  db: Kysely<Database>,
+  job: Pick<JobRow, 'vtime' | 'created_at' | 'uuid'>,
+  cap: number,
+): Promise<number> {
   const v = Number(job.vtime);
   const c = Number(job.created_at);
   const row = await sql<{ n: number | string }>`SELECT count(*) AS n FROM (

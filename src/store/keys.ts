@@ -62,7 +62,8 @@ export async function revokeKey(db: Kysely<Database>, id: string, now: number): 
       .where('revoked_at', 'is', null)
       .executeTakeFirst();
     const changed = Number(res.numUpdatedRows) > 0;
-    if (changed && isPostgres(db)) await sql`SELECT pg_notify(${NOTIFY_CHANNEL}, ${`revoke ${KEY_REVOKED_SIGNAL} ${id}`})`.execute(tx);
+    if (changed && isPostgres(db))
+      await sql`SELECT pg_notify(${NOTIFY_CHANNEL}, ${`revoke ${KEY_REVOKED_SIGNAL} ${id}`})`.execute(tx);
     return changed;
   });
   if (done) revocations.emit('revoked', id);
@@ -74,12 +75,18 @@ function isPostgres(db: Kysely<Database>): boolean {
 }
 
 export async function countKeys(db: Kysely<Database>): Promise<number> {
-  const row = await db.selectFrom('api_keys').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('api_keys')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
 /** The id and owner of the active key with this hash (hashKey), or undefined. */
-export function findActiveKey(db: Kysely<Database>, keyHash: string): Promise<{ id: string; owner: string } | undefined> {
+export function findActiveKey(
+  db: Kysely<Database>,
+  keyHash: string,
+): Promise<{ id: string; owner: string } | undefined> {
   return db
     .selectFrom('api_keys')
     .select(['id', 'owner'])

@@ -85,7 +85,11 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .addColumn('created_at', 'bigint', (c) => c.notNull())
           .addColumn('updated_at', 'bigint', (c) => c.notNull())
           .execute();
-        await db.schema.createIndex('webhook_events_due').on('webhook_events').columns(['state', 'next_attempt_at']).execute();
+        await db.schema
+          .createIndex('webhook_events_due')
+          .on('webhook_events')
+          .columns(['state', 'next_attempt_at'])
+          .execute();
         await db.schema.createIndex('webhook_events_job').on('webhook_events').column('job_uuid').execute();
 
         await db.schema
@@ -121,18 +125,33 @@ function migrations(dialect: Dialect): Record<string, Migration> {
       // Claims, queue position and queue depth at a cost that does not grow with the backlog:
       // partial indexes hold only the active rows, and triggers keep the per-state counts.
       async up(db: Kysely<unknown>) {
-        await db.schema.alterTable('jobs').addColumn('vtime', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+        await db.schema
+          .alterTable('jobs')
+          .addColumn('vtime', 'bigint', (c) => c.notNull().defaultTo(0))
+          .execute();
         if (dialect === 'postgres') {
           // A queue table churns: analyze and vacuum it after 2 % / 5 % of its rows change, not 10 % / 20 %.
-          await sql`ALTER TABLE jobs SET (autovacuum_analyze_scale_factor = 0.02, autovacuum_vacuum_scale_factor = 0.05)`.execute(db);
+          await sql`ALTER TABLE jobs SET (autovacuum_analyze_scale_factor = 0.02, autovacuum_vacuum_scale_factor = 0.05)`.execute(
+            db,
+          );
         }
         // Jobs queued before this migration keep their submission order.
         await sql`UPDATE jobs SET vtime = created_at WHERE status = 'queued'`.execute(db);
         await db.schema.dropIndex('jobs_status_created').execute();
         const queued = sql<boolean>`status = 'queued'`;
         // Claims seek the head of each job type's queue; queue position counts what is ahead.
-        await db.schema.createIndex('jobs_queue_type').on('jobs').columns(['job_type', 'vtime', 'created_at', 'uuid']).where(queued).execute();
-        await db.schema.createIndex('jobs_queue').on('jobs').columns(['vtime', 'created_at', 'uuid']).where(queued).execute();
+        await db.schema
+          .createIndex('jobs_queue_type')
+          .on('jobs')
+          .columns(['job_type', 'vtime', 'created_at', 'uuid'])
+          .where(queued)
+          .execute();
+        await db.schema
+          .createIndex('jobs_queue')
+          .on('jobs')
+          .columns(['vtime', 'created_at', 'uuid'])
+          .where(queued)
+          .execute();
         // An owner's last queued job (the next submit's virtual start time).
         await db.schema.createIndex('jobs_queue_owner').on('jobs').columns(['owner', 'vtime']).where(queued).execute();
         // Expired leases (recovery) and running jobs per owner (OWNER_MAX_RUNNING).
@@ -140,7 +159,11 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('jobs_leases').on('jobs').column('lease_expires_at').where(processing).execute();
         await db.schema.createIndex('jobs_running_owner').on('jobs').column('owner').where(processing).execute();
         // GET /jobs?status=…: an owner's jobs in one state, newest first, without walking the others.
-        await db.schema.createIndex('jobs_owner_status_created').on('jobs').columns(['owner', 'status', 'created_at']).execute();
+        await db.schema
+          .createIndex('jobs_owner_status_created')
+          .on('jobs')
+          .columns(['owner', 'status', 'created_at'])
+          .execute();
         // Result retention walks only live results, not every finished job ever.
         await db.schema.dropIndex('jobs_finished').execute();
         await db.schema
@@ -157,7 +180,9 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .addColumn('processing', 'bigint', (c) => c.notNull())
           .execute();
         await sql`INSERT INTO queue_counts (shard, queued, processing)
-          SELECT 0, count(CASE WHEN status = 'queued' THEN 1 END), count(CASE WHEN status = 'processing' THEN 1 END) FROM jobs`.execute(db);
+          SELECT 0, count(CASE WHEN status = 'queued' THEN 1 END), count(CASE WHEN status = 'processing' THEN 1 END) FROM jobs`.execute(
+          db,
+        );
         if (dialect === 'sqlite') {
           // One writer at a time on SQLite: one row, row-level triggers.
           const delta = (row: 'NEW' | 'OLD', sign: '+' | '-') =>
@@ -188,7 +213,9 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           // Concurrent writers on PostgreSQL: 16 shards (a transaction updates its backend's shard,
           // one row, so two transactions never lock two shards in opposite orders), and
           // statement-level triggers, so a batch claim or a bulk insert updates a shard once.
-          await sql`INSERT INTO queue_counts (shard, queued, processing) SELECT g, 0, 0 FROM generate_series(1, 15) g`.execute(db);
+          await sql`INSERT INTO queue_counts (shard, queued, processing) SELECT g, 0, 0 FROM generate_series(1, 15) g`.execute(
+            db,
+          );
           const fn = (name: string, body: string) =>
             sql
               .raw(
@@ -213,10 +240,20 @@ function migrations(dialect: Dialect): Record<string, Migration> {
                     coalesce(sum((n.status = 'processing')::int - (o.status = 'processing')::int), 0)
              INTO dq, dp FROM new_rows n JOIN old_rows o ON o.uuid = n.uuid WHERE o.status <> n.status;`,
           );
-          await sql.raw(`CREATE TRIGGER jobs_count_insert AFTER INSERT ON jobs REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION media_jobs_count_insert()`).execute(db);
-          await sql.raw(`CREATE TRIGGER jobs_count_delete AFTER DELETE ON jobs REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION media_jobs_count_delete()`).execute(db);
           await sql
-            .raw(`CREATE TRIGGER jobs_count_update AFTER UPDATE ON jobs REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION media_jobs_count_update()`)
+            .raw(
+              `CREATE TRIGGER jobs_count_insert AFTER INSERT ON jobs REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION media_jobs_count_insert()`,
+            )
+            .execute(db);
+          await sql
+            .raw(
+              `CREATE TRIGGER jobs_count_delete AFTER DELETE ON jobs REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION media_jobs_count_delete()`,
+            )
+            .execute(db);
+          await sql
+            .raw(
+              `CREATE TRIGGER jobs_count_update AFTER UPDATE ON jobs REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION media_jobs_count_update()`,
+            )
             .execute(db);
         }
       },
@@ -232,8 +269,12 @@ function migrations(dialect: Dialect): Record<string, Migration> {
       // over destinations are index seeks that never touch the delivered history.
       async up(db: Kysely<unknown>) {
         // Rows written before `destination` was always set: give them their URL as destination.
-        await sql`UPDATE webhook_events SET destination = url WHERE destination IS NULL AND state = 'pending'`.execute(db);
-        await sql`CREATE INDEX webhook_events_pending_destination ON webhook_events (destination, next_attempt_at) WHERE state = 'pending'`.execute(db);
+        await sql`UPDATE webhook_events SET destination = url WHERE destination IS NULL AND state = 'pending'`.execute(
+          db,
+        );
+        await sql`CREATE INDEX webhook_events_pending_destination ON webhook_events (destination, next_attempt_at) WHERE state = 'pending'`.execute(
+          db,
+        );
       },
     },
     '007_admin_tokens': {
@@ -280,7 +321,11 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .addColumn('size', 'bigint', (c) => c.notNull())
           .addColumn('created_at', 'bigint', (c) => c.notNull())
           .execute();
-        await db.schema.createIndex('staged_blobs_job').on('staged_blobs').columns(['job_uuid', 'lease_owner']).execute();
+        await db.schema
+          .createIndex('staged_blobs_job')
+          .on('staged_blobs')
+          .columns(['job_uuid', 'lease_owner'])
+          .execute();
       },
     },
   };
@@ -288,7 +333,12 @@ function migrations(dialect: Dialect): Record<string, Migration> {
 
 export function createMigrator(db: Kysely<unknown>, dialect: Dialect): Migrator {
   const provider: MigrationProvider = { getMigrations: async () => migrations(dialect) };
-  return new Migrator({ db, provider, migrationTableName: 'schema_migrations', migrationLockTableName: 'schema_migrations_lock' });
+  return new Migrator({
+    db,
+    provider,
+    migrationTableName: 'schema_migrations',
+    migrationLockTableName: 'schema_migrations_lock',
+  });
 }
 
 /** Applies pending migrations; throws with the failing migration's error. */

@@ -29,7 +29,12 @@ export interface BridgeOptions {
  * until the database is back (polling covers the gap), and then every local consumer is woken,
  * since notifications sent while it was gone are lost.
  */
-export async function bridgeSignals(store: Store, signals: Signals, log: Logger, opts: BridgeOptions = {}): Promise<() => Promise<void>> {
+export async function bridgeSignals(
+  store: Store,
+  signals: Signals,
+  log: Logger,
+  opts: BridgeOptions = {},
+): Promise<() => Promise<void>> {
   const { backoffMs = 250, maxBackoffMs = 10_000, heartbeatMs = 15_000, connectTimeoutMs = 5_000 } = opts;
   const origin = randomBytes(6).toString('hex');
   let client: pg.Client | undefined;
@@ -50,7 +55,12 @@ export async function bridgeSignals(store: Store, signals: Signals, log: Logger,
   };
 
   const connect = async () => {
-    const c = new pg.Client({ connectionString: store.url, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
+    const c = new pg.Client({
+      connectionString: store.url,
+      connectionTimeoutMillis: connectTimeoutMs,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+    });
     // Permanent: an 'error' without a listener would kill the process.
     c.on('error', (err) => lost(c, err));
     c.on('end', () => lost(c, new Error('LISTEN connection ended')));
@@ -97,7 +107,6 @@ export async function bridgeSignals(store: Store, signals: Signals, log: Logger,
     return out;
   };
 
-
   const schedule = () => {
     if (closed || retry) return;
     const delay = Math.min(maxBackoffMs, backoffMs * 2 ** failures++) * (0.5 + Math.random() / 2);
@@ -120,7 +129,9 @@ export async function bridgeSignals(store: Store, signals: Signals, log: Logger,
     if (!c) return;
     // Destroying the socket (not a polite end(), which would wait on the dead peer) fires 'error'.
     const dead = setTimeout(() => {
-      const err = Object.assign(new Error(`LISTEN heartbeat unanswered for ${connectTimeoutMs} ms`), { code: 'ETIMEDOUT' });
+      const err = Object.assign(new Error(`LISTEN heartbeat unanswered for ${connectTimeoutMs} ms`), {
+        code: 'ETIMEDOUT',
+      });
       (c as unknown as { connection: { stream: { destroy(e: Error): void } } }).connection.stream.destroy(err);
     }, connectTimeoutMs);
     c.query('SELECT 1').then(

@@ -10,7 +10,9 @@ import type { Database } from './schema.js';
 // not by changing pg's global parsers).
 const types = {
   getTypeParser: ((oid: number, format?: string) =>
-    oid === pg.types.builtins.INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    oid === pg.types.builtins.INT8
+      ? (v: string) => Number(v)
+      : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
 
 export interface PostgresOptions {
@@ -42,7 +44,8 @@ function guardedClient(outage: OutageLog, bound: { queryTimeoutMs: number }) {
     override connect(...args: any[]): any {
       const done = (err?: Error | null) => (err ? outage.failed(err) : outage.succeeded());
       const callback = args[0] as ((err: Error | null, c?: unknown) => void) | undefined;
-      if (callback) return super.connect(((err: Error | null) => (done(err), callback(err, this))) as (err: Error) => void);
+      if (callback)
+        return super.connect(((err: Error | null) => (done(err), callback(err, this))) as (err: Error) => void);
       return super.connect().then(
         (c) => (done(), c),
         (err: Error) => {
@@ -61,8 +64,12 @@ function guardedClient(outage: OutageLog, bound: { queryTimeoutMs: number }) {
       const timer =
         ms > 0
           ? setTimeout(() => {
-              const err = Object.assign(new Error(`database did not answer within ${ms} ms; connection dropped`), { code: 'ETIMEDOUT' });
-              (this as unknown as { connection: { stream: { destroy(e: Error): void } } }).connection.stream.destroy(err);
+              const err = Object.assign(new Error(`database did not answer within ${ms} ms; connection dropped`), {
+                code: 'ETIMEDOUT',
+              });
+              (this as unknown as { connection: { stream: { destroy(e: Error): void } } }).connection.stream.destroy(
+                err,
+              );
             }, ms)
           : undefined;
       return result.then(

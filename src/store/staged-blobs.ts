@@ -48,7 +48,14 @@ export function staleBlobs(db: Kysely<Database>, limit: number): Promise<BlobOwn
     .selectFrom('staged_blobs as b')
     .leftJoin('jobs as j', 'j.uuid', 'b.job_uuid')
     .select(['b.key', 'b.lease_owner as blob_lease', 'j.status', 'j.lease_owner', 'j.result_key'])
-    .where((eb) => eb.or([eb('j.uuid', 'is', null), eb('j.status', '<>', 'processing'), eb('j.lease_owner', 'is', null), eb('j.lease_owner', '<>', eb.ref('b.lease_owner'))]))
+    .where((eb) =>
+      eb.or([
+        eb('j.uuid', 'is', null),
+        eb('j.status', '<>', 'processing'),
+        eb('j.lease_owner', 'is', null),
+        eb('j.lease_owner', '<>', eb.ref('b.lease_owner')),
+      ]),
+    )
     .limit(limit)
     .execute();
 }

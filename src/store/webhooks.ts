@@ -28,7 +28,11 @@ export interface PendingDestination {
  * Destinations with pending events, in name order after `after` (a round-robin cursor), at most
  * `limit`: a skip scan of the index, one seek per destination, whatever the number of events.
  */
-export async function pendingDestinations(db: Kysely<Database>, after: string, limit: number): Promise<PendingDestination[]> {
+export async function pendingDestinations(
+  db: Kysely<Database>,
+  after: string,
+  limit: number,
+): Promise<PendingDestination[]> {
   const { rows } = await pendingDestinationsQuery(after, limit).execute(db);
   return rows.map((r) => ({ destination: r.destination, dueAt: Number(r.due_at) }));
 }
@@ -71,7 +75,11 @@ export interface ClaimSpec {
  * rows with SKIP LOCKED, so concurrent dispatchers never take the same event nor wait on each other
  * (in a MATERIALIZED CTE: as a join input, the LIMITed subquery could be rescanned per row).
  */
-export async function claimDueEvents(db: Kysely<Database>, dialect: Dialect, spec: ClaimSpec): Promise<WebhookEventRow[]> {
+export async function claimDueEvents(
+  db: Kysely<Database>,
+  dialect: Dialect,
+  spec: ClaimSpec,
+): Promise<WebhookEventRow[]> {
   const query = claimDueEventsQuery(dialect, spec);
   return query ? (await query.execute(db)).rows : [];
 }
@@ -124,13 +132,20 @@ export interface ClaimEventSpec {
 }
 
 /** Claims the single most overdue due event outside `skipDestinations` (claimDueEvents, one at a time). */
-export async function claimDueEvent(db: Kysely<Database>, dialect: Dialect, spec: ClaimEventSpec): Promise<WebhookEventRow | undefined> {
+export async function claimDueEvent(
+  db: Kysely<Database>,
+  dialect: Dialect,
+  spec: ClaimEventSpec,
+): Promise<WebhookEventRow | undefined> {
   const skip = new Set(spec.skipDestinations ?? []);
   const due = (await pendingDestinations(db, '', 1_000))
     .filter((d) => !skip.has(d.destination) && d.dueAt <= spec.now)
     .sort((x, y) => x.dueAt - y.dueAt);
   for (const d of due) {
-    const [row] = await claimDueEvents(db, dialect, { ...spec, destinations: [{ destination: d.destination, limit: 1 }] });
+    const [row] = await claimDueEvents(db, dialect, {
+      ...spec,
+      destinations: [{ destination: d.destination, limit: 1 }],
+    });
     if (row) return row;
   }
   return undefined;
@@ -162,7 +177,10 @@ export interface AttemptRecord {
  * Appends attempts in one statement; each one's number is one more than its event's attempts
  * recorded so far (events must be distinct within one call).
  */
-async function insertAttempts(db: Kysely<Database>, rows: ReadonlyArray<{ eventId: string; attempt: AttemptRecord }>): Promise<void> {
+async function insertAttempts(
+  db: Kysely<Database>,
+  rows: ReadonlyArray<{ eventId: string; attempt: AttemptRecord }>,
+): Promise<void> {
   if (rows.length === 0) return;
   await db
     .insertInto('webhook_attempts')
@@ -253,14 +271,23 @@ export async function recordScheduledAttempts(
  * Records one scheduled attempt and moves the event on, in one transaction (recordScheduledAttempts
  * for a single outcome). True when the event moved.
  */
-export async function finishScheduledAttempt(db: Kysely<Database>, eventId: string, o: ScheduledOutcome): Promise<boolean> {
+export async function finishScheduledAttempt(
+  db: Kysely<Database>,
+  eventId: string,
+  o: ScheduledOutcome,
+): Promise<boolean> {
   const { leaseOwner, ...rest } = o;
   const applied = await recordScheduledAttempts(db, leaseOwner, [{ ...rest, eventId }], [], o.now);
   return applied.has(eventId);
 }
 
 /** Gives claimed events back untouched (never sent): due again at once. */
-export async function releaseEvents(db: Kysely<Database>, eventIds: readonly string[], leaseOwner: string, now: number): Promise<void> {
+export async function releaseEvents(
+  db: Kysely<Database>,
+  eventIds: readonly string[],
+  leaseOwner: string,
+  now: number,
+): Promise<void> {
   if (eventIds.length === 0) return;
   await db
     .updateTable('webhook_events')
@@ -271,7 +298,12 @@ export async function releaseEvents(db: Kysely<Database>, eventIds: readonly str
 }
 
 /** Gives a claimed event back untouched (shutdown mid-attempt): due again at once. */
-export async function releaseEvent(db: Kysely<Database>, eventId: string, leaseOwner: string, now: number): Promise<void> {
+export async function releaseEvent(
+  db: Kysely<Database>,
+  eventId: string,
+  leaseOwner: string,
+  now: number,
+): Promise<void> {
   await releaseEvents(db, [eventId], leaseOwner, now);
 }
 
@@ -279,7 +311,12 @@ export async function releaseEvent(db: Kysely<Database>, eventId: string, leaseO
  * Records a manual (redeliver) attempt. A success delivers a pending or failed event (any 2xx
  * ends the delivery); a failure changes nothing, so a pending schedule carries on as it was.
  */
-export async function finishManualAttempt(db: Kysely<Database>, eventId: string, attempt: AttemptRecord, now: number): Promise<void> {
+export async function finishManualAttempt(
+  db: Kysely<Database>,
+  eventId: string,
+  attempt: AttemptRecord,
+  now: number,
+): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await insertAttempt(trx, eventId, { ...attempt, manual: true });
     if (!attempt.ok) return;
@@ -293,7 +330,12 @@ export async function finishManualAttempt(db: Kysely<Database>, eventId: string,
 }
 
 /** One event of `owner`'s job; another owner's is indistinguishable from a missing one. */
-export function getEvent(db: Kysely<Database>, jobUuid: string, eventId: string, owner: string): Promise<WebhookEventRow | undefined> {
+export function getEvent(
+  db: Kysely<Database>,
+  jobUuid: string,
+  eventId: string,
+  owner: string,
+): Promise<WebhookEventRow | undefined> {
   return db
     .selectFrom('webhook_events')
     .selectAll()

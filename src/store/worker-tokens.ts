@@ -22,7 +22,11 @@ export interface CreatedWorkerToken {
 
 export const WORKER_TOKEN_PREFIX = 'mjw_';
 
-export async function createWorkerToken(db: Kysely<Database>, spec: { name: string; jobTypes: string[] | null }, now: number): Promise<CreatedWorkerToken> {
+export async function createWorkerToken(
+  db: Kysely<Database>,
+  spec: { name: string; jobTypes: string[] | null },
+  now: number,
+): Promise<CreatedWorkerToken> {
   const token = `${WORKER_TOKEN_PREFIX}${randomBytes(24).toString('base64url')}`;
   const id = `wrk_${randomBytes(6).toString('hex')}`;
   const prefix = token.slice(0, 10);
@@ -50,7 +54,13 @@ export async function findActiveWorkerToken(db: Kysely<Database>, token: string)
     .where('token_hash', '=', hashKey(token))
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
-  return row && { id: row.id, name: row.name, jobTypes: row.job_types === null ? null : (JSON.parse(row.job_types) as string[]) };
+  return (
+    row && {
+      id: row.id,
+      name: row.name,
+      jobTypes: row.job_types === null ? null : (JSON.parse(row.job_types) as string[]),
+    }
+  );
 }
 
 export async function touchWorkerToken(db: Kysely<Database>, id: string, now: number): Promise<void> {
@@ -85,6 +95,11 @@ export async function listWorkerTokens(db: Kysely<Database>): Promise<WorkerToke
 }
 
 export async function revokeWorkerToken(db: Kysely<Database>, id: string, now: number): Promise<boolean> {
-  const res = await db.updateTable('worker_tokens').set({ revoked_at: now }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst();
+  const res = await db
+    .updateTable('worker_tokens')
+    .set({ revoked_at: now })
+    .where('id', '=', id)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
   return Number(res.numUpdatedRows) > 0;
 }

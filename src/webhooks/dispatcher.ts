@@ -220,7 +220,8 @@ export class WebhookDispatcher {
   private destination(name: string): Destination {
     let d = this.held.get(name);
     if (!d) {
-      if (this.held.size >= 1_024) for (const [k, v] of this.held) if (v.queue.length === 0 && v.inFlight === 0) this.held.delete(k);
+      if (this.held.size >= 1_024)
+        for (const [k, v] of this.held) if (v.queue.length === 0 && v.inFlight === 0) this.held.delete(k);
       d = { queue: [], inFlight: 0, fast: false };
       this.held.set(name, d);
     }
@@ -293,7 +294,12 @@ export class WebhookDispatcher {
       free -= limit;
     }
     if (claims.length > 0) {
-      const rows = await claimDueEvents(store.db, store.dialect, { leaseOwner: this.id, leaseMs: this.leaseMs, now, destinations: claims });
+      const rows = await claimDueEvents(store.db, store.dialect, {
+        leaseOwner: this.id,
+        leaseMs: this.leaseMs,
+        now,
+        destinations: claims,
+      });
       const got = new Map<string, number>();
       for (const row of rows) {
         const name = row.destination ?? destinationOf(row.url);
@@ -339,7 +345,12 @@ export class WebhookDispatcher {
     const controller = new AbortController();
     d.inFlight++;
     const done = this.attempt(event, d, controller)
-      .catch((err) => this.opts.log.error({ err, event_id: event.event_id, job_uuid: event.job_uuid }, 'webhook delivery bookkeeping failed'))
+      .catch((err) =>
+        this.opts.log.error(
+          { err, event_id: event.event_id, job_uuid: event.job_uuid },
+          'webhook delivery bookkeeping failed',
+        ),
+      )
       .finally(() => {
         this.inFlight.delete(event.event_id);
         d.inFlight--;
@@ -359,7 +370,10 @@ export class WebhookDispatcher {
     } catch (err) {
       if (err instanceof Shutdown) {
         this.toRelease.push(event.event_id);
-        this.opts.log.info({ event_id: event.event_id, job_uuid: event.job_uuid, attempt: number }, 'webhook attempt abandoned at shutdown; it will be retried');
+        this.opts.log.info(
+          { event_id: event.event_id, job_uuid: event.job_uuid, attempt: number },
+          'webhook attempt abandoned at shutdown; it will be retried',
+        );
         return;
       }
       throw err;
@@ -411,7 +425,11 @@ export class WebhookDispatcher {
         if (this.finished.length > 0 || this.toRelease.length > 0) this.scheduleFlush();
       });
     };
-    const wait = this.outage ? this.outage.backoffMs : this.inFlight.size > 0 && this.finished.length < RECORD_GATHER_COUNT ? RECORD_GATHER_MS : 0;
+    const wait = this.outage
+      ? this.outage.backoffMs
+      : this.inFlight.size > 0 && this.finished.length < RECORD_GATHER_COUNT
+        ? RECORD_GATHER_MS
+        : 0;
     if (wait > 0) {
       const t = setTimeout(run, wait);
       this.cancelFlush = () => clearTimeout(t);
@@ -458,10 +476,15 @@ export class WebhookDispatcher {
           error: f.attempt.error,
           duration_ms: Math.round(f.attempt.durationMs),
         };
-        if (!applied.has(f.eventId)) log.warn(fields, 'webhook attempt recorded, but the event had moved on (lease lost or delivered by hand)');
+        if (!applied.has(f.eventId))
+          log.warn(fields, 'webhook attempt recorded, but the event had moved on (lease lost or delivered by hand)');
         else if (f.state === 'delivered') log.info(fields, 'webhook delivered');
         else if (f.state === 'failed') log.warn(fields, `webhook delivery failed after ${f.number} attempts`);
-        else log.info({ ...fields, next_attempt_at: new Date(f.nextAttemptAt!).toISOString() }, 'webhook attempt failed; retry scheduled');
+        else
+          log.info(
+            { ...fields, next_attempt_at: new Date(f.nextAttemptAt!).toISOString() },
+            'webhook attempt failed; retry scheduled',
+          );
       }
     }
   }
@@ -503,7 +526,10 @@ export class WebhookDispatcher {
     if (!this.outage) return;
     const downMs = this.opts.clock.now() - this.outage.since;
     this.outage = undefined;
-    this.opts.log.info({ down_ms: downMs, unrecorded: this.finished.length }, 'webhook dispatcher: database is back; resuming');
+    this.opts.log.info(
+      { down_ms: downMs, unrecorded: this.finished.length },
+      'webhook dispatcher: database is back; resuming',
+    );
     this.lookAround = true;
     if (!this.flushing) {
       this.cancelFlush?.();

@@ -75,7 +75,12 @@ export class WebhookSender {
     const t0 = performance.now();
     const elapsed = () => performance.now() - t0;
     const body = Buffer.from(event.body, 'utf8');
-    const headers = deliveryHeaders({ eventId: event.event_id, timestamp: Math.floor(startedAt / 1000), body, secret: event.secret });
+    const headers = deliveryHeaders({
+      eventId: event.event_id,
+      timestamp: Math.floor(startedAt / 1000),
+      body,
+      secret: event.secret,
+    });
 
     const signal = controller.signal;
     let timedOut = false;
@@ -83,7 +88,11 @@ export class WebhookSender {
       timedOut = true;
       controller.abort(new Error('webhook attempt timed out'));
     }, timeoutMs);
-    const result = (r: Omit<AttemptResult, 'startedAt' | 'durationMs'>): AttemptResult => ({ ...r, startedAt, durationMs: elapsed() });
+    const result = (r: Omit<AttemptResult, 'startedAt' | 'durationMs'>): AttemptResult => ({
+      ...r,
+      startedAt,
+      durationMs: elapsed(),
+    });
     try {
       signal.throwIfAborted();
       let res: Dispatcher.ResponseData;
@@ -98,7 +107,8 @@ export class WebhookSender {
           bodyTimeout: timeoutMs,
         });
       } catch (err) {
-        if (timedOut) return result({ ok: false, httpStatus: null, error: `timed out after ${formatDuration(timeoutMs)}` });
+        if (timedOut)
+          return result({ ok: false, httpStatus: null, error: `timed out after ${formatDuration(timeoutMs)}` });
         if (signal.aborted) throw signal.reason;
         return result({ ok: false, httpStatus: null, error: describeDeliveryError(err) });
       }

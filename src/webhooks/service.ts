@@ -93,7 +93,9 @@ export class WebhookService {
     if (!event) throw notFound(EVENT_NOT_FOUND);
     const result = await sender.send(event);
     await finishManualAttempt(store.db, event.event_id, { ...result, manual: true }, clock.now());
-    const [row] = (await listEventsWithAttempts(store.db, uuid, owner)).filter((r) => r.event.event_id === event.event_id);
+    const [row] = (await listEventsWithAttempts(store.db, uuid, owner)).filter(
+      (r) => r.event.event_id === event.event_id,
+    );
     return toApiDelivery(row!.event, row!.attempts);
   }
 }

@@ -14,7 +14,11 @@ export const SIGNATURE_HEADER = 'x-service-signature';
 export const WEBHOOK_USER_AGENT = 'media-jobs-webhooks/1';
 
 /** Lowercase hex HMAC-SHA256 of `${timestamp}.${rawBody}` under `secret`. */
-export function computeSignature(secret: string | Buffer, timestamp: number | string, rawBody: string | Buffer): string {
+export function computeSignature(
+  secret: string | Buffer,
+  timestamp: number | string,
+  rawBody: string | Buffer,
+): string {
   return createHmac('sha256', secret).update(`${timestamp}.`).update(rawBody).digest('hex');
 }
 

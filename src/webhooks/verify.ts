@@ -79,7 +79,8 @@ export function verifyWebhook(
   secret: string,
   options: VerifyWebhookOptions = {},
 ): WebhookPayload {
-  if (typeof secret !== 'string' || secret === '') throw new TypeError('verifyWebhook: secret must be a non-empty string');
+  if (typeof secret !== 'string' || secret === '')
+    throw new TypeError('verifyWebhook: secret must be a non-empty string');
   if (typeof rawBody !== 'string' && !Buffer.isBuffer(rawBody)) {
     throw new TypeError('verifyWebhook: rawBody must be the raw request body as a string or Buffer, not parsed JSON');
   }
@@ -89,7 +90,10 @@ export function verifyWebhook(
   const timestamp = required(headers, TIMESTAMP_HEADER);
   const signature = required(headers, SIGNATURE_HEADER);
   if (!/^\d{1,15}$/.test(timestamp)) {
-    throw new WebhookVerificationError('invalid_timestamp', `${TIMESTAMP_HEADER} must be Unix seconds (got "${timestamp.slice(0, 32)}")`);
+    throw new WebhookVerificationError(
+      'invalid_timestamp',
+      `${TIMESTAMP_HEADER} must be Unix seconds (got "${timestamp.slice(0, 32)}")`,
+    );
   }
 
   const expected = Buffer.from(computeSignature(secret, timestamp, rawBody), 'hex');
@@ -98,13 +102,20 @@ export function verifyWebhook(
     throw new WebhookVerificationError('invalid_signature', 'signature does not match the body, timestamp and secret');
   }
 
-  const nowMs = options.now === undefined ? Date.now() : options.now instanceof Date ? options.now.getTime() : options.now;
+  const nowMs =
+    options.now === undefined ? Date.now() : options.now instanceof Date ? options.now.getTime() : options.now;
   const skew = Math.floor(nowMs / 1000) - Number(timestamp);
   if (skew > tolerance) {
-    throw new WebhookVerificationError('timestamp_too_old', `timestamp is ${skew}s old, more than the ${tolerance}s tolerance (a replay?)`);
+    throw new WebhookVerificationError(
+      'timestamp_too_old',
+      `timestamp is ${skew}s old, more than the ${tolerance}s tolerance (a replay?)`,
+    );
   }
   if (-skew > tolerance) {
-    throw new WebhookVerificationError('timestamp_in_future', `timestamp is ${-skew}s in the future, more than the ${tolerance}s tolerance (check the clock)`);
+    throw new WebhookVerificationError(
+      'timestamp_in_future',
+      `timestamp is ${-skew}s in the future, more than the ${tolerance}s tolerance (check the clock)`,
+    );
   }
 
   let payload: unknown;

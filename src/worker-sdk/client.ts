@@ -8,7 +8,13 @@ import type { ClaimedJob } from '../remote/protocol.js';
 export type { ClaimedJob };
 
 /** The error types a job can fail with (the protocol's `error_type`). */
-export const ERROR_TYPES = ['media_fetch_failed', 'invalid_media', 'processing_error', 'timeout', 'internal_error'] as const;
+export const ERROR_TYPES = [
+  'media_fetch_failed',
+  'invalid_media',
+  'processing_error',
+  'timeout',
+  'internal_error',
+] as const;
 export type ErrorType = (typeof ERROR_TYPES)[number];
 
 export class WorkerHttpError extends Error {
@@ -44,7 +50,13 @@ export class WorkerClient {
     this.base = `${url.replace(/\/+$/, '')}/api/v1/worker`;
   }
 
-  private async call<T>(method: string, path: string, body: unknown, signal?: AbortSignal, raw?: { bytes: Uint8Array; contentType: string }): Promise<{ data: T; date: string | null }> {
+  private async call<T>(
+    method: string,
+    path: string,
+    body: unknown,
+    signal?: AbortSignal,
+    raw?: { bytes: Uint8Array; contentType: string },
+  ): Promise<{ data: T; date: string | null }> {
     const res = await fetch(`${this.base}${path}`, {
       method,
       headers: { authorization: `Bearer ${this.token}`, 'content-type': raw ? raw.contentType : 'application/json' },
@@ -60,31 +72,73 @@ export class WorkerClient {
     }
     // The lease token rides in the output call's query: keep it out of error messages (and logs).
     const where = `${method} ${path.split('?')[0]}`;
-    if (res.status !== 200) throw new WorkerHttpError(res.status, `${where}: HTTP ${res.status}: ${env.message ?? text.slice(0, 200)}`);
-    if (env.data === undefined) throw new WorkerHttpError(502, `${where}: HTTP 200 without the API's envelope (a proxy in the way?)`);
+    if (res.status !== 200)
+      throw new WorkerHttpError(res.status, `${where}: HTTP ${res.status}: ${env.message ?? text.slice(0, 200)}`);
+    if (env.data === undefined)
+      throw new WorkerHttpError(502, `${where}: HTTP 200 without the API's envelope (a proxy in the way?)`);
     return { data: env.data, date: res.headers.get('date') };
   }
 
   /** Claims a job, long-polling up to `waitSeconds`; null when none came. */
   async claim(jobTypes: string[], waitSeconds: number, signal?: AbortSignal): Promise<Claim | null> {
-    const { data, date } = await this.call<{ job: ClaimedJob | null }>('POST', '/claim', { job_types: jobTypes, wait: waitSeconds }, signal);
+    const { data, date } = await this.call<{ job: ClaimedJob | null }>(
+      'POST',
+      '/claim',
+      { job_types: jobTypes, wait: waitSeconds },
+      signal,
+    );
     return data.job ? { job: data.job, leaseMs: leaseLeft(data.job.lease_expires_at, date, Date.now()) } : null;
   }
 
-  async heartbeat(uuid: string, lease: string, detail?: string, progress?: number): Promise<{ lease_expires_at: string; cancel_requested: boolean }> {
-    return (await this.call<{ lease_expires_at: string; cancel_requested: boolean }>('POST', `/jobs/${uuid}/heartbeat`, { lease_token: lease, status_detail: detail, progress })).data;
+  async heartbeat(
+    uuid: string,
+    lease: string,
+    detail?: string,
+    progress?: number,
+  ): Promise<{ lease_expires_at: string; cancel_requested: boolean }> {
+    return (
+      await this.call<{ lease_expires_at: string; cancel_requested: boolean }>('POST', `/jobs/${uuid}/heartbeat`, {
+        lease_token: lease,
+        status_detail: detail,
+        progress,
+      })
+    ).data;
   }
 
-  async output(uuid: string, lease: string, bytes: Uint8Array, contentType: string): Promise<{ content_type: string; size: number }> {
-    return (await this.call<{ content_type: string; size: number }>('PUT', `/jobs/${uuid}/output?lease_token=${encodeURIComponent(lease)}`, undefined, undefined, { bytes, contentType })).data;
+  async output(
+    uuid: string,
+    lease: string,
+    bytes: Uint8Array,
+    contentType: string,
+  ): Promise<{ content_type: string; size: number }> {
+    return (
+      await this.call<{ content_type: string; size: number }>(
+        'PUT',
+        `/jobs/${uuid}/output?lease_token=${encodeURIComponent(lease)}`,
+        undefined,
+        undefined,
+        { bytes, contentType },
+      )
+    ).data;
   }
 
   async complete(uuid: string, lease: string): Promise<{ status: 'completed' }> {
     return (await this.call<{ status: 'completed' }>('POST', `/jobs/${uuid}/complete`, { lease_token: lease })).data;
   }
 
-  async fail(uuid: string, lease: string, errorType: ErrorType, message: string, retryable: boolean): Promise<{ status: 'failed' | 'queued' }> {
-    const body = { lease_token: lease, error_type: errorType, error_message: message.slice(0, 1000) || 'failed', retryable };
+  async fail(
+    uuid: string,
+    lease: string,
+    errorType: ErrorType,
+    message: string,
+    retryable: boolean,
+  ): Promise<{ status: 'failed' | 'queued' }> {
+    const body = {
+      lease_token: lease,
+      error_type: errorType,
+      error_message: message.slice(0, 1000) || 'failed',
+      retryable,
+    };
     return (await this.call<{ status: 'failed' | 'queued' }>('POST', `/jobs/${uuid}/fail`, body)).data;
   }
 
@@ -99,7 +153,10 @@ export class WorkerClient {
       await res.body?.cancel();
       throw new WorkerHttpError(res.status, `GET staged input: HTTP ${res.status}`);
     }
-    return { bytes: Buffer.from(await res.arrayBuffer()), contentType: res.headers.get('content-type') ?? 'application/octet-stream' };
+    return {
+      bytes: Buffer.from(await res.arrayBuffer()),
+      contentType: res.headers.get('content-type') ?? 'application/octet-stream',
+    };
   }
 }
 

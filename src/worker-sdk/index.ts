@@ -7,5 +7,14 @@
  *
  * It loads none of the service's code: a GPU box needs only this module and Node.
  */
-export { runWorker, WorkerJobError, type JobContext, type JobOutput, type MediaSlot, type RemoteWorker, type RunWorkerOptions, type WorkerJob } from './run-worker.js';
+export {
+  runWorker,
+  WorkerJobError,
+  type JobContext,
+  type JobOutput,
+  type MediaSlot,
+  type RemoteWorker,
+  type RunWorkerOptions,
+  type WorkerJob,
+} from './run-worker.js';
 export { ERROR_TYPES, WorkerClient, WorkerHttpError, type Claim, type ClaimedJob, type ErrorType } from './client.js';

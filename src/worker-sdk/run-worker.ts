@@ -1,4 +1,12 @@
-import { ERROR_TYPES, isTransient, WorkerClient, WorkerHttpError, type Claim, type ClaimedJob, type ErrorType } from './client.js';
+import {
+  ERROR_TYPES,
+  isTransient,
+  WorkerClient,
+  WorkerHttpError,
+  type Claim,
+  type ClaimedJob,
+  type ErrorType,
+} from './client.js';
 
 const SLOTS = ['source', 'target', 'reference', 'audio'] as const;
 export type MediaSlot = (typeof SLOTS)[number];
@@ -55,7 +63,10 @@ export class WorkerJobError extends Error {
   ) {
     // Checked here (for JavaScript callers): the service would refuse it, and the job would only
     // come back after its lease ran out.
-    if (!(ERROR_TYPES as readonly string[]).includes(errorType)) throw new TypeError(`WorkerJobError: error_type must be one of ${ERROR_TYPES.join(', ')} (got "${String(errorType)}")`);
+    if (!(ERROR_TYPES as readonly string[]).includes(errorType))
+      throw new TypeError(
+        `WorkerJobError: error_type must be one of ${ERROR_TYPES.join(', ')} (got "${String(errorType)}")`,
+      );
     super(message);
     this.name = 'WorkerJobError';
     this.retryable = opts.retryable ?? false;
@@ -142,9 +153,11 @@ function linked(a: AbortSignal, b: AbortSignal): AbortSignal & { dispose(): void
  * (`done` rejects); a 409 drops the job (it is no longer this worker's).
  */
 export function runWorker(opts: RunWorkerOptions): RemoteWorker {
-  if (!/^https?:\/\//.test(opts.url ?? '')) throw new TypeError('runWorker: url must be the service\'s http(s) base URL');
+  if (!/^https?:\/\//.test(opts.url ?? ''))
+    throw new TypeError("runWorker: url must be the service's http(s) base URL");
   if (!opts.token) throw new TypeError('runWorker: token is required (a worker token, mjw_…)');
-  if (!Array.isArray(opts.jobTypes) || opts.jobTypes.length === 0) throw new TypeError('runWorker: jobTypes must name at least one declared job type');
+  if (!Array.isArray(opts.jobTypes) || opts.jobTypes.length === 0)
+    throw new TypeError('runWorker: jobTypes must name at least one declared job type');
   if (typeof opts.handle !== 'function') throw new TypeError('runWorker: handle(job, ctx) is required');
   const client = new WorkerClient(opts.url, opts.token);
   const log = opts.log ?? (() => {});
@@ -218,12 +231,14 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
     const controller = new AbortController();
     running.set(job.uuid, controller);
     const lease = job.lease_token;
-    const why = (): Why | undefined => (controller.signal.reason instanceof Stopped ? controller.signal.reason.why : undefined);
+    const why = (): Why | undefined =>
+      controller.signal.reason instanceof Stopped ? controller.signal.reason.why : undefined;
     const heart = heartbeats(job, leaseMs, controller);
     const ctx: JobContext = {
       signal: controller.signal,
       progress: (text, fraction) => heart.progress(text, fraction),
-      download: (url) => persist('download', () => client.download(url, controller.signal), controller.signal, DOWNLOAD_TRIES),
+      download: (url) =>
+        persist('download', () => client.download(url, controller.signal), controller.signal, DOWNLOAD_TRIES),
     };
     const media: WorkerJob['media'] = {};
     for (const s of SLOTS) if (Array.isArray(job.input[s])) media[s] = job.input[s] as string[];
@@ -231,7 +246,12 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
 
     let handled: Promise<{ out: JobOutput } | { err: unknown }>;
     try {
-      handled = Promise.resolve(opts.handle({ uuid: job.uuid, jobType: job.job_type, model: job.model, attempt: job.attempt, input: job.input, media }, ctx)).then(
+      handled = Promise.resolve(
+        opts.handle(
+          { uuid: job.uuid, jobType: job.job_type, model: job.model, attempt: job.attempt, input: job.input, media },
+          ctx,
+        ),
+      ).then(
         (out) => ({ out }),
         (err: unknown) => ({ err }),
       );
@@ -265,8 +285,13 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
         if ('err' in outcome) await failWith(job, outcome.err, until);
         else await deliver(job, outcome.out, until);
       } catch (err) {
-        if (err instanceof WorkerHttpError && err.status === 409) log('job dropped', { job_uuid: job.uuid, why: 'lost', error: err.message });
-        else log('could not record the job outcome; its lease will expire and another attempt will run it', { job_uuid: job.uuid, error: (err as Error).message });
+        if (err instanceof WorkerHttpError && err.status === 409)
+          log('job dropped', { job_uuid: job.uuid, why: 'lost', error: err.message });
+        else
+          log('could not record the job outcome; its lease will expire and another attempt will run it', {
+            job_uuid: job.uuid,
+            error: (err as Error).message,
+          });
       } finally {
         heart.stop();
         until.dispose();
@@ -288,7 +313,14 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
       } catch (err) {
         // Bytes the service will never take (too large, an unknown type): the job fails with its reason.
         if (err instanceof WorkerHttpError && [400, 413, 415].includes(err.status)) {
-          return failWith(j, new WorkerJobError('processing_error', `the service refused the output: ${err.message.replace(/^.*?HTTP \d+: /, '')}`), until);
+          return failWith(
+            j,
+            new WorkerJobError(
+              'processing_error',
+              `the service refused the output: ${err.message.replace(/^.*?HTTP \d+: /, '')}`,
+            ),
+            until,
+          );
         }
         throw err;
       }
@@ -297,7 +329,13 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
     }
 
     async function failWith(j: ClaimedJob, err: unknown, until: AbortSignal): Promise<void> {
-      const e = err instanceof WorkerJobError ? err : new WorkerJobError('processing_error', (err instanceof Error ? err.message : String(err)) || 'the job failed');
+      const e =
+        err instanceof WorkerJobError
+          ? err
+          : new WorkerJobError(
+              'processing_error',
+              (err instanceof Error ? err.message : String(err)) || 'the job failed',
+            );
       const r = await persist('fail', () => client.fail(j.uuid, lease, e.errorType, e.message, e.retryable), until);
       log('job failed', { job_uuid: j.uuid, error_type: e.errorType, error: e.message.slice(0, 200), now: r.status });
     }
@@ -326,7 +364,8 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
         })
         .catch((err: unknown) => {
           // 409: someone else holds the job now; 401/403: this worker may no longer hold it.
-          if (err instanceof WorkerHttpError && [401, 403, 409].includes(err.status)) controller.abort(new Stopped('lost'));
+          if (err instanceof WorkerHttpError && [401, 403, 409].includes(err.status))
+            controller.abort(new Stopped('lost'));
           else if (d && !detail) detail = d; // transient: the next beat tries again (with the detail) while the lease lasts
         })
         .finally(() => {
@@ -344,7 +383,8 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
     return {
       progress(text: string, fraction?: number) {
         if (stopped || controller.signal.aborted) return;
-        const f = typeof fraction === 'number' && Number.isFinite(fraction) ? Math.min(1, Math.max(0, fraction)) : undefined;
+        const f =
+          typeof fraction === 'number' && Number.isFinite(fraction) ? Math.min(1, Math.max(0, fraction)) : undefined;
         detail = { text: String(text).slice(0, 200), fraction: f };
         flushSoon();
       },
@@ -370,7 +410,8 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
     async stop(graceMs = 30_000) {
       stopping.abort();
       const deadline = Date.now() + Math.max(0, graceMs);
-      while (running.size > 0 && Date.now() < deadline && !graceOver.signal.aborted) await pause(Math.min(50, deadline - Date.now()), graceOver.signal);
+      while (running.size > 0 && Date.now() < deadline && !graceOver.signal.aborted)
+        await pause(Math.min(50, deadline - Date.now()), graceOver.signal);
       graceOver.abort();
       for (const c of running.values()) c.abort(new Stopped('stop'));
       await done.catch(() => {});

@@ -17,7 +17,11 @@ export interface InputFetchOptions {
  * the kind of media its slot accepts. The one place both in-process workers and remote-job
  * staging fetch a client's media: a failure is a JobError naming the field.
  */
-export async function fetchInputs(type: JobType, input: Record<string, unknown>, opts: InputFetchOptions): Promise<Partial<Record<SlotName, FetchedMedia[]>>> {
+export async function fetchInputs(
+  type: JobType,
+  input: Record<string, unknown>,
+  opts: InputFetchOptions,
+): Promise<Partial<Record<SlotName, FetchedMedia[]>>> {
   const { config } = opts;
   const jobs: Array<Promise<[SlotName, number, FetchedMedia]>> = [];
   for (const slot of SLOT_NAMES) {
@@ -38,7 +42,10 @@ export async function fetchInputs(type: JobType, input: Record<string, unknown>,
         }).then(
           (m) => {
             if (!mediaFits(spec.accepts, m.mime)) {
-              throw new JobError('invalid_media', `${field}: not ${spec.accepts === 'image' ? 'an' : 'a'} ${spec.accepts} file (detected ${m.mime ?? 'unknown data'})`);
+              throw new JobError(
+                'invalid_media',
+                `${field}: not ${spec.accepts === 'image' ? 'an' : 'a'} ${spec.accepts} file (detected ${m.mime ?? 'unknown data'})`,
+              );
             }
             return [slot, i, m] as [SlotName, number, FetchedMedia];
           },

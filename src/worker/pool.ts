@@ -78,7 +78,10 @@ export class WorkerPool {
       isPublic: deps.isPublic,
     });
     // Declared (remote) types are served by remote workers over HTTP, never in process.
-    this.jobTypes = deps.catalogue.list().filter((t) => !t.remote).map((t) => t.name);
+    this.jobTypes = deps.catalogue
+      .list()
+      .filter((t) => !t.remote)
+      .map((t) => t.name);
   }
 
   start(): void {
@@ -87,9 +90,11 @@ export class WorkerPool {
     if (this.jobTypes.length > 0) this.loopDone = this.loop();
     const every = Math.min(5_000, Math.max(200, Math.floor(this.deps.config.jobLeaseMs / 4)));
     this.reaper = setInterval(() => {
-      this.reaping = Promise.all([this.deps.lifecycle.recoverExpired(), this.deps.lifecycle.tunePlanner()]).catch((err) => {
-        if (!isDatabaseUnavailable(err)) this.deps.log.error({ err }, 'recovering expired leases failed');
-      });
+      this.reaping = Promise.all([this.deps.lifecycle.recoverExpired(), this.deps.lifecycle.tunePlanner()]).catch(
+        (err) => {
+          if (!isDatabaseUnavailable(err)) this.deps.log.error({ err }, 'recovering expired leases failed');
+        },
+      );
     }, every);
     this.reaper.unref();
   }
@@ -154,7 +159,11 @@ export class WorkerPool {
       try {
         // A lease token per claim, not per process: if this process ever re-claims its own job
         // (a lease that lapsed under load), the older attempt can no longer finish it.
-        jobs = await lifecycle.claim({ leaseOwner: `${this.id}/${++this.claims}`, jobTypes: this.jobTypes, limit: free });
+        jobs = await lifecycle.claim({
+          leaseOwner: `${this.id}/${++this.claims}`,
+          jobTypes: this.jobTypes,
+          limit: free,
+        });
         if (backoff > 0) log.info('database is back: claiming jobs again');
         backoff = 0;
       } catch (err) {
@@ -234,8 +243,16 @@ export class WorkerPool {
         renew();
       };
       if (hasMedia(type, input)) progress('downloading media');
-      const media = await fetchInputs(type, input, { config, signal, dispatcher: this.dispatcher, lookup: this.deps.lookup, isPublic: this.deps.isPublic });
-      const options = Object.fromEntries(Object.entries(input).filter(([k]) => !(SLOT_NAMES as readonly string[]).includes(k)));
+      const media = await fetchInputs(type, input, {
+        config,
+        signal,
+        dispatcher: this.dispatcher,
+        lookup: this.deps.lookup,
+        isPublic: this.deps.isPublic,
+      });
+      const options = Object.fromEntries(
+        Object.entries(input).filter(([k]) => !(SLOT_NAMES as readonly string[]).includes(k)),
+      );
       const out = await type.run({ model: job.model, options, media, signal, progress });
       signal.throwIfAborted();
 

@@ -19,7 +19,8 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-const admin = (method: string, url: string, body?: unknown, key = token) => svc.call(method, `/admin/api${url}`, { key, body });
+const admin = (method: string, url: string, body?: unknown, key = token) =>
+  svc.call(method, `/admin/api${url}`, { key, body });
 
 describe('/admin/api', () => {
   it('takes admin tokens only, and admin tokens do not open the public API', async () => {
@@ -33,7 +34,9 @@ describe('/admin/api', () => {
   });
 
   it('reports queue depth, throughput, workers and failed deliveries', async () => {
-    const r = await svc.call('POST', '/api/v1/jobs/submit/test-sleep', { body: { job_type: 'test-sleep', model: 'v1', input: { ms: 1 }, webhook: { url: receiver.url('/h') } } });
+    const r = await svc.call('POST', '/api/v1/jobs/submit/test-sleep', {
+      body: { job_type: 'test-sleep', model: 'v1', input: { ms: 1 }, webhook: { url: receiver.url('/h') } },
+    });
     const uuid = r.body.data.uuid;
     const failed = await waitFor(async () => {
       const f = await admin('GET', '/failed-deliveries');
@@ -54,7 +57,13 @@ describe('/admin/api', () => {
     expect(before).toMatchObject({ name: 'gpu-box', job_types: ['upscale'], last_seen_at: null, revoked_at: null });
     // Any call to /api/v1/worker counts as seen (this service declares no remote type: a 400).
     await svc.call('POST', '/api/v1/worker/claim', { key: t.token, body: {} });
-    const seen = await waitFor(async () => (await admin('GET', '/workers')).body.data.remote.find((x: { id: string; last_seen_at: string | null }) => x.id === t.id && x.last_seen_at), 'last_seen_at');
+    const seen = await waitFor(
+      async () =>
+        (await admin('GET', '/workers')).body.data.remote.find(
+          (x: { id: string; last_seen_at: string | null }) => x.id === t.id && x.last_seen_at,
+        ),
+      'last_seen_at',
+    );
     expect(Date.parse(seen.last_seen_at)).toBeGreaterThan(0);
   });
 
@@ -64,7 +73,9 @@ describe('/admin/api', () => {
     const k = (await admin('POST', '/keys', { owner: 'dave' })).body.data;
     expect(k.key).toMatch(/^mj_/);
     expect((await svc.call('GET', '/api/v1/jobs', { key: k.key })).status).toBe(200);
-    expect((await admin('GET', '/keys')).body.data.keys).toContainEqual(expect.objectContaining({ id: k.id, owner: 'dave', revoked_at: null }));
+    expect((await admin('GET', '/keys')).body.data.keys).toContainEqual(
+      expect.objectContaining({ id: k.id, owner: 'dave', revoked_at: null }),
+    );
     expect((await admin('POST', `/keys/${k.id}/revoke`)).body.data).toEqual({ id: k.id, revoked: true });
     expect((await admin('POST', `/keys/${k.id}/revoke`)).status).toBe(404);
     expect((await svc.call('GET', '/api/v1/jobs', { key: k.key })).status).toBe(401);

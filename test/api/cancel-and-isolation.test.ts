@@ -12,7 +12,8 @@ afterAll(() => svc?.stop());
 
 const sleepJob = (input: Record<string, unknown>) => ({ job_type: 'test-sleep', model: 'v1', input });
 const submit = async (input: Record<string, unknown>, key?: string) =>
-  (await svc.call('POST', '/api/v1/jobs/submit/test-sleep', { body: sleepJob(input), ...(key ? { key } : {}) })).body.data;
+  (await svc.call('POST', '/api/v1/jobs/submit/test-sleep', { body: sleepJob(input), ...(key ? { key } : {}) })).body
+    .data;
 const status = async (uuid: string) => (await svc.call('GET', `/api/v1/jobs/${uuid}/status`)).body.data;
 
 describe('cancel', () => {
@@ -43,14 +44,21 @@ describe('cancel', () => {
   it('cancels a queued job, and answers 409 for any terminal job', async () => {
     // Fill both worker slots so the third job stays queued.
     const busy = [await submit({ ms: 120_000 }), await submit({ ms: 120_000 })];
-    await waitFor(async () => (await Promise.all(busy.map((b) => status(b.uuid)))).every((s) => s.status === 'processing'), 'busy workers');
+    await waitFor(
+      async () => (await Promise.all(busy.map((b) => status(b.uuid)))).every((s) => s.status === 'processing'),
+      'busy workers',
+    );
     const queued = await submit({ ms: 1 });
     expect((await status(queued.uuid)).status).toBe('queued');
     const r = await svc.call('POST', `/api/v1/jobs/${queued.uuid}/cancel`);
     expect(r.body.data.status).toBe('cancelled');
     const again = await svc.call('POST', `/api/v1/jobs/${queued.uuid}/cancel`);
     expect(again.status).toBe(409);
-    expect(again.body).toEqual({ code: -1, message: 'job is already cancelled; only queued or processing jobs can be cancelled', data: {} });
+    expect(again.body).toEqual({
+      code: -1,
+      message: 'job is already cancelled; only queued or processing jobs can be cancelled',
+      data: {},
+    });
     for (const b of busy) await svc.call('POST', `/api/v1/jobs/${b.uuid}/cancel`);
 
     const done = await submit({ ms: 1 });

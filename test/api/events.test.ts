@@ -13,7 +13,9 @@ afterAll(() => svc?.stop());
 
 const submitted: string[] = [];
 const submit = async (input: Record<string, unknown>) => {
-  const data = (await svc.call('POST', '/api/v1/jobs/submit/test-sleep', { body: { job_type: 'test-sleep', model: 'v1', input } })).body.data as { uuid: string };
+  const data = (
+    await svc.call('POST', '/api/v1/jobs/submit/test-sleep', { body: { job_type: 'test-sleep', model: 'v1', input } })
+  ).body.data as { uuid: string };
   submitted.push(data.uuid);
   return data;
 };
@@ -21,8 +23,10 @@ const submit = async (input: Record<string, unknown>) => {
 afterEach(async () => {
   for (const uuid of submitted.splice(0)) await svc.call('POST', `/api/v1/jobs/${uuid}/cancel`);
 });
-const status = async (uuid: string) => (await svc.call('GET', `/api/v1/jobs/${uuid}/status`)).body.data as { status: string };
-const openStreams = async () => (await svc.app.metrics.registry.getSingleMetric('media_jobs_event_streams')!.get()).values[0]?.value ?? 0;
+const status = async (uuid: string) =>
+  (await svc.call('GET', `/api/v1/jobs/${uuid}/status`)).body.data as { status: string };
+const openStreams = async () =>
+  (await svc.app.metrics.registry.getSingleMetric('media_jobs_event_streams')!.get()).values[0]?.value ?? 0;
 
 interface Watch {
   events: EventSourceMessage[];
@@ -34,7 +38,10 @@ interface Watch {
 
 async function watch(uuid: string, key = svc.key): Promise<Watch> {
   const ctrl = new AbortController();
-  const res = await fetch(`${svc.base}/api/v1/jobs/${uuid}/events`, { headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' }, signal: ctrl.signal });
+  const res = await fetch(`${svc.base}/api/v1/jobs/${uuid}/events`, {
+    headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' },
+    signal: ctrl.signal,
+  });
   expect(res.status).toBe(200);
   expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
   const events: EventSourceMessage[] = [];
@@ -75,7 +82,10 @@ describe('GET /api/v1/jobs/{uuid}/events', () => {
 
     // The job ahead leaves the queue: a progress event with the new position, same status.
     await svc.call('POST', `/api/v1/jobs/${ahead.uuid}/cancel`);
-    const moved = await w.next((e) => e.event === 'progress' && job(e).status_detail.includes('position 1'), 'progress in the queue');
+    const moved = await w.next(
+      (e) => e.event === 'progress' && job(e).status_detail.includes('position 1'),
+      'progress in the queue',
+    );
     expect(job(moved).status).toBe('queued');
 
     await svc.call('POST', `/api/v1/jobs/${blocker.uuid}/cancel`);
@@ -123,7 +133,11 @@ describe('GET /api/v1/jobs/{uuid}/events', () => {
   it("answers another owner's job and a malformed uuid with the 404 envelope", async () => {
     const j = await submit({ ms: 1 });
     const bob = await svc.newKey('bob');
-    for (const [uuid, key] of [[j.uuid, bob], ['not-a-uuid', svc.key], ['00000000-0000-4000-8000-000000000000', svc.key]] as const) {
+    for (const [uuid, key] of [
+      [j.uuid, bob],
+      ['not-a-uuid', svc.key],
+      ['00000000-0000-4000-8000-000000000000', svc.key],
+    ] as const) {
       const r = await svc.call('GET', `/api/v1/jobs/${uuid}/events`, { key });
       expect(r.status).toBe(404);
       expect(r.body).toEqual({ code: -1, message: 'job not found', data: {} });

@@ -11,7 +11,10 @@ const BACKLOG = 1500;
 
 let svc: TestService;
 beforeAll(async () => {
-  svc = await startService({ WORKER_CONCURRENCY: '2', RATE_LIMIT_SUBMIT: '0', RATE_LIMIT_READ: '0' }, { jobTypes: [sleepJobType()] });
+  svc = await startService(
+    { WORKER_CONCURRENCY: '2', RATE_LIMIT_SUBMIT: '0', RATE_LIMIT_READ: '0' },
+    { jobTypes: [sleepJobType()] },
+  );
 });
 afterAll(() => svc?.stop());
 
@@ -48,7 +51,11 @@ describe('fair queueing between owners', () => {
     // B's job takes the queue head's virtual time: none of A's queued jobs is strictly ahead of it.
     // A's own concurrent submits (16 at a time) may share a vtime, so a few of A's may tie with
     // B's job and go first; that is the whole of the unfairness the design allows.
-    const mineRow = await svc.app.store.db.selectFrom('jobs').select(['vtime']).where('uuid', '=', uuid).executeTakeFirstOrThrow();
+    const mineRow = await svc.app.store.db
+      .selectFrom('jobs')
+      .select(['vtime'])
+      .where('uuid', '=', uuid)
+      .executeTakeFirstOrThrow();
     const aheadOfB = await svc.app.store.db
       .selectFrom('jobs')
       .select(['vtime'])
@@ -87,7 +94,9 @@ describe('fair queueing between owners', () => {
     for (;;) {
       const page = await svc.call('GET', '/api/v1/jobs?status=queued&limit=100', { key: a });
       if (page.body.data.jobs.length === 0) break;
-      await Promise.all(page.body.data.jobs.map((j: any) => svc.call('POST', `/api/v1/jobs/${j.uuid}/cancel`, { key: a })));
+      await Promise.all(
+        page.body.data.jobs.map((j: any) => svc.call('POST', `/api/v1/jobs/${j.uuid}/cancel`, { key: a })),
+      );
     }
   }, 240_000);
 });
@@ -95,30 +104,45 @@ describe('fair queueing between owners', () => {
 describe('OWNER_MAX_RUNNING', () => {
   let limited: TestService;
   beforeAll(async () => {
-    limited = await startService({ WORKER_CONCURRENCY: '3', OWNER_MAX_RUNNING: '1', RATE_LIMIT_SUBMIT: '0', RATE_LIMIT_READ: '0' }, { jobTypes: [sleepJobType()] });
+    limited = await startService(
+      { WORKER_CONCURRENCY: '3', OWNER_MAX_RUNNING: '1', RATE_LIMIT_SUBMIT: '0', RATE_LIMIT_READ: '0' },
+      { jobTypes: [sleepJobType()] },
+    );
   });
   afterAll(() => limited?.stop());
 
   it('runs at most that many jobs of one owner at once, and lets other owners use the free slots', async () => {
     const a = await limited.newKey('limited-a');
     const b = await limited.newKey('limited-b');
-    const submit = (key: string, ms: number) => limited.call('POST', '/api/v1/jobs/submit/test-sleep', { key, body: body(ms) });
+    const submit = (key: string, ms: number) =>
+      limited.call('POST', '/api/v1/jobs/submit/test-sleep', { key, body: body(ms) });
     const as: string[] = [];
     for (let i = 0; i < 4; i++) as.push((await submit(a, 300)).body.data.uuid);
     const bJob = (await submit(b, 300)).body.data.uuid;
 
     let maxA = 0;
     let overlap = false;
-    await waitFor(async () => {
-      const rows = await limited.app.store.db.selectFrom('jobs').select(['owner', 'status']).where('owner', 'in', ['limited-a', 'limited-b']).execute();
-      const runningA = rows.filter((r) => r.owner === 'limited-a' && r.status === 'processing').length;
-      const runningB = rows.filter((r) => r.owner === 'limited-b' && r.status === 'processing').length;
-      maxA = Math.max(maxA, runningA);
-      if (runningA > 0 && runningB > 0) overlap = true;
-      return rows.every((r) => ['completed', 'failed', 'cancelled'].includes(r.status));
-    }, 'all jobs to finish', 60_000);
+    await waitFor(
+      async () => {
+        const rows = await limited.app.store.db
+          .selectFrom('jobs')
+          .select(['owner', 'status'])
+          .where('owner', 'in', ['limited-a', 'limited-b'])
+          .execute();
+        const runningA = rows.filter((r) => r.owner === 'limited-a' && r.status === 'processing').length;
+        const runningB = rows.filter((r) => r.owner === 'limited-b' && r.status === 'processing').length;
+        maxA = Math.max(maxA, runningA);
+        if (runningA > 0 && runningB > 0) overlap = true;
+        return rows.every((r) => ['completed', 'failed', 'cancelled'].includes(r.status));
+      },
+      'all jobs to finish',
+      60_000,
+    );
     expect(maxA).toBe(1);
     expect(overlap).toBe(true);
-    for (const u of [...as, bJob]) expect((await limited.call('GET', `/api/v1/jobs/${u}/status`, { key: u === bJob ? b : a })).body.data.status).toBe('completed');
+    for (const u of [...as, bJob])
+      expect(
+        (await limited.call('GET', `/api/v1/jobs/${u}/status`, { key: u === bJob ? b : a })).body.data.status,
+      ).toBe('completed');
   }, 120_000);
 });

@@ -36,7 +36,10 @@ describe('envelope, status codes and headers', () => {
   });
 
   it('never sets a cookie and ignores one', async () => {
-    const r = await svc.call('POST', '/api/v1/jobs/submit/image-transform', { body, headers: { cookie: 'session=abc' } });
+    const r = await svc.call('POST', '/api/v1/jobs/submit/image-transform', {
+      body,
+      headers: { cookie: 'session=abc' },
+    });
     expect(r.status).toBe(200);
     expect(r.headers.get('set-cookie')).toBeNull();
     const noKey = await svc.call('GET', '/api/v1/job-types', { key: null, headers: { cookie: 'session=abc' } });

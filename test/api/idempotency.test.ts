@@ -24,7 +24,10 @@ const submit = (key: string | undefined, b: unknown, apiKey?: string) =>
   });
 
 async function jobCount(): Promise<number> {
-  const r = await svc.app.store.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const r = await svc.app.store.db
+    .selectFrom('jobs')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 
@@ -34,7 +37,11 @@ describe('Idempotency-Key', () => {
     expect(first.status).toBe(200);
     expect(first.headers.get('idempotent-replayed')).toBeNull();
     const b = body(100);
-    const reordered = { input: { format: 'png', width: 100, source: b.input.source }, model: b.model, job_type: b.job_type };
+    const reordered = {
+      input: { format: 'png', width: 100, source: b.input.source },
+      model: b.model,
+      job_type: b.job_type,
+    };
     const again = await submit('order-1', reordered);
     expect(again.status).toBe(200);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
@@ -84,26 +91,39 @@ describe('Idempotency-Key', () => {
     expect(good.headers.get('idempotent-replayed')).toBeNull();
   });
 
-  it.each([['x'.repeat(256)], ['tab\there'], ['caf\u00e9']])('rejects the malformed key %j with 400 and creates nothing', async (key) => {
-    const before = await jobCount();
-    // node:http sends header bytes as latin1, so non-ASCII keys reach the server as they would from curl.
-    const r = await new Promise<{ status: number; body: any }>((resolve, reject) => {
-      const payload = JSON.stringify(body());
-      const req = http.request(
-        `${svc.base}/api/v1/jobs/submit/image-transform`,
-        { method: 'POST', headers: { authorization: `Bearer ${svc.key}`, 'content-type': 'application/json', 'idempotency-key': key } },
-        (res) => {
-          let text = '';
-          res.setEncoding('utf8').on('data', (c) => (text += c)).on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
-        },
-      );
-      req.on('error', reject);
-      req.end(payload);
-    });
-    expect(r.status).toBe(400);
-    expect(r.body).toEqual({ code: -1, message: 'Idempotency-Key: must be 1 to 255 printable ASCII characters', data: {} });
-    expect(await jobCount()).toBe(before);
-  });
+  it.each([['x'.repeat(256)], ['tab\there'], ['caf\u00e9']])(
+    'rejects the malformed key %j with 400 and creates nothing',
+    async (key) => {
+      const before = await jobCount();
+      // node:http sends header bytes as latin1, so non-ASCII keys reach the server as they would from curl.
+      const r = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+        const payload = JSON.stringify(body());
+        const req = http.request(
+          `${svc.base}/api/v1/jobs/submit/image-transform`,
+          {
+            method: 'POST',
+            headers: { authorization: `Bearer ${svc.key}`, 'content-type': 'application/json', 'idempotency-key': key },
+          },
+          (res) => {
+            let text = '';
+            res
+              .setEncoding('utf8')
+              .on('data', (c) => (text += c))
+              .on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+          },
+        );
+        req.on('error', reject);
+        req.end(payload);
+      });
+      expect(r.status).toBe(400);
+      expect(r.body).toEqual({
+        code: -1,
+        message: 'Idempotency-Key: must be 1 to 255 printable ASCII characters',
+        data: {},
+      });
+      expect(await jobCount()).toBe(before);
+    },
+  );
 
   it('forgets keys after IDEMPOTENCY_TTL (24 h) and purges them', async () => {
     const first = await submit('ttl-1', body());
@@ -125,7 +145,11 @@ describe('Idempotency-Key', () => {
         lifecycle: app.lifecycle,
         log: app.log,
       });
-      const left = await app.store.db.selectFrom('idempotency_keys').select('key').where('key', 'in', ['ttl-1', 'ttl-2']).execute();
+      const left = await app.store.db
+        .selectFrom('idempotency_keys')
+        .select('key')
+        .where('key', 'in', ['ttl-1', 'ttl-2'])
+        .execute();
       expect(left).toEqual([]);
     } finally {
       offset.ms = 0;

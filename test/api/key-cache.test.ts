@@ -30,21 +30,28 @@ describe('API key cache', () => {
     const first = await svc.call('GET', '/api/v1/jobs', { key: k.key });
     // Served from the cache (no query per request) while the entry is fresh.
     if (Date.now() - t0 < KEY_CACHE_TTL_MS - 500) expect(first.status).toBe(200);
-    await waitFor(async () => (await svc.call('GET', '/api/v1/jobs', { key: k.key })).status === 401, 'the revoke to take effect', KEY_CACHE_TTL_MS * 4);
+    await waitFor(
+      async () => (await svc.call('GET', '/api/v1/jobs', { key: k.key })).status === 401,
+      'the revoke to take effect',
+      KEY_CACHE_TTL_MS * 4,
+    );
   });
 
-  it.skipIf(TEST_DB !== 'postgres')('on PostgreSQL a revoke also sends a key-revoked NOTIFY for other processes', async () => {
-    const listener = new pg.Client({ connectionString: svc.app.store.url! });
-    await listener.connect();
-    try {
-      const payloads: string[] = [];
-      listener.on('notification', (m) => payloads.push(m.payload ?? ''));
-      await listener.query('LISTEN media_jobs');
-      const k = await createKey(svc.app.store.db, 'frank', Date.now());
-      await revokeKey(svc.app.store.db, k.id, Date.now());
-      await waitFor(() => payloads.some((p) => p.endsWith(` key-revoked ${k.id}`)), 'the NOTIFY');
-    } finally {
-      await listener.end();
-    }
-  });
+  it.skipIf(TEST_DB !== 'postgres')(
+    'on PostgreSQL a revoke also sends a key-revoked NOTIFY for other processes',
+    async () => {
+      const listener = new pg.Client({ connectionString: svc.app.store.url! });
+      await listener.connect();
+      try {
+        const payloads: string[] = [];
+        listener.on('notification', (m) => payloads.push(m.payload ?? ''));
+        await listener.query('LISTEN media_jobs');
+        const k = await createKey(svc.app.store.db, 'frank', Date.now());
+        await revokeKey(svc.app.store.db, k.id, Date.now());
+        await waitFor(() => payloads.some((p) => p.endsWith(` key-revoked ${k.id}`)), 'the NOTIFY');
+      } finally {
+        await listener.end();
+      }
+    },
+  );
 });

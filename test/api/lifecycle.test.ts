@@ -11,10 +11,13 @@ const offset = { ms: 0 };
 
 beforeAll(async () => {
   media = await startMediaServer();
-  svc = await startService({}, {
-    jobTypes: [...defaultJobTypes({ threads: 1 }), sleepJobType()],
-    clock: { now: () => Date.now() + offset.ms },
-  });
+  svc = await startService(
+    {},
+    {
+      jobTypes: [...defaultJobTypes({ threads: 1 }), sleepJobType()],
+      clock: { now: () => Date.now() + offset.ms },
+    },
+  );
 });
 afterAll(async () => {
   await svc?.stop();
@@ -35,7 +38,13 @@ describe('image-transform end to end', () => {
     expect(sub.status).toBe(200);
     expect(sub.body).toMatchObject({ code: 0, message: 'ok' });
     const job = sub.body.data;
-    expect(job).toMatchObject({ job_type: 'image-transform', model: 'lanczos3', status: 'queued', result_ready: false, error_type: null });
+    expect(job).toMatchObject({
+      job_type: 'image-transform',
+      model: 'lanczos3',
+      status: 'queued',
+      result_ready: false,
+      error_type: null,
+    });
     expect(job.uuid).toMatch(/^[0-9a-f-]{36}$/);
     expect(sub.headers.get('x-request-id')).toBeTruthy();
 
@@ -94,7 +103,11 @@ describe('image-transform end to end', () => {
       body: transform({ source: media.url('/missing.jpg') }),
     });
     const done = await waitTerminal(svc.call, sub.body.data.uuid);
-    expect(done).toMatchObject({ status: 'failed', error_type: 'media_fetch_failed', error_message: 'input.source: download failed: HTTP 404' });
+    expect(done).toMatchObject({
+      status: 'failed',
+      error_type: 'media_fetch_failed',
+      error_message: 'input.source: download failed: HTTP 404',
+    });
     const res = await svc.call('GET', `/api/v1/jobs/${done.uuid}/result`);
     expect(res.status).toBe(409);
     expect(res.body).toEqual({ code: -1, message: 'job is failed; it has no result', data: {} });
@@ -159,7 +172,8 @@ describe('signed result URLs', () => {
     const exp = url.searchParams.get('expires')!;
     const withParams = (p: Record<string, string | null>, path = url.pathname) => {
       const u = new URL(path, url);
-      for (const [k, v] of Object.entries({ expires: exp, signature: sig, ...p })) if (v !== null) u.searchParams.set(k, v);
+      for (const [k, v] of Object.entries({ expires: exp, signature: sig, ...p }))
+        if (v !== null) u.searchParams.set(k, v);
       return u.toString();
     };
     variants.push(withParams({ signature: sig.slice(0, -1) + (sig.endsWith('A') ? 'B' : 'A') }));

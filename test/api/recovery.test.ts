@@ -17,7 +17,11 @@ afterAll(async () => {
   await media?.close();
 });
 
-const transform = (src: string) => ({ job_type: 'image-transform', model: 'lanczos3', input: { source: src, width: 64 } });
+const transform = (src: string) => ({
+  job_type: 'image-transform',
+  model: 'lanczos3',
+  input: { source: src, width: 64 },
+});
 
 describe('crash recovery (real process, kill -9)', () => {
   it('picks up a job that was processing when the process died, and finishes it once', async () => {
@@ -29,7 +33,9 @@ describe('crash recovery (real process, kill -9)', () => {
 
     const first = await spawnService(env, key);
     children.push(first);
-    const sub = await first.call('POST', '/api/v1/jobs/submit/image-transform', { body: transform(media.url('/hold/a.jpg')) });
+    const sub = await first.call('POST', '/api/v1/jobs/submit/image-transform', {
+      body: transform(media.url('/hold/a.jpg')),
+    });
     const uuid = sub.body.data.uuid;
     await waitFor(async () => {
       const s = (await first.call('GET', `/api/v1/jobs/${uuid}/status`)).body.data;
@@ -65,7 +71,9 @@ describe('crash recovery (real process, kill -9)', () => {
     const key = cli(['keys', 'create', '--owner', 'crash'], env).lastLine;
     const first = await spawnService(env, key);
     children.push(first);
-    const uuid = (await first.call('POST', '/api/v1/jobs/submit/image-transform', { body: transform(media.url('/hold/b.jpg')) })).body.data.uuid;
+    const uuid = (
+      await first.call('POST', '/api/v1/jobs/submit/image-transform', { body: transform(media.url('/hold/b.jpg')) })
+    ).body.data.uuid;
     await waitFor(() => media.requests.includes('/hold/b.jpg'), 'the download to start');
     await first.kill9();
     const second = await spawnService(env, key);
@@ -84,7 +92,9 @@ describe('crash recovery (real process, kill -9)', () => {
     const key = cli(['keys', 'create', '--owner', 'term'], env).lastLine;
     const first = await spawnService(env, key);
     children.push(first);
-    const uuid = (await first.call('POST', '/api/v1/jobs/submit/image-transform', { body: transform(media.url('/hold/c.jpg')) })).body.data.uuid;
+    const uuid = (
+      await first.call('POST', '/api/v1/jobs/submit/image-transform', { body: transform(media.url('/hold/c.jpg')) })
+    ).body.data.uuid;
     await waitFor(() => media.requests.includes('/hold/c.jpg'), 'the download to start');
     expect(await first.term()).toBe(0);
     // Handed back at once (not after the 30 s lease): the next process runs it right away.
@@ -101,9 +111,15 @@ describe('JOB_TIMEOUT', () => {
   it('fails a job that runs too long with error_type timeout', async () => {
     const svc = await startService({ JOB_TIMEOUT: '500ms' }, { jobTypes: [sleepJobType()] });
     try {
-      const r = await svc.call('POST', '/api/v1/jobs/submit/test-sleep', { body: { job_type: 'test-sleep', model: 'v1', input: { ms: 60_000 } } });
+      const r = await svc.call('POST', '/api/v1/jobs/submit/test-sleep', {
+        body: { job_type: 'test-sleep', model: 'v1', input: { ms: 60_000 } },
+      });
       const done = await waitTerminal(svc.call, r.body.data.uuid);
-      expect(done).toMatchObject({ status: 'failed', error_type: 'timeout', error_message: 'job ran longer than the 500ms limit' });
+      expect(done).toMatchObject({
+        status: 'failed',
+        error_type: 'timeout',
+        error_message: 'job ran longer than the 500ms limit',
+      });
     } finally {
       await svc.stop();
     }
@@ -135,7 +151,11 @@ describe('CLI keys', () => {
     expect(cli(['keys', 'revoke', id], env).status).toBe(0);
     // The CLI is another process: the service's key cache hears of the revoke by NOTIFY on
     // PostgreSQL, and within its 5 s TTL at the latest (the documented revoke delay).
-    await waitFor(async () => (await svc.call('GET', '/api/v1/job-types')).status === 401, 'the revoked key to be refused', 15_000);
+    await waitFor(
+      async () => (await svc.call('GET', '/api/v1/job-types')).status === 401,
+      'the revoked key to be refused',
+      15_000,
+    );
     expect((await svc.call('GET', '/api/v1/job-types')).status).toBe(401);
     expect(cli(['keys', 'list'], env).stdout).toMatch(/revoked/);
     await svc.term();

@@ -23,14 +23,19 @@ afterAll(async () => {
   await svc?.stop();
   await media?.close();
   await s3?.close();
-  for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
-  else process.env[k] = v;
+  for (const [k, v] of Object.entries(saved))
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
 });
 
 describe('S3-compatible result storage', () => {
   it('stores the result in the bucket and hands out a presigned URL that expires', async () => {
     const sub = await svc.call('POST', '/api/v1/jobs/submit/image-transform', {
-      body: { job_type: 'image-transform', model: 'mitchell', input: { source: media.url('/photo.jpg'), width: 200, format: 'png' } },
+      body: {
+        job_type: 'image-transform',
+        model: 'mitchell',
+        input: { source: media.url('/photo.jpg'), width: 200, format: 'png' },
+      },
     });
     const done = await waitTerminal(svc.call, sub.body.data.uuid);
     expect(done.status).toBe('completed');

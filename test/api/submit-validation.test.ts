@@ -23,7 +23,10 @@ const good = () => ({
 });
 
 async function jobCount(): Promise<number> {
-  const row = await svc.app.store.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const row = await svc.app.store.db
+    .selectFrom('jobs')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -37,46 +40,134 @@ describe('submit validation', () => {
   });
 
   const cases: Array<[string, (b: any) => unknown, number, string | RegExp]> = [
-    ['job_type differs from the path', (b) => ({ ...b, job_type: 'image-face-swap' }), 400, 'job_type: must equal the path\'s job type "image-transform" (got "image-face-swap")'],
+    [
+      'job_type differs from the path',
+      (b) => ({ ...b, job_type: 'image-face-swap' }),
+      400,
+      'job_type: must equal the path\'s job type "image-transform" (got "image-face-swap")',
+    ],
     ['job_type missing', ({ job_type: _, ...b }) => b, 400, 'job_type: is required'],
     ['job_type not a string', (b) => ({ ...b, job_type: 7 }), 400, 'job_type: must be "image-transform"'],
     ['model missing', ({ model: _, ...b }) => b, 400, 'model: is required'],
-    ['model unknown', (b) => ({ ...b, model: 'bicubic' }), 400, 'model: must be one of "lanczos3", "mitchell", "nearest"'],
+    [
+      'model unknown',
+      (b) => ({ ...b, model: 'bicubic' }),
+      400,
+      'model: must be one of "lanczos3", "mitchell", "nearest"',
+    ],
     ['input missing', ({ input: _, ...b }) => b, 400, 'input: is required'],
-    ['input not an object', (b) => ({ ...b, input: 'https://media.example.com/a.jpg' }), 400, 'input: must be an object'],
+    [
+      'input not an object',
+      (b) => ({ ...b, input: 'https://media.example.com/a.jpg' }),
+      400,
+      'input: must be an object',
+    ],
     ['input an array', (b) => ({ ...b, input: [] }), 400, 'input: must be an object'],
     ['source missing', (b) => ({ ...b, input: { width: 5 } }), 400, 'input.source: is required'],
-    ['source a number', (b) => ({ ...b, input: { source: 5 } }), 400, 'input.source: must be a URL string or a non-empty array of URL strings'],
+    [
+      'source a number',
+      (b) => ({ ...b, input: { source: 5 } }),
+      400,
+      'input.source: must be a URL string or a non-empty array of URL strings',
+    ],
     ['source an empty array', (b) => ({ ...b, input: { source: [] } }), 400, 'input.source: must have at least 1 URL'],
-    ['source with two URLs', (b) => ({ ...b, input: { source: ['https://media.example.com/a.jpg', 'https://media.example.com/b.jpg'] } }), 400, 'input.source: takes at most 1 URL'],
-    ['source array holding a number', (b) => ({ ...b, input: { source: [5] } }), 400, 'input.source[0]: must be a string'],
-    ['unused slot', (b) => ({ ...b, input: { ...b.input, audio: 'https://media.example.com/a.mp3' } }), 400, 'input.audio: unknown field'],
+    [
+      'source with two URLs',
+      (b) => ({ ...b, input: { source: ['https://media.example.com/a.jpg', 'https://media.example.com/b.jpg'] } }),
+      400,
+      'input.source: takes at most 1 URL',
+    ],
+    [
+      'source array holding a number',
+      (b) => ({ ...b, input: { source: [5] } }),
+      400,
+      'input.source[0]: must be a string',
+    ],
+    [
+      'unused slot',
+      (b) => ({ ...b, input: { ...b.input, audio: 'https://media.example.com/a.mp3' } }),
+      400,
+      'input.audio: unknown field',
+    ],
     ['unknown option', (b) => ({ ...b, input: { ...b.input, sharpen: true } }), 400, 'input.sharpen: unknown field'],
     ['bad option type', (b) => ({ ...b, input: { ...b.input, width: 'wide' } }), 400, 'input.width: must be a number'],
-    ['non-integer option', (b) => ({ ...b, input: { ...b.input, width: 1.5 } }), 400, /^input\.width: must be an integer/],
-    ['option out of range', (b) => ({ ...b, input: { ...b.input, quality: 101 } }), 400, 'input.quality: must be at most 100'],
-    ['bad enum option', (b) => ({ ...b, input: { ...b.input, format: 'bmp' } }), 400, 'input.format: must be one of "jpeg", "png", "webp", "avif"'],
+    [
+      'non-integer option',
+      (b) => ({ ...b, input: { ...b.input, width: 1.5 } }),
+      400,
+      /^input\.width: must be an integer/,
+    ],
+    [
+      'option out of range',
+      (b) => ({ ...b, input: { ...b.input, quality: 101 } }),
+      400,
+      'input.quality: must be at most 100',
+    ],
+    [
+      'bad enum option',
+      (b) => ({ ...b, input: { ...b.input, format: 'bmp' } }),
+      400,
+      'input.format: must be one of "jpeg", "png", "webp", "avif"',
+    ],
     ['unknown top-level field', (b) => ({ ...b, priority: 1 }), 400, 'priority: unknown field'],
-    ['webhook not an object', (b) => ({ ...b, webhook: 'https://hooks.example.com/' }), 400, 'webhook: must be an object'],
+    [
+      'webhook not an object',
+      (b) => ({ ...b, webhook: 'https://hooks.example.com/' }),
+      400,
+      'webhook: must be an object',
+    ],
     ['webhook without url', (b) => ({ ...b, webhook: { secret: 's' } }), 400, 'webhook.url: is required'],
-    ['webhook url private', (b) => ({ ...b, webhook: { url: 'http://10.1.2.3/hook' } }), 400, 'webhook.url: must be a public http or https URL (host is a private address)'],
-    ['webhook bad event', (b) => ({ ...b, webhook: { url: 'https://hooks.example.com/h', events: ['job.processing'] } }), 400, 'webhook.events[0]: must be one of "job.completed", "job.failed", "job.cancelled"'],
-    ['webhook empty events', (b) => ({ ...b, webhook: { url: 'https://hooks.example.com/h', events: [] } }), 400, 'webhook.events: must have at least 1 item'],
-    ['webhook repeated events', (b) => ({ ...b, webhook: { url: 'https://hooks.example.com/h', events: ['job.failed', 'job.failed'] } }), 400, 'webhook.events: must not repeat an event'],
-    ['webhook empty secret', (b) => ({ ...b, webhook: { url: 'https://hooks.example.com/h', secret: '' } }), 400, 'webhook.secret: must not be empty'],
-    ['webhook unknown field', (b) => ({ ...b, webhook: { url: 'https://hooks.example.com/h', retries: 3 } }), 400, 'webhook.retries: unknown field'],
+    [
+      'webhook url private',
+      (b) => ({ ...b, webhook: { url: 'http://10.1.2.3/hook' } }),
+      400,
+      'webhook.url: must be a public http or https URL (host is a private address)',
+    ],
+    [
+      'webhook bad event',
+      (b) => ({ ...b, webhook: { url: 'https://hooks.example.com/h', events: ['job.processing'] } }),
+      400,
+      'webhook.events[0]: must be one of "job.completed", "job.failed", "job.cancelled"',
+    ],
+    [
+      'webhook empty events',
+      (b) => ({ ...b, webhook: { url: 'https://hooks.example.com/h', events: [] } }),
+      400,
+      'webhook.events: must have at least 1 item',
+    ],
+    [
+      'webhook repeated events',
+      (b) => ({ ...b, webhook: { url: 'https://hooks.example.com/h', events: ['job.failed', 'job.failed'] } }),
+      400,
+      'webhook.events: must not repeat an event',
+    ],
+    [
+      'webhook empty secret',
+      (b) => ({ ...b, webhook: { url: 'https://hooks.example.com/h', secret: '' } }),
+      400,
+      'webhook.secret: must not be empty',
+    ],
+    [
+      'webhook unknown field',
+      (b) => ({ ...b, webhook: { url: 'https://hooks.example.com/h', retries: 3 } }),
+      400,
+      'webhook.retries: unknown field',
+    ],
   ];
 
-  it.each(cases)('rejects %s with a message naming the field, creating nothing', async (_name, mutate, status, message) => {
-    const before = await jobCount();
-    const r = await submit(mutate(good()));
-    expect(r.status).toBe(status);
-    expect(r.body.code).toBe(-1);
-    expect(r.body.data).toEqual({});
-    if (typeof message === 'string') expect(r.body.message).toBe(message);
-    else expect(r.body.message).toMatch(message);
-    expect(await jobCount()).toBe(before);
-  });
+  it.each(cases)(
+    'rejects %s with a message naming the field, creating nothing',
+    async (_name, mutate, status, message) => {
+      const before = await jobCount();
+      const r = await submit(mutate(good()));
+      expect(r.status).toBe(status);
+      expect(r.body.code).toBe(-1);
+      expect(r.body.data).toEqual({});
+      if (typeof message === 'string') expect(r.body.message).toBe(message);
+      else expect(r.body.message).toMatch(message);
+      expect(await jobCount()).toBe(before);
+    },
+  );
 
   it('answers 404 for an unknown job type', async () => {
     const r = await submit({ ...good(), job_type: 'video-upscale' }, 'video-upscale');
@@ -85,7 +176,10 @@ describe('submit validation', () => {
   });
 
   it('accepts a webhook with a public URL, a secret and an event filter', async () => {
-    const r = await submit({ ...good(), webhook: { url: 'https://hooks.example.com/h', secret: 'shh', events: ['job.failed'] } });
+    const r = await submit({
+      ...good(),
+      webhook: { url: 'https://hooks.example.com/h', secret: 'shh', events: ['job.failed'] },
+    });
     expect(r.status).toBe(200);
   });
 });

@@ -25,7 +25,9 @@ const SCREENSHOTS = process.env.DASHBOARD_SCREENSHOTS === '1';
 const shot = async (page: Page, name: string) => {
   if (!SCREENSHOTS) return;
   // A palette PNG: a fraction of the size, no visible loss on a UI.
-  const png = await sharp(await page.screenshot({ fullPage: true })).png({ palette: true, quality: 90, effort: 8 }).toBuffer();
+  const png = await sharp(await page.screenshot({ fullPage: true }))
+    .png({ palette: true, quality: 90, effort: 8 })
+    .toBuffer();
   fs.writeFileSync(fileURLToPath(new URL(`../../docs/dashboard-${name}.png`, import.meta.url)), png);
 };
 
@@ -52,10 +54,22 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
       res.writeHead(200, { 'content-type': 'image/jpeg', 'access-control-allow-origin': '*' }).end(body);
     });
     receiver = await startReceiver(() => (failWebhooks ? 500 : 200));
-    svc = await startService({ WORKER_CONCURRENCY: '1' }, { jobTypes: [...defaultJobTypes({ threads: 1 }), sleepJobType()] });
+    svc = await startService(
+      { WORKER_CONCURRENCY: '1' },
+      { jobTypes: [...defaultJobTypes({ threads: 1 }), sleepJobType()] },
+    );
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.on('dialog', (d) => void d.accept());
@@ -100,9 +114,15 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
   });
 
   it('cancels a queued job from its page', async () => {
-    const sleep = (ms: number) => svc.call('POST', '/api/v1/jobs/submit/test-sleep', { body: { job_type: 'test-sleep', model: 'v1', input: { ms } } });
+    const sleep = (ms: number) =>
+      svc.call('POST', '/api/v1/jobs/submit/test-sleep', {
+        body: { job_type: 'test-sleep', model: 'v1', input: { ms } },
+      });
     const blocker = (await sleep(120_000)).body.data;
-    await waitFor(async () => (await svc.call('GET', `/api/v1/jobs/${blocker.uuid}/status`)).body.data.status === 'processing', 'the blocker to run');
+    await waitFor(
+      async () => (await svc.call('GET', `/api/v1/jobs/${blocker.uuid}/status`)).body.data.status === 'processing',
+      'the blocker to run',
+    );
     const queued = (await sleep(1)).body.data;
     await page.goto(`${svc.base}/dashboard/#/jobs`);
     await page.locator(`tr[data-uuid="${queued.uuid}"] .status-queued`).waitFor();
@@ -116,7 +136,9 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
 
   it("shows a failed webhook's attempts and redelivers it", async () => {
     const job = (
-      await svc.call('POST', '/api/v1/jobs/submit/test-sleep', { body: { job_type: 'test-sleep', model: 'v1', input: { ms: 1 }, webhook: { url: receiver.url('/hook') } } })
+      await svc.call('POST', '/api/v1/jobs/submit/test-sleep', {
+        body: { job_type: 'test-sleep', model: 'v1', input: { ms: 1 }, webhook: { url: receiver.url('/hook') } },
+      })
     ).body.data;
     await page.goto(`${svc.base}/dashboard/#/jobs/${job.uuid}`);
     const delivery = page.locator('.delivery');
@@ -140,7 +162,10 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     await page.getByLabel('Admin token').fill(token);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Operator' }).waitFor();
-    await page.locator('#finished-hour').filter({ hasText: /^[1-9]/ }).waitFor();
+    await page
+      .locator('#finished-hour')
+      .filter({ hasText: /^[1-9]/ })
+      .waitFor();
     await page.getByLabel('Owner').fill('carol');
     await page.getByRole('button', { name: 'Create key' }).click();
     const key = (await page.locator('#new-key').textContent())!;
@@ -149,6 +174,9 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     const row = page.locator('tr', { hasText: 'carol' });
     await row.getByRole('button', { name: /^Revoke key/ }).click();
     await row.getByText(/^revoked/).waitFor();
-    await waitFor(async () => (await svc.call('GET', '/api/v1/jobs', { key })).status === 401, 'the key to stop working');
+    await waitFor(
+      async () => (await svc.call('GET', '/api/v1/jobs', { key })).status === 401,
+      'the key to stop working',
+    );
   });
 });

@@ -38,7 +38,10 @@ function stream(tty = false): CliStream & { text: string } {
 }
 
 /** Runs a command in this process with captured output (the service runs here too). */
-async function run(argv: string[], opts: { env?: Record<string, string | undefined>; tty?: boolean } = {}): Promise<Run> {
+async function run(
+  argv: string[],
+  opts: { env?: Record<string, string | undefined>; tty?: boolean } = {},
+): Promise<Run> {
   const stdout = stream();
   const stderr = stream(opts.tty);
   const code = await runClientCommand(argv, {
@@ -57,12 +60,18 @@ async function run(argv: string[], opts: { env?: Record<string, string | undefin
 function spawnCli(argv: string[], env: Record<string, string> = {}): Promise<Run> {
   // Through src/main.ts once it dispatches client commands; until then through a tiny entry.
   const main = fs.readFileSync(path.join(root, 'src/main.ts'), 'utf8');
-  const entry = main.includes('runClientCommand') ? path.join(root, 'src/main.ts') : path.join(root, 'test/client/cli-entry.ts');
+  const entry = main.includes('runClientCommand')
+    ? path.join(root, 'src/main.ts')
+    : path.join(root, 'test/client/cli-entry.ts');
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       ['--import', 'tsx', entry, ...argv],
-      { cwd: root, env: { ...process.env, MEDIA_JOBS_URL: svc.base, MEDIA_JOBS_API_KEY: svc.key, LOG_LEVEL: 'warn', ...env }, timeout: 120_000 },
+      {
+        cwd: root,
+        env: { ...process.env, MEDIA_JOBS_URL: svc.base, MEDIA_JOBS_API_KEY: svc.key, LOG_LEVEL: 'warn', ...env },
+        timeout: 120_000,
+      },
       (err, stdout, stderr) => {
         const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
         resolve({ code, stdout, stderr });
@@ -71,11 +80,20 @@ function spawnCli(argv: string[], env: Record<string, string> = {}): Promise<Run
   });
 }
 
-const transformInput = (extra: Record<string, unknown> = {}) => JSON.stringify({ source: media.url('/photo.jpg'), ...extra });
+const transformInput = (extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ source: media.url('/photo.jpg'), ...extra });
 
 describe('media-jobs client commands', () => {
   it('submit --wait, then result --download saves the image', async () => {
-    const sub = await run(['submit', 'image-transform', '--model', 'lanczos3', '--input', transformInput({ width: 200, format: 'png' }), '--wait']);
+    const sub = await run([
+      'submit',
+      'image-transform',
+      '--model',
+      'lanczos3',
+      '--input',
+      transformInput({ width: 200, format: 'png' }),
+      '--wait',
+    ]);
     expect(sub.stderr).toMatch(/^submitted [0-9a-f-]{36}\n/);
     expect(sub.code).toBe(0);
     expect(sub.stdout).toMatch(/^uuid {10}[0-9a-f-]{36}\n/);
@@ -111,14 +129,28 @@ describe('media-jobs client commands', () => {
     expect(JSON.parse(status.stdout)).toMatchObject({ uuid: job.uuid, status: 'completed', result_ready: true });
 
     const result = await run(['result', job.uuid, '--json']);
-    expect(JSON.parse(result.stdout)).toMatchObject({ uuid: job.uuid, content_type: 'application/json', url: expect.any(String) });
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      uuid: job.uuid,
+      content_type: 'application/json',
+      url: expect.any(String),
+    });
 
     const types = await run(['job-types', '--json']);
     expect(JSON.parse(types.stdout).map((t: { name: string }) => t.name)).toContain('image-transform');
   });
 
   it('reuses an --idempotency-key: the same job comes back', async () => {
-    const args = ['submit', 'test-sleep', '--model', 'v1', '--input', '{"ms":0}', '--idempotency-key', `cli-${Date.now()}`, '--json'];
+    const args = [
+      'submit',
+      'test-sleep',
+      '--model',
+      'v1',
+      '--input',
+      '{"ms":0}',
+      '--idempotency-key',
+      `cli-${Date.now()}`,
+      '--json',
+    ];
     const a = JSON.parse((await run(args)).stdout);
     const b = JSON.parse((await run(args)).stdout);
     expect(b.uuid).toBe(a.uuid);
@@ -126,23 +158,53 @@ describe('media-jobs client commands', () => {
 
   it('passes webhook settings through', async () => {
     const sub = await run([
-      'submit', 'test-sleep', '--model', 'v1', '--input', '{"ms":0}',
-      '--webhook', media.url('/hook'), '--webhook-secret', 'shh', '--webhook-event', 'job.failed', '--json',
+      'submit',
+      'test-sleep',
+      '--model',
+      'v1',
+      '--input',
+      '{"ms":0}',
+      '--webhook',
+      media.url('/hook'),
+      '--webhook-secret',
+      'shh',
+      '--webhook-event',
+      'job.failed',
+      '--json',
     ]);
     expect(sub.code).toBe(0);
-    const bad = await run(['submit', 'test-sleep', '--model', 'v1', '--webhook', media.url('/hook'), '--webhook-event', 'job.done']);
+    const bad = await run([
+      'submit',
+      'test-sleep',
+      '--model',
+      'v1',
+      '--webhook',
+      media.url('/hook'),
+      '--webhook-event',
+      'job.done',
+    ]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--webhook-event must be one of job.completed, job.failed, job.cancelled');
   });
 
   it('wait on a failed job prints it and exits 1', async () => {
-    const sub = await run(['submit', 'image-transform', '--model', 'lanczos3', '--input', JSON.stringify({ source: media.url('/missing.jpg') }), '--json']);
+    const sub = await run([
+      'submit',
+      'image-transform',
+      '--model',
+      'lanczos3',
+      '--input',
+      JSON.stringify({ source: media.url('/missing.jpg') }),
+      '--json',
+    ]);
     const { uuid } = JSON.parse(sub.stdout);
     const w = await run(['wait', uuid]);
     expect(w.code).toBe(1);
     expect(w.stdout).toMatch(/^status {8}failed$/m);
     expect(w.stdout).toMatch(/^error {9}media_fetch_failed: input\.source: download failed: HTTP 404$/m);
-    expect(w.stderr).toContain(`media-jobs: job ${uuid} failed: media_fetch_failed: input.source: download failed: HTTP 404`);
+    expect(w.stderr).toContain(
+      `media-jobs: job ${uuid} failed: media_fetch_failed: input.source: download failed: HTTP 404`,
+    );
   });
 
   it('draws one updating line on a TTY', async () => {
@@ -158,13 +220,17 @@ describe('media-jobs client commands', () => {
   });
 
   it('cancels a job; cancelling it again is an API error', async () => {
-    const { uuid } = JSON.parse((await run(['submit', 'test-sleep', '--model', 'v1', '--input', '{"ms":60000}', '--json'])).stdout);
+    const { uuid } = JSON.parse(
+      (await run(['submit', 'test-sleep', '--model', 'v1', '--input', '{"ms":60000}', '--json'])).stdout,
+    );
     const c = await run(['cancel', uuid]);
     expect(c.code).toBe(0);
     expect(c.stdout).toMatch(/^status {8}cancelled$/m);
     const again = await run(['cancel', uuid]);
     expect(again.code).toBe(1);
-    expect(again.stderr).toMatch(/^media-jobs: job is already cancelled; only queued or processing jobs can be cancelled \(HTTP 409, request \S+\)\n$/);
+    expect(again.stderr).toMatch(
+      /^media-jobs: job is already cancelled; only queued or processing jobs can be cancelled \(HTTP 409, request \S+\)\n$/,
+    );
     const w = await run(['wait', uuid]);
     expect(w.code).toBe(1);
   });
@@ -173,12 +239,22 @@ describe('media-jobs client commands', () => {
     const key = await svc.newKey('cli-lister');
     const env = { MEDIA_JOBS_API_KEY: key };
     const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push(JSON.parse((await run(['submit', 'test-sleep', '--model', 'v1', '--input', '{"ms":0}', '--json'], { env })).stdout).uuid);
+    for (let i = 0; i < 3; i++)
+      ids.push(
+        JSON.parse(
+          (await run(['submit', 'test-sleep', '--model', 'v1', '--input', '{"ms":0}', '--json'], { env })).stdout,
+        ).uuid,
+      );
     const list = await run(['jobs', '--type', 'test-sleep'], { env });
     expect(list.code).toBe(0);
     const lines = list.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^UUID +STATUS +TYPE +MODEL +CREATED +DETAIL$/);
-    expect(lines.slice(1).map((l) => l.split(/\s+/)[0]).sort()).toEqual([...ids].sort());
+    expect(
+      lines
+        .slice(1)
+        .map((l) => l.split(/\s+/)[0])
+        .sort(),
+    ).toEqual([...ids].sort());
     const page = await run(['jobs', '--limit', '2', '--json'], { env });
     const parsed = JSON.parse(page.stdout);
     expect(parsed.jobs).toHaveLength(2);
@@ -242,7 +318,16 @@ describe('media-jobs client commands', () => {
   });
 
   it('works as its own process, with real exit codes', async () => {
-    const ok = await spawnCli(['submit', 'image-transform', '--model', 'mitchell', '--input', transformInput({ width: 64 }), '--wait', '--json']);
+    const ok = await spawnCli([
+      'submit',
+      'image-transform',
+      '--model',
+      'mitchell',
+      '--input',
+      transformInput({ width: 64 }),
+      '--wait',
+      '--json',
+    ]);
     expect(ok.stderr).not.toMatch(/Error|at /);
     expect(ok.code).toBe(0);
     expect(JSON.parse(ok.stdout)).toMatchObject({ status: 'completed', model: 'mitchell' });

@@ -38,11 +38,16 @@ function spyFetch(intercept?: (n: number, req: Seen) => Response | 'throw' | 'lo
     const req: Seen = { url: String(input), method: init?.method ?? 'GET', headers: new Headers(init?.headers) };
     seen.push(req);
     const action = intercept?.(seen.length, req);
-    if (action === 'throw') throw new TypeError('fetch failed', { cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }) });
+    if (action === 'throw')
+      throw new TypeError('fetch failed', {
+        cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }),
+      });
     if (action === 'lose') {
       // The server gets and handles the request; the answer is lost on the way back.
       await fetch(input, init).then((r) => r.text());
-      throw new TypeError('fetch failed', { cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }) });
+      throw new TypeError('fetch failed', {
+        cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }),
+      });
     }
     if (action) return action;
     return fetch(input, init);
@@ -51,7 +56,10 @@ function spyFetch(intercept?: (n: number, req: Seen) => Response | 'throw' | 'lo
 }
 
 const envelope = (status: number, message: string, headers: Record<string, string> = {}) =>
-  new Response(JSON.stringify({ code: -1, message, data: {} }), { status, headers: { 'content-type': 'application/json', ...headers } });
+  new Response(JSON.stringify({ code: -1, message, data: {} }), {
+    status,
+    headers: { 'content-type': 'application/json', ...headers },
+  });
 
 const sleepBody = (ms: number) => ({ model: 'v1', input: { ms } });
 
@@ -61,7 +69,12 @@ describe('MediaJobsClient against a real service', () => {
       model: 'lanczos3',
       input: { source: media.url('/photo.jpg'), width: 512, format: 'webp' },
     });
-    expect(job).toMatchObject({ job_type: 'image-transform', model: 'lanczos3', status: 'queued', result_ready: false });
+    expect(job).toMatchObject({
+      job_type: 'image-transform',
+      model: 'lanczos3',
+      status: 'queued',
+      result_ready: false,
+    });
 
     const updates: ApiJob[] = [];
     const done = await client.wait(job.uuid, { timeoutMs: 60_000, onUpdate: (j) => updates.push(j) });
@@ -82,7 +95,10 @@ describe('MediaJobsClient against a real service', () => {
   });
 
   it('returns a failed job from wait (it does not throw)', async () => {
-    const job = await client.submit('image-transform', { model: 'lanczos3', input: { source: media.url('/missing.jpg') } });
+    const job = await client.submit('image-transform', {
+      model: 'lanczos3',
+      input: { source: media.url('/missing.jpg') },
+    });
     const done = await client.wait(job.uuid, { timeoutMs: 60_000 });
     expect(done).toMatchObject({ status: 'failed', error_type: 'media_fetch_failed', result_ready: false });
     const err = await client.result(job.uuid).catch((e: unknown) => e);
@@ -116,7 +132,9 @@ describe('MediaJobsClient against a real service', () => {
   });
 
   it('retries 5xx and 429 (honouring Retry-After), but not other 4xx', async () => {
-    const spy = spyFetch((n) => (n === 1 ? envelope(503, 'busy') : n === 2 ? envelope(429, 'slow down', { 'retry-after': '1' }) : undefined));
+    const spy = spyFetch((n) =>
+      n === 1 ? envelope(503, 'busy') : n === 2 ? envelope(429, 'slow down', { 'retry-after': '1' }) : undefined,
+    );
     const c = new MediaJobsClient({ baseUrl: svc.base, apiKey: svc.key, fetch: spy.fetch, retryDelayMs: 20 });
     const started = Date.now();
     const types = await c.jobTypes();
@@ -132,7 +150,13 @@ describe('MediaJobsClient against a real service', () => {
 
   it('gives up after its retries with the last error', async () => {
     const spy = spyFetch(() => envelope(500, 'internal error', { 'x-request-id': 'req-1' }));
-    const c = new MediaJobsClient({ baseUrl: svc.base, apiKey: svc.key, fetch: spy.fetch, retries: 2, retryDelayMs: 10 });
+    const c = new MediaJobsClient({
+      baseUrl: svc.base,
+      apiKey: svc.key,
+      fetch: spy.fetch,
+      retries: 2,
+      retryDelayMs: 10,
+    });
     const err = (await c.jobTypes().catch((e: unknown) => e)) as MediaJobsError;
     expect(err).toBeInstanceOf(MediaJobsError);
     expect(err).toMatchObject({ status: 500, message: 'internal error', requestId: 'req-1' });
@@ -140,7 +164,9 @@ describe('MediaJobsClient against a real service', () => {
   });
 
   it('carries the HTTP status, the envelope message and the request id in its errors', async () => {
-    const notFound = (await client.status('00000000-0000-4000-8000-000000000000').catch((e: unknown) => e)) as MediaJobsError;
+    const notFound = (await client
+      .status('00000000-0000-4000-8000-000000000000')
+      .catch((e: unknown) => e)) as MediaJobsError;
     expect(notFound).toBeInstanceOf(MediaJobsError);
     expect(notFound).toMatchObject({ name: 'MediaJobsError', status: 404, message: 'job not found' });
     expect(notFound.requestId).toBeTruthy();
@@ -221,7 +247,9 @@ describe('MediaJobsClient against a real service', () => {
     expect(polls.some((s) => new URL(s.url).searchParams.has('wait'))).toBe(true);
 
     // A server that rejects the parameter: the client polls without it.
-    const strict = spyFetch((_n, req) => (new URL(req.url).searchParams.has('wait') ? envelope(400, 'wait: unknown field') : undefined));
+    const strict = spyFetch((_n, req) =>
+      new URL(req.url).searchParams.has('wait') ? envelope(400, 'wait: unknown field') : undefined,
+    );
     const c2 = new MediaJobsClient({ baseUrl: svc.base, apiKey: svc.key, fetch: strict.fetch });
     const job2 = await c2.submit('test-sleep', sleepBody(1_000));
     expect((await c2.wait(job2.uuid, { timeoutMs: 60_000, pollIntervalMs: 100 })).status).toBe('completed');
@@ -237,7 +265,12 @@ describe('MediaJobsClient against a real service', () => {
     const c3 = new MediaJobsClient({ baseUrl: svc.base, apiKey: svc.key, fetch: rewriting });
     const job3 = await c3.submit('test-sleep', sleepBody(3_000));
     let updates = 0;
-    const done3 = await c3.wait(job3.uuid, { timeoutMs: 60_000, pollIntervalMs: 100, longPollSeconds: 5, onUpdate: () => updates++ });
+    const done3 = await c3.wait(job3.uuid, {
+      timeoutMs: 60_000,
+      pollIntervalMs: 100,
+      longPollSeconds: 5,
+      onUpdate: () => updates++,
+    });
     expect(done3.status).toBe('completed');
     // It stopped sending wait= after two answers that came at once with nothing new (answers that
     // brought a change do not count). A loaded machine may finish the job sooner: an upper bound.

@@ -22,7 +22,10 @@ describe('client.watch (Server-Sent Events)', () => {
     const job = await client.submit('test-sleep', { model: 'v1', input: { ms: 300 } });
     const events = await collect(client.watch(job.uuid));
     expect(events[0]).toMatchObject({ type: 'status' });
-    expect(events.at(-1)).toMatchObject({ type: 'status', job: { uuid: job.uuid, status: 'completed', result_ready: true } });
+    expect(events.at(-1)).toMatchObject({
+      type: 'status',
+      job: { uuid: job.uuid, status: 'completed', result_ready: true },
+    });
     const statuses = events.filter((e) => e.type === 'status').map((e) => e.job.status);
     expect(statuses.at(-1)).toBe('completed');
     expect(new Set(statuses).size).toBe(statuses.length);
@@ -33,7 +36,10 @@ describe('client.watch (Server-Sent Events)', () => {
     let calls = 0;
     const flaky: typeof fetch = async (input, init) => {
       calls++;
-      if (calls === 1) throw new TypeError('fetch failed', { cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }) });
+      if (calls === 1)
+        throw new TypeError('fetch failed', {
+          cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }),
+        });
       return fetch(input, init);
     };
     const c = new MediaJobsClient({ baseUrl: svc.base, apiKey: svc.key, fetch: flaky, retryDelayMs: 20 });

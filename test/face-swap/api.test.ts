@@ -33,23 +33,35 @@ afterAll(async () => {
 });
 
 const swap = (input: Record<string, unknown>) =>
-  svc.call('POST', '/api/v1/jobs/submit/image-face-swap', { body: { job_type: 'image-face-swap', model: 'warp-blend-v1', input } });
+  svc.call('POST', '/api/v1/jobs/submit/image-face-swap', {
+    body: { job_type: 'image-face-swap', model: 'warp-blend-v1', input },
+  });
 
 describe('image-face-swap through the API', { timeout: LONG }, () => {
   it('swaps the face: target dimensions kept, identity closer to the source', async () => {
-    const sub = await swap({ source: `${media.origin}/source.jpg`, target: `${media.origin}/target.jpg`, format: 'png' });
+    const sub = await swap({
+      source: `${media.origin}/source.jpg`,
+      target: `${media.origin}/target.jpg`,
+      format: 'png',
+    });
     expect(sub.status).toBe(200);
     const uuid = sub.body.data.uuid;
     // status_detail names the stage while it runs.
     const stages = new Set<string>();
-    await waitFor(async () => {
-      const s = (await svc.call('GET', `/api/v1/jobs/${uuid}/status`)).body.data;
-      stages.add(s.status_detail);
-      return ['completed', 'failed', 'cancelled'].includes(s.status);
-    }, 'the swap to finish', LONG);
+    await waitFor(
+      async () => {
+        const s = (await svc.call('GET', `/api/v1/jobs/${uuid}/status`)).body.data;
+        stages.add(s.status_detail);
+        return ['completed', 'failed', 'cancelled'].includes(s.status);
+      },
+      'the swap to finish',
+      LONG,
+    );
     const done = await waitTerminal(svc.call, uuid);
     expect(done).toMatchObject({ status: 'completed', result_ready: true });
-    expect([...stages].some((d) => ['downloading media', 'detecting faces', 'swapping faces', 'encoding'].includes(d))).toBe(true);
+    expect(
+      [...stages].some((d) => ['downloading media', 'detecting faces', 'swapping faces', 'encoding'].includes(d)),
+    ).toBe(true);
 
     const link = (await svc.call('GET', `/api/v1/jobs/${uuid}/result`)).body.data;
     expect(link.content_type).toBe('image/png');
@@ -64,8 +76,14 @@ describe('image-face-swap through the API', { timeout: LONG }, () => {
     const after = await detectFaces(await decode(bytes), { descriptors: true });
     const centre = (f: typeof original) => [f.box.x + f.box.width / 2, f.box.y + f.box.height / 2];
     const [ox, oy] = centre(original);
-    const swapped = after.reduce((a, f) => (Math.hypot(centre(f)[0]! - ox!, centre(f)[1]! - oy!) < Math.hypot(centre(a)[0]! - ox!, centre(a)[1]! - oy!) ? f : a));
-    expect(descriptorDistance(swapped.descriptor!, src.descriptor!)).toBeLessThan(descriptorDistance(swapped.descriptor!, original.descriptor!));
+    const swapped = after.reduce((a, f) =>
+      Math.hypot(centre(f)[0]! - ox!, centre(f)[1]! - oy!) < Math.hypot(centre(a)[0]! - ox!, centre(a)[1]! - oy!)
+        ? f
+        : a,
+    );
+    expect(descriptorDistance(swapped.descriptor!, src.descriptor!)).toBeLessThan(
+      descriptorDistance(swapped.descriptor!, original.descriptor!),
+    );
   });
 
   it('fails cleanly with invalid_media when the target has no face', async () => {
@@ -76,7 +94,11 @@ describe('image-face-swap through the API', { timeout: LONG }, () => {
   });
 
   it('rejects contradictory options at submit with 400, naming the field', async () => {
-    const r = await swap({ source: `${media.origin}/source.jpg`, target: `${media.origin}/target.jpg`, faces: 'reference' });
+    const r = await swap({
+      source: `${media.origin}/source.jpg`,
+      target: `${media.origin}/target.jpg`,
+      faces: 'reference',
+    });
     expect(r.status).toBe(400);
     expect(r.body.message).toBe('input.reference: required when faces is "reference"');
     const missing = await swap({ source: `${media.origin}/source.jpg` });

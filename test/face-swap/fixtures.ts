@@ -86,7 +86,9 @@ export async function landscape(width = 1024, height = 683): Promise<Buffer> {
       px[o + 2] = Math.max(0, Math.min(255, rgb[2]));
     }
   }
-  return sharp(px, { raw: { width, height, channels: 3 } }).jpeg({ quality: 90 }).toBuffer();
+  return sharp(px, { raw: { width, height, channels: 3 } })
+    .jpeg({ quality: 90 })
+    .toBuffer();
 }
 
 export function media(bytes: Buffer, mime = 'image/jpeg'): FetchedMedia[] {

@@ -177,8 +177,15 @@ describe('image-face-swap (warp-blend-v1)', { timeout: LONG }, () => {
     const before = await decode(target);
     const after = await decode(result.bytes);
     const faces = await detectFaces(before);
-    for (const [i, f] of faces.entries()) expect(meanDiff(before, after, around(f, 0, before)), `face ${i}`).toBeGreaterThan(4);
-    expect(changedOutside(before, after, faces.map((f) => around(f, 0.5, before)))).toBe(0);
+    for (const [i, f] of faces.entries())
+      expect(meanDiff(before, after, around(f, 0, before)), `face ${i}`).toBeGreaterThan(4);
+    expect(
+      changedOutside(
+        before,
+        after,
+        faces.map((f) => around(f, 0.5, before)),
+      ),
+    ).toBe(0);
   });
 
   it('fails cleanly, naming the input, when a picture has no face', async () => {

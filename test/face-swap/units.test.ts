@@ -269,7 +269,9 @@ describe('decode and encode', () => {
   });
 
   it('refuses an image over the pixel limit from its header, and undecodable bytes', async () => {
-    const png = await sharp({ create: { width: 300, height: 200, channels: 3, background: '#888' } }).png().toBuffer();
+    const png = await sharp({ create: { width: 300, height: 200, channels: 3, background: '#888' } })
+      .png()
+      .toBuffer();
     await expect(decodeImage(png, 'input.target', 50_000)).rejects.toThrow(
       /^input\.target: image is 300x200 \(0\.06 MP\), over the 0\.05 MP limit$/,
     );
@@ -282,7 +284,9 @@ describe('decode and encode', () => {
   });
 
   it('applies EXIF orientation and flattens transparency onto white', async () => {
-    const rgba = await sharp({ create: { width: 40, height: 20, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } })
+    const rgba = await sharp({
+      create: { width: 40, height: 20, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } },
+    })
       .png()
       .toBuffer();
     const flat = await decodeImage(rgba, 'x', 1e6);

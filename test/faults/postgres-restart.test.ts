@@ -43,7 +43,11 @@ describe.skipIf(!bin && !required)('PostgreSQL restart under submit load', () =>
     const key = cli(['keys', 'create', '--owner', 'faults'], env).lastLine;
     expect(key).toMatch(/^mj_/);
     svc = await spawnService(env, key);
-    const body = { job_type: 'image-transform', model: 'lanczos3', input: { source: media.url('/small.png'), width: 32 } };
+    const body = {
+      job_type: 'image-transform',
+      model: 'lanczos3',
+      input: { source: media.url('/small.png'), width: 32 },
+    };
 
     const acknowledged: string[] = [];
     const outage: Array<{ status: number; code: unknown; ms: number }> = [];

@@ -11,11 +11,17 @@ import { startService, type TestService } from '../helpers/service.js';
 describe.skipIf(process.env.TEST_DB === 'postgres')('SQLite disk full', () => {
   let svc: TestService;
   beforeAll(async () => {
-    svc = await startService({ WORKER_CONCURRENCY: '0', RATE_LIMIT_SUBMIT: '0', RATE_LIMIT_READ: '0' }, { jobTypes: [sleepJobType()] });
+    svc = await startService(
+      { WORKER_CONCURRENCY: '0', RATE_LIMIT_SUBMIT: '0', RATE_LIMIT_READ: '0' },
+      { jobTypes: [sleepJobType()] },
+    );
   });
   afterAll(() => svc?.stop());
 
-  const submit = () => svc.call('POST', '/api/v1/jobs/submit/test-sleep', { body: { job_type: 'test-sleep', model: 'v1', input: { ms: 1 } } });
+  const submit = () =>
+    svc.call('POST', '/api/v1/jobs/submit/test-sleep', {
+      body: { job_type: 'test-sleep', model: 'v1', input: { ms: 1 } },
+    });
 
   it('answers 503 while the database cannot grow, keeps acknowledged jobs, and recovers', async () => {
     if (svc.app.store.dialect !== 'sqlite') return;
@@ -26,7 +32,9 @@ describe.skipIf(process.env.TEST_DB === 'postgres')('SQLite disk full', () => {
       expect(r.status).toBe(200);
       acknowledged.push(r.body.data.uuid);
     }
-    const pages = Number(((await sql<{ page_count: number }>`PRAGMA page_count`.execute(db)).rows[0] as { page_count: number }).page_count);
+    const pages = Number(
+      ((await sql<{ page_count: number }>`PRAGMA page_count`.execute(db)).rows[0] as { page_count: number }).page_count,
+    );
     await sql.raw(`PRAGMA max_page_count = ${pages}`).execute(db);
 
     const answers: number[] = [];
@@ -55,7 +63,9 @@ describe.skipIf(process.env.TEST_DB === 'postgres')('SQLite disk full', () => {
       expect(r.status).toBe(200);
       expect(r.body.data.status).toBe('queued');
     }
-    const check = (await sql<{ integrity_check: string }>`PRAGMA integrity_check`.execute(db)).rows[0] as { integrity_check: string };
+    const check = (await sql<{ integrity_check: string }>`PRAGMA integrity_check`.execute(db)).rows[0] as {
+      integrity_check: string;
+    };
     expect(check.integrity_check).toBe('ok');
   });
 });

@@ -10,7 +10,13 @@ export interface MediaServer extends TestServer {
 /** Real images over real HTTP on 127.0.0.1, plus misbehaving routes. */
 export async function startMediaServer(): Promise<MediaServer> {
   const photo = await sharp({ create: { width: 800, height: 600, channels: 3, background: '#3a7' } })
-    .composite([{ input: Buffer.from('<svg width="200" height="100"><rect width="200" height="100" fill="#c33"/></svg>'), left: 40, top: 40 }])
+    .composite([
+      {
+        input: Buffer.from('<svg width="200" height="100"><rect width="200" height="100" fill="#c33"/></svg>'),
+        left: 40,
+        top: 40,
+      },
+    ])
     .jpeg()
     .toBuffer();
   // EXIF orientation 6: stored 800x600, displayed 600x800.
@@ -18,7 +24,9 @@ export async function startMediaServer(): Promise<MediaServer> {
     .jpeg()
     .withMetadata({ orientation: 6 })
     .toBuffer();
-  const png = await sharp({ create: { width: 64, height: 48, channels: 4, background: '#fff8' } }).png().toBuffer();
+  const png = await sharp({ create: { width: 64, height: 48, channels: 4, background: '#fff8' } })
+    .png()
+    .toBuffer();
   // JPEG magic bytes and then garbage: sniffed as a JPEG, undecodable.
   const corrupt = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(2000, 0x42)]);
   let releases: Array<() => void> = [];

@@ -38,7 +38,9 @@ export async function startPgCluster(): Promise<PgCluster> {
   const data = path.join(dir, 'data');
   const port = await freePort();
   const as = (cmd: string, args: string[]) => {
-    const [file, argv] = root ? ['runuser', ['-u', 'postgres', '--', path.join(bin, cmd), ...args]] : [path.join(bin, cmd), args];
+    const [file, argv] = root
+      ? ['runuser', ['-u', 'postgres', '--', path.join(bin, cmd), ...args]]
+      : [path.join(bin, cmd), args];
     const r = spawnSync(file, argv, { encoding: 'utf8', cwd: dir });
     if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed: ${r.stderr || r.stdout}`);
   };

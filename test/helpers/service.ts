@@ -111,7 +111,11 @@ export async function startService(
 }
 
 /** Polls until `fn` returns a truthy value; generous deadline, no timing assertions. */
-export async function waitFor<T>(fn: () => Promise<T | undefined | false> | T | undefined | false, what = 'condition', timeoutMs = 30_000): Promise<T> {
+export async function waitFor<T>(
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  what = 'condition',
+  timeoutMs = 30_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();

@@ -8,7 +8,9 @@ import { fakeLookup, startServer, type TestServer } from '../helpers/servers.js'
 
 let png: Buffer;
 beforeAll(async () => {
-  png = await sharp({ create: { width: 2, height: 2, channels: 3, background: '#ff0000' } }).png().toBuffer();
+  png = await sharp({ create: { width: 2, height: 2, channels: 3, background: '#ff0000' } })
+    .png()
+    .toBuffer();
 });
 
 const servers: TestServer[] = [];
@@ -125,7 +127,11 @@ describe('fetchMedia', () => {
     it('refuses a name with mixed public and private addresses without connecting', async () => {
       const s = await servePng();
       const lookup = fakeLookup({ 'mixed.example.test': ['8.8.8.8', '127.0.0.1'] });
-      const err = await fetchError(`http://mixed.example.test:${s.port}/a.png`, { ...base, allowPrivate: false, lookup });
+      const err = await fetchError(`http://mixed.example.test:${s.port}/a.png`, {
+        ...base,
+        allowPrivate: false,
+        lookup,
+      });
       expect(err.message).toBe('download failed: host resolves to a private address');
       expect(s.connections()).toBe(0);
     });

@@ -181,10 +181,19 @@ describe('checkUrlSyntax', () => {
   });
 
   it('allowPrivate lifts only the address rule', () => {
-    for (const raw of ['http://127.0.0.1:3000/x', 'http://[::1]/', 'http://localhost/', 'http://10.1.2.3/', 'http://0x7f.1/']) {
+    for (const raw of [
+      'http://127.0.0.1:3000/x',
+      'http://[::1]/',
+      'http://localhost/',
+      'http://10.1.2.3/',
+      'http://0x7f.1/',
+    ]) {
       expect(checkUrlSyntax(raw, allow).ok, raw).toBe(true);
     }
-    expect(checkUrlSyntax('http://user:pass@127.0.0.1/', allow)).toEqual({ ok: false, reason: 'credentials are not allowed' });
+    expect(checkUrlSyntax('http://user:pass@127.0.0.1/', allow)).toEqual({
+      ok: false,
+      reason: 'credentials are not allowed',
+    });
     expect(checkUrlSyntax('file:///etc/passwd', allow)).toEqual({ ok: false, reason: 'scheme must be http or https' });
     expect(checkUrlSyntax('gopher://127.0.0.1/', allow)).toEqual({ ok: false, reason: 'scheme must be http or https' });
     expect(checkUrlSyntax(7, allow)).toEqual({ ok: false, reason: 'not a string' });

@@ -44,12 +44,20 @@ afterAll(async () => {
 });
 
 const SUBMIT = '/api/v1/jobs/submit/image-transform';
-const transform = (input: Record<string, unknown>, extra: Json = {}) => ({ job_type: 'image-transform', model: 'lanczos3', input, ...extra });
+const transform = (input: Record<string, unknown>, extra: Json = {}) => ({
+  job_type: 'image-transform',
+  model: 'lanczos3',
+  input,
+  ...extra,
+});
 
 describe('responses match the document', () => {
   it('submit, status, result, cancel, job types and the list', async () => {
     const sub = await svc.call('POST', SUBMIT, {
-      body: transform({ source: media.url('/photo.jpg'), width: 64 }, { webhook: { url: `${hooks.origin}/hook`, secret: 'shh' } }),
+      body: transform(
+        { source: media.url('/photo.jpg'), width: 64 },
+        { webhook: { url: `${hooks.origin}/hook`, secret: 'shh' } },
+      ),
       headers: { 'idempotency-key': `contract-${Date.now()}` },
     });
     check('POST', SUBMIT, sub.status, sub.body);
@@ -73,20 +81,28 @@ describe('responses match the document', () => {
     const list = await svc.call('GET', '/api/v1/jobs?limit=5');
     check('GET', '/api/v1/jobs', list.status, list.body);
 
-    const running = await svc.call('POST', '/api/v1/jobs/submit/test-sleep', { body: { job_type: 'test-sleep', model: 'v1', input: { ms: 60_000 } } });
+    const running = await svc.call('POST', '/api/v1/jobs/submit/test-sleep', {
+      body: { job_type: 'test-sleep', model: 'v1', input: { ms: 60_000 } },
+    });
     const cancel = await svc.call('POST', `/api/v1/jobs/${running.body.data.uuid}/cancel`);
     check('POST', '/api/v1/jobs/{uuid}/cancel', cancel.status, cancel.body);
   });
 
   it('webhook deliveries, redelivery and the payload itself', async () => {
-    const sub = await svc.call('POST', SUBMIT, { body: transform({ source: media.url('/small.png') }, { webhook: { url: `${hooks.origin}/hook`, secret: 'shh' } }) });
+    const sub = await svc.call('POST', SUBMIT, {
+      body: transform({ source: media.url('/small.png') }, { webhook: { url: `${hooks.origin}/hook`, secret: 'shh' } }),
+    });
     const uuid = sub.body.data.uuid as string;
     await waitTerminal(svc.call, uuid);
-    const delivery = await waitFor(() => deliveries.find((d) => JSON.parse(d.body).job.uuid === uuid), 'the webhook delivery');
+    const delivery = await waitFor(
+      () => deliveries.find((d) => JSON.parse(d.body).job.uuid === uuid),
+      'the webhook delivery',
+    );
     expect(checker.matches('WebhookPayload', JSON.parse(delivery.body))).toBe(true);
     // The headers the document names.
     const hookOp = doc.webhooks['job.completed'].post;
-    for (const p of hookOp.parameters as Json[]) expect(delivery.headers[p.name.toLowerCase()], p.name).toEqual(expect.any(String));
+    for (const p of hookOp.parameters as Json[])
+      expect(delivery.headers[p.name.toLowerCase()], p.name).toEqual(expect.any(String));
 
     const list = await waitFor(async () => {
       const r = await svc.call('GET', `/api/v1/jobs/${uuid}/webhook-deliveries`);
@@ -99,7 +115,9 @@ describe('responses match the document', () => {
   });
 
   it('errors: 400, 401, 404, 409, 413, 415 and the result download 403', async () => {
-    const bad = await svc.call('POST', SUBMIT, { body: transform({ source: media.url('/photo.jpg') }, { model: 'bicubic' }) });
+    const bad = await svc.call('POST', SUBMIT, {
+      body: transform({ source: media.url('/photo.jpg') }, { model: 'bicubic' }),
+    });
     expect(bad.status).toBe(400);
     check('POST', SUBMIT, 400, bad.body);
 
@@ -112,8 +130,14 @@ describe('responses match the document', () => {
     check('GET', '/api/v1/jobs/{uuid}/status', 404, missing.body);
 
     const key = `contract-409-${Date.now()}`;
-    await svc.call('POST', SUBMIT, { body: transform({ source: media.url('/small.png') }), headers: { 'idempotency-key': key } });
-    const conflict = await svc.call('POST', SUBMIT, { body: transform({ source: media.url('/photo.jpg') }), headers: { 'idempotency-key': key } });
+    await svc.call('POST', SUBMIT, {
+      body: transform({ source: media.url('/small.png') }),
+      headers: { 'idempotency-key': key },
+    });
+    const conflict = await svc.call('POST', SUBMIT, {
+      body: transform({ source: media.url('/photo.jpg') }),
+      headers: { 'idempotency-key': key },
+    });
     expect(conflict.status).toBe(409);
     check('POST', SUBMIT, 409, conflict.body);
 

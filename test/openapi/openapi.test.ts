@@ -45,7 +45,8 @@ function served(): Set<string> {
   const out = new Set<string>();
   const types = defaultJobTypes({ threads: 1 }).map((t) => t.name);
   for (const r of registeredRoutes(svc.app.server)) {
-    if (r.path === '/api/v1/jobs/submit/:jobType') for (const t of types) out.add(`${r.method} /api/v1/jobs/submit/${t}`);
+    if (r.path === '/api/v1/jobs/submit/:jobType')
+      for (const t of types) out.add(`${r.method} /api/v1/jobs/submit/${t}`);
     else out.add(`${r.method} ${shape(r.path)}`);
   }
   return out;
@@ -88,7 +89,9 @@ describe('the OpenAPI document', () => {
   it('documents nothing the server does not serve', () => {
     const routes = served();
     const phantom = [...documented()].filter((r) => !routes.has(r));
-    expect(phantom, 'documented operations the server does not register (is everything wired in server.ts?)').toEqual([]);
+    expect(phantom, 'documented operations the server does not register (is everything wired in server.ts?)').toEqual(
+      [],
+    );
   });
 
   it('has one submit operation per job type, with the body schema that validates submits', async () => {
@@ -106,7 +109,8 @@ describe('the OpenAPI document', () => {
       // Same source as GET /job-types: the same input schema.
       const discovery = listed.find((j) => j.name === t.name)!;
       expect(body.properties.input).toEqual(stripIds(discovery.body_schema.properties.input));
-      for (const status of ['200', '400', '401', '409', '413', '415', '429', '500']) expect(Object.keys(op.responses)).toContain(status);
+      for (const status of ['200', '400', '401', '409', '413', '415', '429', '500'])
+        expect(Object.keys(op.responses)).toContain(status);
       expect(op.responses['200'].headers).toHaveProperty('Idempotent-Replayed');
       expect(op.responses['200'].headers).toHaveProperty('X-Request-Id');
     }
@@ -123,8 +127,18 @@ describe('the OpenAPI document', () => {
       { job_type: 'image-transform', model: 'lanczos3', input: { source: src, colour: 'red' } },
       { job_type: 'image-transform', model: 'lanczos3', input: { source: [src, src] } },
       { job_type: 'image-transform', model: 'lanczos3', input: { source: src, width: 0 } },
-      { job_type: 'image-transform', model: 'lanczos3', input: { source: src }, webhook: { url: media.url('/hook'), events: ['job.done'] } },
-      { job_type: 'image-transform', model: 'lanczos3', input: { source: src }, webhook: { url: media.url('/hook'), secret: 's', events: ['job.failed'] } },
+      {
+        job_type: 'image-transform',
+        model: 'lanczos3',
+        input: { source: src },
+        webhook: { url: media.url('/hook'), events: ['job.done'] },
+      },
+      {
+        job_type: 'image-transform',
+        model: 'lanczos3',
+        input: { source: src },
+        webhook: { url: media.url('/hook'), secret: 's', events: ['job.failed'] },
+      },
     ];
     for (const body of bodies) {
       const verdict = checker.matches('SubmitImageTransform', body) === true;
@@ -132,34 +146,62 @@ describe('the OpenAPI document', () => {
       expect([res.status, JSON.stringify(body)]).toEqual([verdict ? 200 : 400, JSON.stringify(body)]);
     }
     // The document's own example is valid too.
-    const example = doc.paths['/api/v1/jobs/submit/image-transform'].post.requestBody.content['application/json'].example;
+    const example =
+      doc.paths['/api/v1/jobs/submit/image-transform'].post.requestBody.content['application/json'].example;
     expect(checker.matches('SubmitImageTransform', example)).toBe(true);
   });
 
   it('documents the envelope, the errors, the headers and bearer security', () => {
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(doc.security).toEqual([{ bearerAuth: [] }]);
-    for (const name of ['BadRequest', 'Unauthorized', 'NotFound', 'Conflict', 'Gone', 'PayloadTooLarge', 'UnsupportedMediaType', 'TooManyRequests', 'InternalError']) {
-      expect(doc.components.responses[name].content['application/json'].schema.$ref).toBe('#/components/schemas/ErrorEnvelope');
+    for (const name of [
+      'BadRequest',
+      'Unauthorized',
+      'NotFound',
+      'Conflict',
+      'Gone',
+      'PayloadTooLarge',
+      'UnsupportedMediaType',
+      'TooManyRequests',
+      'InternalError',
+    ]) {
+      expect(doc.components.responses[name].content['application/json'].schema.$ref).toBe(
+        '#/components/schemas/ErrorEnvelope',
+      );
     }
     expect(doc.components.responses.TooManyRequests.headers).toHaveProperty('Retry-After');
     expect(doc.components.responses.TooManyRequests.headers).toHaveProperty('RateLimit');
     expect(doc.components.schemas.ErrorEnvelope.properties.code.const).toBe(-1);
     // Routes outside the API key: no security.
-    for (const p of [OPENAPI_PATH, '/docs', '/results/{key}', '/healthz', '/readyz', '/metrics']) expect(doc.paths[p].get.security, p).toEqual([]);
+    for (const p of [OPENAPI_PATH, '/docs', '/results/{key}', '/healthz', '/readyz', '/metrics'])
+      expect(doc.paths[p].get.security, p).toEqual([]);
     const status = doc.paths['/api/v1/jobs/{uuid}/status'].get;
-    expect(status.parameters.find((p: Json) => p.name === 'wait').schema).toMatchObject({ type: 'integer', minimum: 0, maximum: 60 });
+    expect(status.parameters.find((p: Json) => p.name === 'wait').schema).toMatchObject({
+      type: 'integer',
+      minimum: 0,
+      maximum: 60,
+    });
     const list = doc.paths['/api/v1/jobs'].get;
-    expect(list.parameters.find((p: Json) => p.name === 'limit').schema).toMatchObject({ minimum: 1, maximum: 100, default: 20 });
+    expect(list.parameters.find((p: Json) => p.name === 'limit').schema).toMatchObject({
+      minimum: 1,
+      maximum: 100,
+      default: 20,
+    });
     expect(list.parameters.map((p: Json) => p.name).sort()).toEqual(['cursor', 'job_type', 'limit', 'status']);
   });
 
   it('documents the webhook deliveries as OpenAPI 3.1 webhooks with the X-Service headers', () => {
     expect(Object.keys(doc.webhooks).sort()).toEqual(['job.cancelled', 'job.completed', 'job.failed']);
     for (const w of Object.values(doc.webhooks) as Json[]) {
-      expect(w.post.parameters.map((p: Json) => p.name)).toEqual(['X-Service-Event-Id', 'X-Service-Timestamp', 'X-Service-Signature']);
+      expect(w.post.parameters.map((p: Json) => p.name)).toEqual([
+        'X-Service-Event-Id',
+        'X-Service-Timestamp',
+        'X-Service-Signature',
+      ]);
       expect(w.post.requestBody.content['application/json'].schema.$ref).toBe('#/components/schemas/WebhookPayload');
-      expect(responseChecker(doc).matches('WebhookPayload', w.post.requestBody.content['application/json'].example)).toBe(true);
+      expect(
+        responseChecker(doc).matches('WebhookPayload', w.post.requestBody.content['application/json'].example),
+      ).toBe(true);
     }
   });
 });

@@ -17,8 +17,12 @@ export type Json = Record<string, any>;
  * The origin serving /docs and /api/v1/openapi.json: the service itself once server.ts registers
  * docsRoutes, else a small stand-in server with the same routes (until the wiring lands).
  */
-export async function docsOrigin(svc: TestService, jobTypes?: JobType[]): Promise<{ base: string; wired: boolean; close(): Promise<void> }> {
-  if (svc.app.server.hasRoute({ method: 'GET', url: OPENAPI_PATH })) return { base: svc.base, wired: true, close: async () => {} };
+export async function docsOrigin(
+  svc: TestService,
+  jobTypes?: JobType[],
+): Promise<{ base: string; wired: boolean; close(): Promise<void> }> {
+  if (svc.app.server.hasRoute({ method: 'GET', url: OPENAPI_PATH }))
+    return { base: svc.base, wired: true, close: async () => {} };
   const f: FastifyInstance = Fastify();
   f.setErrorHandler((err, _req, reply) => {
     const status = err instanceof ApiError ? err.statusCode : 500;
@@ -57,7 +61,9 @@ export const shape = (path: string) => path.replace(/:[^/]+|\{[^}]+\}/g, '{}');
 export function responseChecker(doc: Json) {
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   addFormats(ajv);
-  const defs = JSON.parse(JSON.stringify(doc.components.schemas).replaceAll('#/components/schemas/', 'urn:media-jobs:components#/$defs/'));
+  const defs = JSON.parse(
+    JSON.stringify(doc.components.schemas).replaceAll('#/components/schemas/', 'urn:media-jobs:components#/$defs/'),
+  );
   ajv.addSchema({ $id: 'urn:media-jobs:components', $defs: defs });
   const cache = new Map<string, ValidateFunction>();
 
@@ -77,10 +83,15 @@ export function responseChecker(doc: Json) {
     const op = doc.paths[path]?.[method.toLowerCase()];
     if (!op) throw new Error(`the document has no operation ${method} ${path}`);
     const res = deref(op.responses[String(status)]);
-    if (!res) throw new Error(`${method} ${path} documents no ${status} response (has ${Object.keys(op.responses).join(', ')})`);
+    if (!res)
+      throw new Error(
+        `${method} ${path} documents no ${status} response (has ${Object.keys(op.responses).join(', ')})`,
+      );
     const schema = res.content?.['application/json']?.schema;
     if (!schema) throw new Error(`${method} ${path} ${status} has no JSON schema`);
-    const rewritten = JSON.parse(JSON.stringify(schema).replaceAll('#/components/schemas/', 'urn:media-jobs:components#/$defs/'));
+    const rewritten = JSON.parse(
+      JSON.stringify(schema).replaceAll('#/components/schemas/', 'urn:media-jobs:components#/$defs/'),
+    );
     v = ajv.compile(rewritten);
     cache.set(id, v);
     return v;
@@ -91,14 +102,17 @@ export function responseChecker(doc: Json) {
     check(method: string, path: string, status: number, body: unknown): void {
       const v = validatorFor(method, path, status);
       if (!v(body)) {
-        throw new Error(`${method} ${path} ${status} does not match the document: ${ajv.errorsText(v.errors)}\n${JSON.stringify(body)}`);
+        throw new Error(
+          `${method} ${path} ${status} does not match the document: ${ajv.errorsText(v.errors)}\n${JSON.stringify(body)}`,
+        );
       }
     },
     /** Compiles every component schema (they must be valid JSON Schema 2020-12). */
     compileAll(): number {
       let n = 0;
       for (const name of Object.keys(defs)) {
-        ajv.getSchema(`urn:media-jobs:components#/$defs/${name}`) ?? ajv.compile({ $ref: `urn:media-jobs:components#/$defs/${name}` });
+        ajv.getSchema(`urn:media-jobs:components#/$defs/${name}`) ??
+          ajv.compile({ $ref: `urn:media-jobs:components#/$defs/${name}` });
         n++;
       }
       return n;

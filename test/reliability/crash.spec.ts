@@ -17,14 +17,26 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { cli, spawnService, type ChildService } from '../helpers/child.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { freePort, tempDir, waitFor } from '../helpers/service.js';
-import { postgresReachable, PG_ADMIN_URL, prng, recordFigures, SEED, sleep, startHookReceiver, startSlowMedia, type HookReceiver, type SlowMedia } from './support.js';
+import {
+  postgresReachable,
+  PG_ADMIN_URL,
+  prng,
+  recordFigures,
+  SEED,
+  sleep,
+  startHookReceiver,
+  startSlowMedia,
+  type HookReceiver,
+  type SlowMedia,
+} from './support.js';
 
 const KILLS = Number(process.env.RELIABILITY_KILLS ?? 3);
 const CLIENTS = 4;
 const TERMINAL = ['completed', 'failed', 'cancelled'];
 
 const pgUp = await postgresReachable();
-if (!pgUp && process.env.REQUIRE_POSTGRES === 'true') throw new Error(`PostgreSQL is required (REQUIRE_POSTGRES=true) but ${PG_ADMIN_URL} is not reachable`);
+if (!pgUp && process.env.REQUIRE_POSTGRES === 'true')
+  throw new Error(`PostgreSQL is required (REQUIRE_POSTGRES=true) but ${PG_ADMIN_URL} is not reachable`);
 if (!pgUp) console.log(`PostgreSQL not reachable at ${PG_ADMIN_URL}: the crash scenario runs on SQLite only.`);
 const backends: Array<'sqlite' | 'postgres'> = pgUp ? ['sqlite', 'postgres'] : ['sqlite'];
 
@@ -101,12 +113,18 @@ describe.each(backends)('crash under load on %s', (backend) => {
         const roll = r();
         const kind: Acked['kind'] = roll < 0.1 ? 'fail' : roll < 0.2 ? 'cancel' : 'ok';
         const events = r() < 0.15 ? ['job.failed'] : ['job.completed', 'job.failed', 'job.cancelled'];
-        const source = kind === 'fail' ? media.missing(idem) : media.slow(kind === 'cancel' ? 1500 : 50 + Math.floor(r() * 400), idem);
+        const source =
+          kind === 'fail'
+            ? media.missing(idem)
+            : media.slow(kind === 'cancel' ? 1500 : 50 + Math.floor(r() * 400), idem);
         const body = JSON.stringify({
           job_type: 'image-transform',
           model: 'lanczos3',
           input: { source, width: 64 },
-          webhook: events.length === 3 ? { url: rx.url(`/hook/${i}`), secret: `s-${i}` } : { url: rx.url(`/hook/${i}`), events },
+          webhook:
+            events.length === 3
+              ? { url: rx.url(`/hook/${i}`), secret: `s-${i}` }
+              : { url: rx.url(`/hook/${i}`), events },
         });
         let tries = 0;
         let answer: { uuid: string; replayed: boolean } | undefined;
@@ -119,10 +137,18 @@ describe.each(backends)('crash under load on %s', (backend) => {
             setTimeout(fire, r() * 25);
           }
           try {
-            const res = await fetch(`${base}/api/v1/jobs/submit/image-transform`, { method: 'POST', headers: { ...headers, 'idempotency-key': idem }, body, signal: AbortSignal.timeout(20_000) });
+            const res = await fetch(`${base}/api/v1/jobs/submit/image-transform`, {
+              method: 'POST',
+              headers: { ...headers, 'idempotency-key': idem },
+              body,
+              signal: AbortSignal.timeout(20_000),
+            });
             const text = await res.text();
             if (res.status === 200) {
-              answer = { uuid: JSON.parse(text).data.uuid, replayed: res.headers.get('idempotent-replayed') === 'true' };
+              answer = {
+                uuid: JSON.parse(text).data.uuid,
+                replayed: res.headers.get('idempotent-replayed') === 'true',
+              };
             } else {
               unexpected.push(`submit ${idem}: HTTP ${res.status} ${text.slice(0, 200)}`);
               await sleep(200);
@@ -140,13 +166,25 @@ describe.each(backends)('crash under load on %s', (backend) => {
           if (answer.replayed) inDoubtReplayed++;
           else inDoubtCreated++;
         }
-        const a: Acked = { key: idem, uuid: answer.uuid, kind, events, tries, replayed: answer.replayed, cancelAcked: false };
+        const a: Acked = {
+          key: idem,
+          uuid: answer.uuid,
+          kind,
+          events,
+          tries,
+          replayed: answer.replayed,
+          cancelAcked: false,
+        };
         acked.push(a);
         if (kind === 'cancel') {
           await sleep(r() * 300);
           cancelsSent++;
           try {
-            const res = await fetch(`${base}/api/v1/jobs/${a.uuid}/cancel`, { method: 'POST', headers: { authorization: headers.authorization }, signal: AbortSignal.timeout(20_000) });
+            const res = await fetch(`${base}/api/v1/jobs/${a.uuid}/cancel`, {
+              method: 'POST',
+              headers: { authorization: headers.authorization },
+              signal: AbortSignal.timeout(20_000),
+            });
             await res.text();
             if (res.status === 200) a.cancelAcked = true;
             else if (res.status !== 409) unexpected.push(`cancel ${a.uuid}: HTTP ${res.status}`);
@@ -167,7 +205,9 @@ describe.each(backends)('crash under load on %s', (backend) => {
     for (let k = 0; k < KILLS; k++) {
       await sleep(2_000 + rnd() * 3_000);
       try {
-        const p = await fetch(`${base}/api/v1/jobs?status=processing&limit=100`, { headers: { authorization: headers.authorization } });
+        const p = await fetch(`${base}/api/v1/jobs?status=processing&limit=100`, {
+          headers: { authorization: headers.authorization },
+        });
         processingAtKill.push(((await p.json()) as any).data.jobs.length);
       } catch {
         processingAtKill.push(-1);
@@ -223,7 +263,8 @@ describe.each(backends)('crash under load on %s', (backend) => {
       statuses[j.status] = (statuses[j.status] ?? 0) + 1;
       if (j.status === 'failed') errorTypes[j.error_type] = (errorTypes[j.error_type] ?? 0) + 1;
       if (!TERMINAL.includes(j.status)) notTerminal.push(`${a.uuid}: ${j.status}`);
-      if (a.cancelAcked && j.status !== 'cancelled') cancelBroken.push(`${a.uuid}: cancel answered 200, job is ${j.status}`);
+      if (a.cancelAcked && j.status !== 'cancelled')
+        cancelBroken.push(`${a.uuid}: cancel answered 200, job is ${j.status}`);
       if (a.kind === 'fail' && j.status === 'completed') cancelBroken.push(`${a.uuid}: missing media, yet completed`);
     }
 
@@ -238,9 +279,12 @@ describe.each(backends)('crash under load on %s', (backend) => {
       }
       const dl = await fetch(r.body.data.url);
       const bytes = Buffer.from(await dl.arrayBuffer());
-      if (dl.status !== 200 || bytes.length !== r.body.data.size_bytes) brokenResults.push(`${a.uuid}: download HTTP ${dl.status}, ${bytes.length} bytes`);
+      if (dl.status !== 200 || bytes.length !== r.body.data.size_bytes)
+        brokenResults.push(`${a.uuid}: download HTTP ${dl.status}, ${bytes.length} bytes`);
     }
-    const resultFiles = fs.existsSync(path.join(dataDir, 'results')) ? fs.readdirSync(path.join(dataDir, 'results')) : [];
+    const resultFiles = fs.existsSync(path.join(dataDir, 'results'))
+      ? fs.readdirSync(path.join(dataDir, 'results'))
+      : [];
     const rerun = new Set(resultFiles.filter((f) => /\.[2-9]\.\w+$/.test(f)).map((f) => f.slice(0, 36))).size;
 
     // Webhooks: every subscribed terminal event arrives; one event id per job; never an unsubscribed one.
@@ -264,7 +308,8 @@ describe.each(backends)('crash under load on %s', (backend) => {
         const pending: string[] = [];
         for (const a of expecting) {
           const d = (await call('GET', `/api/v1/jobs/${a.uuid}/webhook-deliveries`)).body.data?.deliveries ?? [];
-          if (d.length !== 1 || d[0].state !== 'delivered') pending.push(`${a.uuid}: ${JSON.stringify(d.map((x: any) => x.state))}`);
+          if (d.length !== 1 || d[0].state !== 'delivered')
+            pending.push(`${a.uuid}: ${JSON.stringify(d.map((x: any) => x.state))}`);
         }
         return pending.length === 0 ? [] : undefined;
       },
@@ -281,14 +326,16 @@ describe.each(backends)('crash under load on %s', (backend) => {
       const ds = byJob.get(a.uuid) ?? [];
       if (!j) continue;
       if (!expectEvent(a)) {
-        if (ds.length > 0) webhookProblems.push(`${a.uuid}: ${ds.length} deliveries of an unsubscribed event (${j.status})`);
+        if (ds.length > 0)
+          webhookProblems.push(`${a.uuid}: ${ds.length} deliveries of an unsubscribed event (${j.status})`);
         continue;
       }
       if (ds.length === 0) webhookProblems.push(`${a.uuid}: ${j.status}, subscribed, never delivered`);
       const ids = new Set(ds.map((d) => d.eventId));
       if (ids.size > 1) webhookProblems.push(`${a.uuid}: ${ids.size} different event ids`);
       for (const d of ds) {
-        if (d.eventType !== `job.${j.status}` || d.jobStatus !== j.status) webhookProblems.push(`${a.uuid}: delivered ${d.eventType}/${d.jobStatus}, job is ${j.status}`);
+        if (d.eventType !== `job.${j.status}` || d.jobStatus !== j.status)
+          webhookProblems.push(`${a.uuid}: delivered ${d.eventType}/${d.jobStatus}, job is ${j.status}`);
       }
     }
     const received = rx.deliveries.length;
@@ -301,11 +348,13 @@ describe.each(backends)('crash under load on %s', (backend) => {
       .map(([id]) => {
         const ds = rx.deliveries.filter((d) => d.eventId === id).map((d) => d.at);
         const kill = killedAt.filter((k) => k >= ds[0]! - 1).sort((x, y) => x - y)[0];
-        return kill === undefined ? `first copy after the last kill (${id})` : `first copy ${kill - ds[0]!} ms before a kill, again ${Math.round((ds[1]! - kill) / 100) / 10} s after it`;
+        return kill === undefined
+          ? `first copy after the last kill (${id})`
+          : `first copy ${kill - ds[0]!} ms before a kill, again ${Math.round((ds[1]! - kill) / 100) / 10} s after it`;
       });
 
     recordFigures(`crash under load (${backend})`, {
-      'clients': CLIENTS,
+      clients: CLIENTS,
       'SIGKILLs survived': KILLS,
       'restart to ready, ms (each start)': restartMs,
       'load phase, s': Math.round(loadMs / 100) / 10,

@@ -123,7 +123,8 @@ type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const has = (o: Obj, k: string) => Object.prototype.hasOwnProperty.call(o, k);
 const onlyKeys = (o: Obj, allowed: string[]) => Object.keys(o).every((k) => allowed.includes(k));
-const intIn = (v: unknown, lo: number, hi: number) => typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi;
+const intIn = (v: unknown, lo: number, hi: number) =>
+  typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi;
 const oneOf = (v: unknown, values: string[]) => typeof v === 'string' && values.includes(v);
 
 /** The contract of POST /jobs/submit/image-transform, written from the README, not from the code. */
@@ -131,7 +132,8 @@ function validSubmit(b: unknown): boolean {
   if (!isObj(b) || !onlyKeys(b, ['job_type', 'model', 'input', 'webhook'])) return false;
   if (b.job_type !== 'image-transform' || !oneOf(b.model, MODELS)) return false;
   const i = b.input;
-  if (!isObj(i) || !onlyKeys(i, ['source', 'width', 'height', 'fit', 'format', 'quality']) || !has(i, 'source')) return false;
+  if (!isObj(i) || !onlyKeys(i, ['source', 'width', 'height', 'fit', 'format', 'quality']) || !has(i, 'source'))
+    return false;
   const s = i.source;
   if (!(typeof s === 'string' ? validUrl(s) : Array.isArray(s) && s.length === 1 && validUrl(s[0]))) return false;
   if (has(i, 'width') && !intIn(i.width, 1, 16384)) return false;
@@ -142,10 +144,12 @@ function validSubmit(b: unknown): boolean {
   if (has(b, 'webhook')) {
     const w = b.webhook;
     if (!isObj(w) || !onlyKeys(w, ['url', 'secret', 'events']) || !validUrl(w.url)) return false;
-    if (has(w, 'secret') && !(typeof w.secret === 'string' && w.secret.length >= 1 && w.secret.length <= 256)) return false;
+    if (has(w, 'secret') && !(typeof w.secret === 'string' && w.secret.length >= 1 && w.secret.length <= 256))
+      return false;
     if (has(w, 'events')) {
       const e = w.events;
-      if (!Array.isArray(e) || e.length === 0 || !e.every((x) => oneOf(x, EVENTS)) || new Set(e).size !== e.length) return false;
+      if (!Array.isArray(e) || e.length === 0 || !e.every((x) => oneOf(x, EVENTS)) || new Set(e).size !== e.length)
+        return false;
     }
   }
   return true;
@@ -172,16 +176,58 @@ const anyString = fc.oneof(
   fc.string({ maxLength: 20 }),
   fc.string({ unit: 'grapheme', maxLength: 20 }),
   fc.string({ unit: 'binary', maxLength: 20 }),
-  fc.constantFrom('', ' ', '\u0000', '\u202e', 'null', 'true', '0', '-1', 'ｉmage-transform', 'image\u2011transform', 'Lanczos3', 'lanczos3 ', '😀', '\ud800'),
+  fc.constantFrom(
+    '',
+    ' ',
+    '\u0000',
+    '\u202e',
+    'null',
+    'true',
+    '0',
+    '-1',
+    'ｉmage-transform',
+    'image\u2011transform',
+    'Lanczos3',
+    'lanczos3 ',
+    '😀',
+    '\ud800',
+  ),
 );
-const boundaryNumber = fc.constantFrom(0, 1, -1, 16384, 16385, 100, 101, 1.5, -0, 1e3, 2 ** 53, 2 ** 53 + 2, 1e308, -1e-9, 0.1);
+const boundaryNumber = fc.constantFrom(
+  0,
+  1,
+  -1,
+  16384,
+  16385,
+  100,
+  101,
+  1.5,
+  -0,
+  1e3,
+  2 ** 53,
+  2 ** 53 + 2,
+  1e308,
+  -1e-9,
+  0.1,
+);
 const smallJson = fc.jsonValue({ maxDepth: 3 });
 const anyValue = fc.oneof(
   { weight: 3, arbitrary: smallJson },
   { weight: 2, arbitrary: anyString },
   { weight: 2, arbitrary: boundaryNumber },
   { weight: 3, arbitrary: fc.constantFrom(...VALID_URLS, ...INVALID_URLS) },
-  { weight: 1, arbitrary: fc.constantFrom(null, true, false, [], {}, [null], ['http://media.example.com/photo.jpg', 'http://media.example.com/photo.jpg']) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      null,
+      true,
+      false,
+      [],
+      {},
+      [null],
+      ['http://media.example.com/photo.jpg', 'http://media.example.com/photo.jpg'],
+    ),
+  },
 );
 
 /** Valid bodies, varied: every optional part present or not, every allowed value. */
@@ -189,7 +235,10 @@ const validBody = fc
   .record(
     {
       model: fc.constantFrom(...MODELS),
-      source: fc.oneof(fc.constantFrom(...VALID_URLS), fc.constantFrom(...VALID_URLS).map((u) => [u])),
+      source: fc.oneof(
+        fc.constantFrom(...VALID_URLS),
+        fc.constantFrom(...VALID_URLS).map((u) => [u]),
+      ),
       width: fc.integer({ min: 1, max: 16384 }),
       height: fc.integer({ min: 1, max: 16384 }),
       fit: fc.constantFrom(...FITS),
@@ -232,10 +281,28 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   fc.constant<Mutation>({ op: 'delete' }),
   anyValue.map((value): Mutation => ({ op: 'replace', value })),
   fc
-    .oneof(anyString, fc.constantFrom('Model', 'job-type', 'jobType', 'inputs', 'webhooks', 'url ', 'source\u0000', 'sourcé', 'width', 'secret', 'events'))
+    .oneof(
+      anyString,
+      fc.constantFrom(
+        'Model',
+        'job-type',
+        'jobType',
+        'inputs',
+        'webhooks',
+        'url ',
+        'source\u0000',
+        'sourcé',
+        'width',
+        'secret',
+        'events',
+      ),
+    )
     .map((name): Mutation => ({ op: 'rename', name })),
   fc
-    .tuple(fc.oneof(anyString, fc.constantFrom('extra', 'priority', 'options', 'target', 'reference', 'audio', 'metadata')), anyValue)
+    .tuple(
+      fc.oneof(anyString, fc.constantFrom('extra', 'priority', 'options', 'target', 'reference', 'audio', 'metadata')),
+      anyValue,
+    )
     .map(([name, value]): Mutation => ({ op: 'add', name, value })),
   fc.constant<Mutation>({ op: 'wrap' }),
   anyValue.map((value): Mutation => ({ op: 'duplicateKey', value })),
@@ -269,7 +336,12 @@ function mutate(body: Obj, where: number, m: Mutation): string {
         Object.defineProperty(target, m.name, { value: v, enumerable: true, writable: true, configurable: true });
       } else {
         const value = m.op === 'add' ? m.value : parent[last];
-        Object.defineProperty(target, m.op === 'add' ? m.name : String(last), { value, enumerable: true, writable: true, configurable: true });
+        Object.defineProperty(target, m.op === 'add' ? m.name : String(last), {
+          value,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       }
       return JSON.stringify(clone);
     }
@@ -312,28 +384,44 @@ const pollution = fc
 
 const deepNesting = fc
   .tuple(
-    fc.oneof(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 100, max: 5000 }), fc.integer({ min: 5000, max: 400_000 })),
+    fc.oneof(
+      fc.integer({ min: 1, max: 100 }),
+      fc.integer({ min: 100, max: 5000 }),
+      fc.integer({ min: 5000, max: 400_000 }),
+    ),
     fc.constantFrom('array', 'object'),
     fc.constantFrom('top', 'input.extra', 'model', 'webhook.events'),
   )
   .map(([depth, kind, where]) => {
-    const nested = kind === 'array' ? `${'['.repeat(depth)}${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+    const nested =
+      kind === 'array' ? `${'['.repeat(depth)}${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
     if (where === 'top') return nested;
-    const base = { job_type: 'image-transform', model: 'lanczos3', input: { source: VALID_URLS[0] }, webhook: { url: VALID_URLS[0] } };
+    const base = {
+      job_type: 'image-transform',
+      model: 'lanczos3',
+      input: { source: VALID_URLS[0] },
+      webhook: { url: VALID_URLS[0] },
+    };
     const marker = '"__NESTED__"';
     if (where === 'model') return JSON.stringify({ ...base, model: '__NESTED__' }).replace(marker, nested);
-    if (where === 'input.extra') return JSON.stringify({ ...base, input: { ...base.input, extra: '__NESTED__' } }).replace(marker, nested);
+    if (where === 'input.extra')
+      return JSON.stringify({ ...base, input: { ...base.input, extra: '__NESTED__' } }).replace(marker, nested);
     return JSON.stringify({ ...base, webhook: { url: VALID_URLS[0], events: '__NESTED__' } }).replace(marker, nested);
   });
 
 const hugeString = fc
-  .tuple(fc.integer({ min: 10_000, max: 1_200_000 }), fc.constantFrom('a', 'é', '😀', '\\u0000', '"'), fc.constantFrom('model', 'secret', 'source', 'key', 'text'))
+  .tuple(
+    fc.integer({ min: 10_000, max: 1_200_000 }),
+    fc.constantFrom('a', 'é', '😀', '\\u0000', '"'),
+    fc.constantFrom('model', 'secret', 'source', 'key', 'text'),
+  )
   .map(([n, ch, where]) => {
     const unit = ch === '"' ? '\\"' : ch;
     const s = unit.repeat(Math.max(1, Math.floor(n / Buffer.byteLength(unit))));
     const base = { job_type: 'image-transform', model: 'lanczos3', input: { source: VALID_URLS[0] } } as Obj;
     if (where === 'text') return s;
-    if (where === 'key') return `{"${s}":1,"job_type":"image-transform","model":"lanczos3","input":{"source":"${VALID_URLS[0]}"}}`;
+    if (where === 'key')
+      return `{"${s}":1,"job_type":"image-transform","model":"lanczos3","input":{"source":"${VALID_URLS[0]}"}}`;
     const text =
       where === 'model'
         ? JSON.stringify({ ...base, model: '__S__' })
@@ -344,34 +432,59 @@ const hugeString = fc
   });
 
 /** Broken JSON text: truncations, trailing garbage, comments, single quotes, NaN, BOM… */
-const malformedText = fc.tuple(validBody, fc.nat(), fc.constantFrom('truncate', 'trailing', 'comment', 'quotes', 'nan', 'bom', 'comma', 'raw')).map(([b, n, how]) => {
-  const t = JSON.stringify(b);
-  switch (how) {
-    case 'truncate':
-      return t.slice(0, n % t.length);
-    case 'trailing':
-      return `${t} x`;
-    case 'comment':
-      return `/* c */${t}`;
-    case 'quotes':
-      return t.replace(/"/g, "'");
-    case 'nan':
-      return t.replace(/"lanczos3"|"mitchell"|"nearest"/, 'NaN');
-    case 'bom':
-      return `\ufeff${t}`;
-    case 'comma':
-      return t.replace(/}$/, ',}');
-    default:
-      return String.fromCharCode(...Array.from({ length: 1 + (n % 40) }, (_, i) => (n * (i + 7)) % 256));
-  }
-});
+const malformedText = fc
+  .tuple(
+    validBody,
+    fc.nat(),
+    fc.constantFrom('truncate', 'trailing', 'comment', 'quotes', 'nan', 'bom', 'comma', 'raw'),
+  )
+  .map(([b, n, how]) => {
+    const t = JSON.stringify(b);
+    switch (how) {
+      case 'truncate':
+        return t.slice(0, n % t.length);
+      case 'trailing':
+        return `${t} x`;
+      case 'comment':
+        return `/* c */${t}`;
+      case 'quotes':
+        return t.replace(/"/g, "'");
+      case 'nan':
+        return t.replace(/"lanczos3"|"mitchell"|"nearest"/, 'NaN');
+      case 'bom':
+        return `\ufeff${t}`;
+      case 'comma':
+        return t.replace(/}$/, ',}');
+      default:
+        return String.fromCharCode(...Array.from({ length: 1 + (n % 40) }, (_, i) => (n * (i + 7)) % 256));
+    }
+  });
 
 const submitText: fc.Arbitrary<{ kind: string; text: string }> = fc.oneof(
   { weight: 4, arbitrary: validBody.map((b) => ({ kind: 'valid', text: JSON.stringify(b) })) },
-  { weight: 8, arbitrary: fc.tuple(validBody, fc.nat(), mutation).map(([b, w, m]) => ({ kind: `mutated:${m.op}`, text: mutate(b, w, m) })) },
-  { weight: 2, arbitrary: fc.tuple(validBody, fc.nat(), mutation, fc.nat(), mutation).map(([b, w1, m1, w2, m2]) => ({ kind: 'mutated:twice', text: mutate(JSON.parse(mutate(b, w1, m1)) as Obj, w2, m2) })) },
-  { weight: 3, arbitrary: fc.jsonValue({ maxDepth: 5 }).map((v) => ({ kind: 'random-json', text: JSON.stringify(v) ?? 'null' })) },
-  { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 4, stringUnit: 'grapheme' }).map((v) => ({ kind: 'random-json-unicode', text: JSON.stringify(v) ?? 'null' })) },
+  {
+    weight: 8,
+    arbitrary: fc
+      .tuple(validBody, fc.nat(), mutation)
+      .map(([b, w, m]) => ({ kind: `mutated:${m.op}`, text: mutate(b, w, m) })),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.tuple(validBody, fc.nat(), mutation, fc.nat(), mutation).map(([b, w1, m1, w2, m2]) => ({
+      kind: 'mutated:twice',
+      text: mutate(JSON.parse(mutate(b, w1, m1)) as Obj, w2, m2),
+    })),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.jsonValue({ maxDepth: 5 }).map((v) => ({ kind: 'random-json', text: JSON.stringify(v) ?? 'null' })),
+  },
+  {
+    weight: 2,
+    arbitrary: fc
+      .jsonValue({ maxDepth: 4, stringUnit: 'grapheme' })
+      .map((v) => ({ kind: 'random-json-unicode', text: JSON.stringify(v) ?? 'null' })),
+  },
   { weight: 2, arbitrary: pollution.map((text) => ({ kind: 'prototype-pollution', text })) },
   { weight: 1, arbitrary: deepNesting.map((text) => ({ kind: 'deep-nesting', text })) },
   { weight: 1, arbitrary: hugeString.map((text) => ({ kind: 'huge-string', text })) },
@@ -418,7 +531,13 @@ const statusCounts = () => new Map<number, number>();
 const bump = (m: Map<number, number>, s: number) => m.set(s, (m.get(s) ?? 0) + 1);
 const countsObj = (m: Map<number, number>) => Object.fromEntries([...m].sort((a, b) => a[0] - b[0]));
 
-function report(name: string, runs: number, counts: Map<number, number>, v: Violations, extra: Record<string, unknown> = {}) {
+function report(
+  name: string,
+  runs: number,
+  counts: Map<number, number>,
+  v: Violations,
+  extra: Record<string, unknown> = {},
+) {
   figures[`${name}: cases`] = runs;
   figures[`${name}: statuses`] = countsObj(counts);
   // API keys masked: results.md is committed.
@@ -471,7 +590,13 @@ describe('fuzzing the public API (fast-check, seed fixed)', () => {
           accepted++;
           const d = JSON.parse(res.text).data;
           const parsed = JSON.parse(Buffer.from(sent, 'utf8').toString('utf8')) as Obj;
-          if (!isUuid(d.uuid) || d.status !== 'queued' || d.job_type !== 'image-transform' || d.model !== parsed.model || d.result_ready !== false) {
+          if (
+            !isUuid(d.uuid) ||
+            d.status !== 'queued' ||
+            d.job_type !== 'image-transform' ||
+            d.model !== parsed.model ||
+            d.result_ready !== false
+          ) {
             v.add('accepted job object is wrong', ex);
           }
         }
@@ -479,7 +604,10 @@ describe('fuzzing the public API (fast-check, seed fixed)', () => {
       }),
       fcParams(RUNS.bodies),
     );
-    report('submit bodies', runs, counts, v, { 'accepted (valid by the model)': accepted, 'case kinds': Object.fromEntries(kinds) });
+    report('submit bodies', runs, counts, v, {
+      'accepted (valid by the model)': accepted,
+      'case kinds': Object.fromEntries(kinds),
+    });
     expect(v.summary()).toEqual([]);
   });
 
@@ -524,7 +652,13 @@ describe('fuzzing the public API (fast-check, seed fixed)', () => {
           { value: Buffer.from(`Bearer ${'x'.repeat(5000)}`), ok: false },
         ),
       },
-      { weight: 1, arbitrary: fc.string({ unit: 'binary-ascii', maxLength: 60 }).filter((s) => !/[\x00-\x08\x0a-\x1f\x7f]/.test(s)).map<AuthCase>((s) => ({ value: s, ok: false })) },
+      {
+        weight: 1,
+        arbitrary: fc
+          .string({ unit: 'binary-ascii', maxLength: 60 })
+          .filter((s) => !/[\x00-\x08\x0a-\x1f\x7f]/.test(s))
+          .map<AuthCase>((s) => ({ value: s, ok: false })),
+      },
     );
     type CtCase = { value: string | null; ok: boolean | 'either' };
     const contentType = fc.oneof(
@@ -553,10 +687,22 @@ describe('fuzzing the public API (fast-check, seed fixed)', () => {
         ),
       },
     );
-    type IdemCase = { kind: 'none' } | { kind: 'fresh'; len?: number } | { kind: 'reuse'; sameBody: boolean } | { kind: 'bad'; value: string | Buffer };
+    type IdemCase =
+      | { kind: 'none' }
+      | { kind: 'fresh'; len?: number }
+      | { kind: 'reuse'; sameBody: boolean }
+      | { kind: 'bad'; value: string | Buffer };
     const idem = fc.oneof(
       { weight: 4, arbitrary: fc.constant<IdemCase>({ kind: 'none' }) },
-      { weight: 4, arbitrary: fc.constantFrom<IdemCase>({ kind: 'fresh' }, { kind: 'fresh', len: 1 }, { kind: 'fresh', len: 255 }, { kind: 'fresh', len: 40 }) },
+      {
+        weight: 4,
+        arbitrary: fc.constantFrom<IdemCase>(
+          { kind: 'fresh' },
+          { kind: 'fresh', len: 1 },
+          { kind: 'fresh', len: 255 },
+          { kind: 'fresh', len: 40 },
+        ),
+      },
       { weight: 3, arbitrary: fc.boolean().map<IdemCase>((sameBody) => ({ kind: 'reuse', sameBody })) },
       {
         weight: 3,
@@ -574,86 +720,155 @@ describe('fuzzing the public API (fast-check, seed fixed)', () => {
     );
     const requestId = fc.oneof(
       fc.constant<string | Buffer | null>(null),
-      fc.constantFrom<string | Buffer | null>('req-1', 'a'.repeat(128), 'a'.repeat(129), 'has space', 'semi;colon', '', 'ok._:@/+=-', Buffer.from('réq', 'utf8')),
+      fc.constantFrom<string | Buffer | null>(
+        'req-1',
+        'a'.repeat(128),
+        'a'.repeat(129),
+        'has space',
+        'semi;colon',
+        '',
+        'ok._:@/+=-',
+        Buffer.from('réq', 'utf8'),
+      ),
       fc.string({ unit: 'binary-ascii', maxLength: 40 }).filter((s) => !/[\x00-\x08\x0a-\x1f\x7f]/.test(s)),
     );
     const bodies = [
       { job_type: 'image-transform', model: 'lanczos3', input: { source: VALID_URLS[0], width: 64 } },
-      { job_type: 'image-transform', model: 'nearest', input: { source: [VALID_URLS[4]] }, webhook: { url: VALID_URLS[1], events: ['job.failed'] } },
+      {
+        job_type: 'image-transform',
+        model: 'nearest',
+        input: { source: [VALID_URLS[4]] },
+        webhook: { url: VALID_URLS[1], events: ['job.failed'] },
+      },
       { job_type: 'image-transform', model: 'mitchell', input: { source: VALID_URLS[6], format: 'webp', quality: 50 } },
     ];
     const sortDeep = (x: unknown): unknown =>
-      Array.isArray(x) ? x.map(sortDeep) : isObj(x) ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, sortDeep(x[k])])) : x;
+      Array.isArray(x)
+        ? x.map(sortDeep)
+        : isObj(x)
+          ? Object.fromEntries(
+              Object.keys(x)
+                .sort()
+                .map((k) => [k, sortDeep(x[k])]),
+            )
+          : x;
     const canonical = (b: unknown) => JSON.stringify(sortDeep(b));
     const REQUEST_ID_OK = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 
     await fc.assert(
-      fc.asyncProperty(auth, contentType, idem, requestId, fc.nat(bodies.length - 1), fc.nat(), async (a, ct, ik, rid, bi, pick) => {
-        runs++;
-        n++;
-        const body = bodies[bi]!;
-        const text = JSON.stringify(body);
-        const headers: Array<[string, string | Buffer]> = [];
-        const sub = (s: string) => s.replace(/SHORT/, key.slice(0, -1)).replace(/REVOKED/, revoked).replace(/KEY/g, key);
-        if (a.value !== null) headers.push(['Authorization', a.value === 'VALID' ? `Bearer ${key}` : typeof a.value === 'string' ? sub(a.value) : Buffer.from(sub(a.value.toString('latin1')), 'latin1')]);
-        if (ct.value !== null) headers.push(['Content-Type', ct.value]);
-        let idemKey: string | undefined;
-        let idemValid = true;
-        if (ik.kind === 'fresh') {
-          const base = `fz-${SEED}-${n}-`;
-          idemKey = ik.len === undefined ? `${base}${pick}` : ik.len === 1 ? String.fromCharCode(33 + (n % 94)) : (base + 'x'.repeat(300)).slice(0, ik.len);
-          if (ik.len === 1 && usedKeys.includes(idemKey)) idemKey = `${base}1`;
-          headers.push(['Idempotency-Key', idemKey]);
-        } else if (ik.kind === 'reuse') {
-          idemKey = usedKeys.length > 0 ? usedKeys[pick % usedKeys.length] : `fz-${SEED}-${n}-r`;
-          headers.push(['Idempotency-Key', idemKey!]);
-        } else if (ik.kind === 'bad') {
-          idemValid = false;
-          headers.push(['Idempotency-Key', ik.value]);
-        }
-        if (rid !== null) headers.push(['X-Request-Id', rid]);
-        const reused = idemKey !== undefined ? stored.get(idemKey) : undefined;
-        const sendBody =
-          ik.kind === 'reuse' && reused ? (ik.sameBody ? reused.obj : bodies[(bodies.findIndex((b) => canonical(b) === reused.body) + 1) % bodies.length]!) : body;
-        const sendText = sendBody === body ? text : JSON.stringify(sendBody);
+      fc.asyncProperty(
+        auth,
+        contentType,
+        idem,
+        requestId,
+        fc.nat(bodies.length - 1),
+        fc.nat(),
+        async (a, ct, ik, rid, bi, pick) => {
+          runs++;
+          n++;
+          const body = bodies[bi]!;
+          const text = JSON.stringify(body);
+          const headers: Array<[string, string | Buffer]> = [];
+          const sub = (s: string) =>
+            s
+              .replace(/SHORT/, key.slice(0, -1))
+              .replace(/REVOKED/, revoked)
+              .replace(/KEY/g, key);
+          if (a.value !== null)
+            headers.push([
+              'Authorization',
+              a.value === 'VALID'
+                ? `Bearer ${key}`
+                : typeof a.value === 'string'
+                  ? sub(a.value)
+                  : Buffer.from(sub(a.value.toString('latin1')), 'latin1'),
+            ]);
+          if (ct.value !== null) headers.push(['Content-Type', ct.value]);
+          let idemKey: string | undefined;
+          let idemValid = true;
+          if (ik.kind === 'fresh') {
+            const base = `fz-${SEED}-${n}-`;
+            idemKey =
+              ik.len === undefined
+                ? `${base}${pick}`
+                : ik.len === 1
+                  ? String.fromCharCode(33 + (n % 94))
+                  : (base + 'x'.repeat(300)).slice(0, ik.len);
+            if (ik.len === 1 && usedKeys.includes(idemKey)) idemKey = `${base}1`;
+            headers.push(['Idempotency-Key', idemKey]);
+          } else if (ik.kind === 'reuse') {
+            idemKey = usedKeys.length > 0 ? usedKeys[pick % usedKeys.length] : `fz-${SEED}-${n}-r`;
+            headers.push(['Idempotency-Key', idemKey!]);
+          } else if (ik.kind === 'bad') {
+            idemValid = false;
+            headers.push(['Idempotency-Key', ik.value]);
+          }
+          if (rid !== null) headers.push(['X-Request-Id', rid]);
+          const reused = idemKey !== undefined ? stored.get(idemKey) : undefined;
+          const sendBody =
+            ik.kind === 'reuse' && reused
+              ? ik.sameBody
+                ? reused.obj
+                : bodies[(bodies.findIndex((b) => canonical(b) === reused.body) + 1) % bodies.length]!
+              : body;
+          const sendText = sendBody === body ? text : JSON.stringify(sendBody);
 
-        // The contract's order: authentication, then the media type, then the key's syntax, then idempotency.
-        let expected: number[];
-        if (!a.ok) expected = [401];
-        else if (ct.ok === false) expected = [415];
-        else if (!idemValid) expected = ct.ok === 'either' ? [400, 415] : [400];
-        else if (reused) expected = canonical(sendBody) === reused.body ? [200] : [409];
-        else expected = [200];
-        if (ct.ok === 'either' && expected[0] === 200) expected = [200, 415];
-        if (ct.ok === 'either' && expected[0] === 409) expected = [409, 415];
+          // The contract's order: authentication, then the media type, then the key's syntax, then idempotency.
+          let expected: number[];
+          if (!a.ok) expected = [401];
+          else if (ct.ok === false) expected = [415];
+          else if (!idemValid) expected = ct.ok === 'either' ? [400, 415] : [400];
+          else if (reused) expected = canonical(sendBody) === reused.body ? [200] : [409];
+          else expected = [200];
+          if (ct.ok === 'either' && expected[0] === 200) expected = [200, 415];
+          if (ct.ok === 'either' && expected[0] === 409) expected = [409, 415];
 
-        const res = await rawRequest(port, { method: 'POST', target: SUBMIT, headers, body: sendText });
-        bump(counts, res.status);
-        const ex = describeRequest('POST', SUBMIT, `headers=${JSON.stringify(headers.map(([k, x]) => [k, typeof x === 'string' ? x.slice(0, 80) : `<bytes ${x.subarray(0, 40).toString('hex')}>`]))} → ${res.status} ${res.text.slice(0, 160)}`);
-        const problem = envelopeProblem(res);
-        if (problem) return void v.add(`${normalise(problem)}`, ex);
-        if (!expected.includes(res.status)) return void v.add(`expected ${expected.join('|')}, got ${res.status} (auth ok=${a.ok}, content-type ok=${ct.ok}, key=${ik.kind})`, ex);
-        // X-Request-Id: echoed when sane, else generated; a replay carries the original one.
-        const gotId = res.headers['x-request-id']!;
-        const sentId = rid === null ? undefined : typeof rid === 'string' ? rid.trim() : rid.toString('latin1');
-        if (res.headers['idempotent-replayed'] === 'true') {
-          replays++;
-          if (gotId !== reused?.requestId) v.add('replay without the original X-Request-Id', ex);
-          if (JSON.parse(res.text).data.uuid !== reused?.uuid) v.add('replay of a different job', ex);
-        } else if (sentId !== undefined && REQUEST_ID_OK.test(sentId)) {
-          if (gotId !== sentId) v.add('sane X-Request-Id not echoed', ex);
-        } else if (!isUuid(gotId)) v.add('generated X-Request-Id is not a uuid', ex);
-        if (res.status === 409) conflicts++;
-        if (res.status === 200 && idemKey !== undefined && !reused) {
-          stored.set(idemKey, { body: canonical(sendBody), obj: sendBody, requestId: gotId, uuid: JSON.parse(res.text).data.uuid });
-          usedKeys.push(idemKey);
-        }
-        if (res.status === 401 && !/^Bearer realm=/.test(res.headers['www-authenticate'] ?? '')) v.add('401 without WWW-Authenticate: Bearer', ex);
-        return true;
-      }),
+          const res = await rawRequest(port, { method: 'POST', target: SUBMIT, headers, body: sendText });
+          bump(counts, res.status);
+          const ex = describeRequest(
+            'POST',
+            SUBMIT,
+            `headers=${JSON.stringify(headers.map(([k, x]) => [k, typeof x === 'string' ? x.slice(0, 80) : `<bytes ${x.subarray(0, 40).toString('hex')}>`]))} → ${res.status} ${res.text.slice(0, 160)}`,
+          );
+          const problem = envelopeProblem(res);
+          if (problem) return void v.add(`${normalise(problem)}`, ex);
+          if (!expected.includes(res.status))
+            return void v.add(
+              `expected ${expected.join('|')}, got ${res.status} (auth ok=${a.ok}, content-type ok=${ct.ok}, key=${ik.kind})`,
+              ex,
+            );
+          // X-Request-Id: echoed when sane, else generated; a replay carries the original one.
+          const gotId = res.headers['x-request-id']!;
+          const sentId = rid === null ? undefined : typeof rid === 'string' ? rid.trim() : rid.toString('latin1');
+          if (res.headers['idempotent-replayed'] === 'true') {
+            replays++;
+            if (gotId !== reused?.requestId) v.add('replay without the original X-Request-Id', ex);
+            if (JSON.parse(res.text).data.uuid !== reused?.uuid) v.add('replay of a different job', ex);
+          } else if (sentId !== undefined && REQUEST_ID_OK.test(sentId)) {
+            if (gotId !== sentId) v.add('sane X-Request-Id not echoed', ex);
+          } else if (!isUuid(gotId)) v.add('generated X-Request-Id is not a uuid', ex);
+          if (res.status === 409) conflicts++;
+          if (res.status === 200 && idemKey !== undefined && !reused) {
+            stored.set(idemKey, {
+              body: canonical(sendBody),
+              obj: sendBody,
+              requestId: gotId,
+              uuid: JSON.parse(res.text).data.uuid,
+            });
+            usedKeys.push(idemKey);
+          }
+          if (res.status === 401 && !/^Bearer realm=/.test(res.headers['www-authenticate'] ?? ''))
+            v.add('401 without WWW-Authenticate: Bearer', ex);
+          return true;
+        },
+      ),
       fcParams(RUNS.headers),
     );
-    report('headers', runs, counts, v, { 'idempotent replays': replays, 'idempotency conflicts (409)': conflicts, 'idempotency keys stored': stored.size });
+    report('headers', runs, counts, v, {
+      'idempotent replays': replays,
+      'idempotency conflicts (409)': conflicts,
+      'idempotency keys stored': stored.size,
+    });
     expect(v.summary()).toEqual([]);
   });
 
@@ -665,9 +880,55 @@ describe('fuzzing the public API (fast-check, seed fixed)', () => {
     const own = () => [ownQueued, ownCancelled];
 
     const segment = fc.oneof(
-      { weight: 6, arbitrary: fc.constantFrom('jobs', 'submit', 'image-transform', 'image-face-swap', 'status', 'cancel', 'result', 'webhook-deliveries', 'redeliver', 'job-types', 'v1', 'api') },
+      {
+        weight: 6,
+        arbitrary: fc.constantFrom(
+          'jobs',
+          'submit',
+          'image-transform',
+          'image-face-swap',
+          'status',
+          'cancel',
+          'result',
+          'webhook-deliveries',
+          'redeliver',
+          'job-types',
+          'v1',
+          'api',
+        ),
+      },
       { weight: 4, arbitrary: fc.constantFrom('OWN', 'OWN_UPPER', 'CANCELLED', 'OTHERS', 'RANDOM_UUID', 'NIL_UUID') },
-      { weight: 2, arbitrary: fc.constantFrom('..', '.', '%2e%2e', '%2E', '%2F', '%2f..%2f', '%00', '%20', '%', '%zz', '%E0%A4%A', '~', ';', ';x=1', '%3B', '%3F', '%23', '*', '\\', '%5C', 'job%2Dtypes', '%6Aobs', '%C3%A9', '%F0%9F%98%80', '%FF', '') },
+      {
+        weight: 2,
+        arbitrary: fc.constantFrom(
+          '..',
+          '.',
+          '%2e%2e',
+          '%2E',
+          '%2F',
+          '%2f..%2f',
+          '%00',
+          '%20',
+          '%',
+          '%zz',
+          '%E0%A4%A',
+          '~',
+          ';',
+          ';x=1',
+          '%3B',
+          '%3F',
+          '%23',
+          '*',
+          '\\',
+          '%5C',
+          'job%2Dtypes',
+          '%6Aobs',
+          '%C3%A9',
+          '%F0%9F%98%80',
+          '%FF',
+          '',
+        ),
+      },
       { weight: 2, arbitrary: fc.string({ unit: 'grapheme', maxLength: 12 }).map((s) => encodeURIComponent(s)) },
       { weight: 1, arbitrary: fc.integer({ min: 90, max: 6000 }).map((n) => 'a'.repeat(n)) },
       { weight: 1, arbitrary: fc.integer({ min: 90, max: 3000 }).map((n) => '%41'.repeat(Math.floor(n / 3))) },
@@ -675,14 +936,66 @@ describe('fuzzing the public API (fast-check, seed fixed)', () => {
     const method = fc.oneof(
       { weight: 8, arbitrary: fc.constantFrom('GET', 'POST') },
       { weight: 4, arbitrary: fc.constantFrom('PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD') },
-      { weight: 2, arbitrary: fc.constantFrom('PROPFIND', 'SEARCH', 'COPY', 'MOVE', 'LOCK', 'UNLOCK', 'REPORT', 'MKCOL', 'TRACE', 'PURGE', 'NOTIFY', 'SUBSCRIBE', 'LINK', 'MKCALENDAR', 'QUERY', 'ACL', 'BIND', 'M-SEARCH') },
+      {
+        weight: 2,
+        arbitrary: fc.constantFrom(
+          'PROPFIND',
+          'SEARCH',
+          'COPY',
+          'MOVE',
+          'LOCK',
+          'UNLOCK',
+          'REPORT',
+          'MKCOL',
+          'TRACE',
+          'PURGE',
+          'NOTIFY',
+          'SUBSCRIBE',
+          'LINK',
+          'MKCALENDAR',
+          'QUERY',
+          'ACL',
+          'BIND',
+          'M-SEARCH',
+        ),
+      },
     );
     const query = fc.oneof(
       { weight: 4, arbitrary: fc.constant('') },
-      { weight: 2, arbitrary: fc.constantFrom('?', '?&&', '?=', '?a', '?wait=0', '?wait=abc', '?wait=61', '?limit=1', '?status=queued', '?__proto__=1', '?a=%zz', '?x=%', '#frag', '?a=1#b') },
-      { weight: 1, arbitrary: fc.string({ unit: 'grapheme', maxLength: 30 }).map((s) => `?${encodeURIComponent(s)}=${encodeURIComponent(s)}`) },
+      {
+        weight: 2,
+        arbitrary: fc.constantFrom(
+          '?',
+          '?&&',
+          '?=',
+          '?a',
+          '?wait=0',
+          '?wait=abc',
+          '?wait=61',
+          '?limit=1',
+          '?status=queued',
+          '?__proto__=1',
+          '?a=%zz',
+          '?x=%',
+          '#frag',
+          '?a=1#b',
+        ),
+      },
+      {
+        weight: 1,
+        arbitrary: fc
+          .string({ unit: 'grapheme', maxLength: 30 })
+          .map((s) => `?${encodeURIComponent(s)}=${encodeURIComponent(s)}`),
+      },
     );
-    const bodyKind = fc.constantFrom<'none' | 'empty-json' | 'valid-submit' | 'junk'>('none', 'none', 'none', 'empty-json', 'valid-submit', 'junk');
+    const bodyKind = fc.constantFrom<'none' | 'empty-json' | 'valid-submit' | 'junk'>(
+      'none',
+      'none',
+      'none',
+      'empty-json',
+      'valid-submit',
+      'junk',
+    );
 
     /**
      * Whether the model allows a 2xx for this request (an upper bound: when in doubt, allowed).
@@ -701,11 +1014,17 @@ describe('fuzzing the public API (fast-check, seed fixed)', () => {
       const get = m === 'GET' || m === 'HEAD';
       const mine = (u: string | undefined) => u !== undefined && own().includes(u.toLowerCase());
       // The query as the server splits it ('#' included: a fragment is not stripped from a request target).
-      const names = q.replace(/^[?#]/, '').split(/[&#?]/).filter(Boolean).map((p) => p.split('=')[0]!);
-      const queryOnly = (allowed: string[]) => names.every((n) => n === '' || allowed.includes(n)) && !/wait=(abc|61)/.test(q);
+      const names = q
+        .replace(/^[?#]/, '')
+        .split(/[&#?]/)
+        .filter(Boolean)
+        .map((p) => p.split('=')[0]!);
+      const queryOnly = (allowed: string[]) =>
+        names.every((n) => n === '' || allowed.includes(n)) && !/wait=(abc|61)/.test(q);
       if (dec.length === 1 && dec[0] === 'job-types') return get;
       if (dec.length === 1 && dec[0] === 'jobs') return get && queryOnly(['limit', 'status']);
-      if (dec.length === 3 && dec[0] === 'jobs' && dec[1] === 'submit') return m === 'POST' && dec[2] === 'image-transform' && bk === 'valid-submit';
+      if (dec.length === 3 && dec[0] === 'jobs' && dec[1] === 'submit')
+        return m === 'POST' && dec[2] === 'image-transform' && bk === 'valid-submit';
       // GET /jobs/{uuid}: the job with its input (the dashboard's job page).
       if (dec.length === 2 && dec[0] === 'jobs' && mine(dec[1])) return get;
       if (dec.length === 3 && dec[0] === 'jobs' && mine(dec[1])) {
@@ -735,65 +1054,94 @@ describe('fuzzing the public API (fast-check, seed fixed)', () => {
       ['jobs', 'submit', 'image-transform'],
       ['jobs', 'submit', 'image-face-swap'],
     );
-    const encodeOne = (s: string, i: number) => (s.length === 0 ? s : `${s.slice(0, i % s.length)}%${s.charCodeAt(i % s.length).toString(16).toUpperCase().padStart(2, '0')}${s.slice((i % s.length) + 1)}`);
+    const encodeOne = (s: string, i: number) =>
+      s.length === 0
+        ? s
+        : `${s.slice(0, i % s.length)}%${s
+            .charCodeAt(i % s.length)
+            .toString(16)
+            .toUpperCase()
+            .padStart(2, '0')}${s.slice((i % s.length) + 1)}`;
     const segments = fc.oneof(
       { weight: 3, arbitrary: template },
       {
         weight: 4,
-        arbitrary: fc.tuple(template, fc.nat(), segment, fc.constantFrom('replace', 'insert', 'remove', 'encode', 'upper', 'double')).map(([t, i, seg, how]) => {
-          const out = [...t];
-          const at = i % out.length;
-          if (how === 'replace') out[at] = seg;
-          else if (how === 'insert') out.splice(at, 0, seg);
-          else if (how === 'remove') out.splice(at, 1);
-          else if (how === 'encode') out[at] = /^[A-Z_]+$/.test(out[at]!) ? out[at]! : encodeOne(out[at]!, i);
-          else if (how === 'upper') out[at] = out[at]!.toUpperCase();
-          else out.splice(at, 0, '');
-          return out;
-        }),
+        arbitrary: fc
+          .tuple(
+            template,
+            fc.nat(),
+            segment,
+            fc.constantFrom('replace', 'insert', 'remove', 'encode', 'upper', 'double'),
+          )
+          .map(([t, i, seg, how]) => {
+            const out = [...t];
+            const at = i % out.length;
+            if (how === 'replace') out[at] = seg;
+            else if (how === 'insert') out.splice(at, 0, seg);
+            else if (how === 'remove') out.splice(at, 1);
+            else if (how === 'encode') out[at] = /^[A-Z_]+$/.test(out[at]!) ? out[at]! : encodeOne(out[at]!, i);
+            else if (how === 'upper') out[at] = out[at]!.toUpperCase();
+            else out.splice(at, 0, '');
+            return out;
+          }),
       },
       { weight: 3, arbitrary: fc.array(segment, { minLength: 0, maxLength: 6 }) },
     );
 
     await fc.assert(
-      fc.asyncProperty(method, segments, fc.boolean(), query, bodyKind, fc.nat(7), async (m, rawSegs, trailing, q, bk, authPick) => {
-        runs++;
-        const segs = rawSegs.map((s) =>
-          s === 'OWN'
-            ? ownQueued
-            : s === 'OWN_UPPER'
-              ? ownQueued.toUpperCase()
-              : s === 'CANCELLED'
-                ? ownCancelled
-                : s === 'OTHERS'
-                  ? othersJob
-                  : s === 'RANDOM_UUID'
-                    ? '5b8e0f38-8f4e-4f0e-9b8f-2d1c3b4a5e6f'
-                    : s === 'NIL_UUID'
-                      ? '00000000-0000-0000-0000-000000000000'
-                      : s,
-        );
-        const target = `/api/v1/${segs.join('/')}${trailing && segs.length > 0 ? '/' : ''}${q}`;
-        const headers: Array<[string, string]> = authPick === 0 ? [] : [['Authorization', `Bearer ${key}`]];
-        let body: string | undefined;
-        if (bk === 'empty-json') body = '{}';
-        if (bk === 'valid-submit') body = JSON.stringify({ job_type: 'image-transform', model: 'lanczos3', input: { source: VALID_URLS[0] } });
-        if (bk === 'junk') body = '{"x":';
-        if (body !== undefined) headers.push(['Content-Type', 'application/json']);
-        // Cancelling the reference job would change what later cases expect: never cancel it.
-        const cancelsOwn = m === 'POST' && segs.some((s) => s.toLowerCase() === ownQueued) && segs.some((s) => /cancel/i.test(s));
-        if (cancelsOwn) return true;
-        const res = await rawRequest(port, { method: m, target, headers, body });
-        bump(counts, res.status);
-        const ex = describeRequest(m, target, `${body ? `body=${body.slice(0, 60)} ` : ''}→ ${res.status} ${res.text.slice(0, 200)}`);
-        const problem = envelopeProblem(res, { head: m === 'HEAD' });
-        if (problem) return void v.add(`${normalise(problem)}: ${normalise(res.text.slice(0, 60))}`, ex);
-        if (res.status < 300) {
-          ok2xx++;
-          if (authPick === 0 || !mayBe2xx(m, [...segs, ...(trailing ? [''] : [])], q, bk)) v.add(`unexpected ${res.status} for ${m}`, ex);
-        }
-        return true;
-      }),
+      fc.asyncProperty(
+        method,
+        segments,
+        fc.boolean(),
+        query,
+        bodyKind,
+        fc.nat(7),
+        async (m, rawSegs, trailing, q, bk, authPick) => {
+          runs++;
+          const segs = rawSegs.map((s) =>
+            s === 'OWN'
+              ? ownQueued
+              : s === 'OWN_UPPER'
+                ? ownQueued.toUpperCase()
+                : s === 'CANCELLED'
+                  ? ownCancelled
+                  : s === 'OTHERS'
+                    ? othersJob
+                    : s === 'RANDOM_UUID'
+                      ? '5b8e0f38-8f4e-4f0e-9b8f-2d1c3b4a5e6f'
+                      : s === 'NIL_UUID'
+                        ? '00000000-0000-0000-0000-000000000000'
+                        : s,
+          );
+          const target = `/api/v1/${segs.join('/')}${trailing && segs.length > 0 ? '/' : ''}${q}`;
+          const headers: Array<[string, string]> = authPick === 0 ? [] : [['Authorization', `Bearer ${key}`]];
+          let body: string | undefined;
+          if (bk === 'empty-json') body = '{}';
+          if (bk === 'valid-submit')
+            body = JSON.stringify({ job_type: 'image-transform', model: 'lanczos3', input: { source: VALID_URLS[0] } });
+          if (bk === 'junk') body = '{"x":';
+          if (body !== undefined) headers.push(['Content-Type', 'application/json']);
+          // Cancelling the reference job would change what later cases expect: never cancel it.
+          const cancelsOwn =
+            m === 'POST' && segs.some((s) => s.toLowerCase() === ownQueued) && segs.some((s) => /cancel/i.test(s));
+          if (cancelsOwn) return true;
+          const res = await rawRequest(port, { method: m, target, headers, body });
+          bump(counts, res.status);
+          const ex = describeRequest(
+            m,
+            target,
+            `${body ? `body=${body.slice(0, 60)} ` : ''}→ ${res.status} ${res.text.slice(0, 200)}`,
+          );
+          const problem = envelopeProblem(res, { head: m === 'HEAD' });
+          if (problem) return void v.add(`${normalise(problem)}: ${normalise(res.text.slice(0, 60))}`, ex);
+          if (res.status < 300) {
+            ok2xx++;
+            if (authPick === 0 || !mayBe2xx(m, [...segs, ...(trailing ? [''] : [])], q, bk))
+              v.add(`unexpected ${res.status} for ${m}`, ex);
+          }
+          return true;
+        },
+      ),
       fcParams(RUNS.paths),
     );
     report('paths and methods', runs, counts, v, { '2xx answers (all allowed by the model)': ok2xx });
@@ -807,12 +1155,49 @@ describe('fuzzing the public API (fast-check, seed fixed)', () => {
     const LIST_STATUSES = ['queued', 'processing', 'completed', 'failed', 'cancelled'];
     const name = fc.oneof(
       { weight: 6, arbitrary: fc.constantFrom('status', 'job_type', 'limit', 'cursor', 'wait') },
-      { weight: 1, arbitrary: fc.constantFrom('x', '__proto__', 'constructor', 'hasOwnProperty', 'Limit', 'status[]', 'toString') },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom('x', '__proto__', 'constructor', 'hasOwnProperty', 'Limit', 'status[]', 'toString'),
+      },
     );
     const value = fc.oneof(
-      fc.constantFrom(...LIST_STATUSES, 'QUEUED', 'done', 'image-transform', 'image-face-swap', 'x'.repeat(100), 'x'.repeat(101)),
-      fc.constantFrom('1', '100', '0', '101', '-1', '1.5', 'abc', '0x10', ' 5', '5 ', '1e2', '', 'Infinity', 'NaN', '007', '60', '61', '0.0'),
-      fc.constantFrom('CURSOR', 'abc', Buffer.from('12:00000000-0000-0000-0000-000000000000').toString('base64url'), Buffer.from('1:x').toString('base64url'), 'a'.repeat(201), '%%%'),
+      fc.constantFrom(
+        ...LIST_STATUSES,
+        'QUEUED',
+        'done',
+        'image-transform',
+        'image-face-swap',
+        'x'.repeat(100),
+        'x'.repeat(101),
+      ),
+      fc.constantFrom(
+        '1',
+        '100',
+        '0',
+        '101',
+        '-1',
+        '1.5',
+        'abc',
+        '0x10',
+        ' 5',
+        '5 ',
+        '1e2',
+        '',
+        'Infinity',
+        'NaN',
+        '007',
+        '60',
+        '61',
+        '0.0',
+      ),
+      fc.constantFrom(
+        'CURSOR',
+        'abc',
+        Buffer.from('12:00000000-0000-0000-0000-000000000000').toString('base64url'),
+        Buffer.from('1:x').toString('base64url'),
+        'a'.repeat(201),
+        '%%%',
+      ),
       fc.string({ unit: 'grapheme', maxLength: 10 }),
     );
     const pair = fc.tuple(name, value);
@@ -830,7 +1215,13 @@ describe('fuzzing the public API (fast-check, seed fixed)', () => {
           const n = num(x);
           if (!Number.isInteger(n) || n < 1 || n > 100) return false;
         } else if (k === 'cursor') {
-          if (typeof x !== 'string' || x.length < 1 || x.length > 200 || !CURSOR_RE.test(Buffer.from(x, 'base64url').toString())) return false;
+          if (
+            typeof x !== 'string' ||
+            x.length < 1 ||
+            x.length > 200 ||
+            !CURSOR_RE.test(Buffer.from(x, 'base64url').toString())
+          )
+            return false;
         } else return false;
       }
       return true;
@@ -845,35 +1236,49 @@ describe('fuzzing the public API (fast-check, seed fixed)', () => {
     }
 
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom('list', 'status-cancelled', 'status-queued'), fc.array(pair, { maxLength: 4 }), async (route, pairs) => {
-        runs++;
-        // A valid positive wait on a queued job would hold the request open (long poll): keep those off it.
-        if (route === 'status-queued') pairs = pairs.filter(([k, x]) => !(k === 'wait' && Number.isInteger(Number(x)) && Number(x) > 0));
-        const q = new Map<string, string | string[]>();
-        for (const [k, x0] of pairs) {
-          const x = x0 === 'CURSOR' ? validCursor : x0;
-          const prev = q.get(k);
-          q.set(k, prev === undefined ? x : [...[prev].flat(), x]);
-        }
-        if (route === 'status-queued' && [...q].some(([k, x]) => k === 'wait' && Number.isInteger(num(x)) && num(x) > 0)) return true;
-        const qs = pairs.map(([k, x0]) => `${encodeURIComponent(k)}=${encodeURIComponent(x0 === 'CURSOR' ? validCursor : x0)}`).join('&');
-        const target = route === 'list' ? `/api/v1/jobs?${qs}` : `/api/v1/jobs/${route === 'status-queued' ? ownQueued : ownCancelled}/status?${qs}`;
-        const valid = route === 'list' ? listValid(q) : statusValid(q);
-        const res = await rawRequest(port, { method: 'GET', target, headers: [['Authorization', `Bearer ${key}`]] });
-        bump(counts, res.status);
-        const ex = describeRequest('GET', target, `→ ${res.status} ${res.text.slice(0, 200)}`);
-        const problem = envelopeProblem(res);
-        if (problem) return void v.add(normalise(problem), ex);
-        if (valid && res.status !== 200) v.add(`valid query refused with ${res.status}`, ex);
-        if (!valid && res.status !== 400) v.add(`invalid query answered ${res.status}`, ex);
-        if (res.status === 200 && route === 'list') {
-          const jobs = JSON.parse(res.text).data.jobs as Array<{ uuid: string; status: string }>;
-          if (jobs.some((j) => j.uuid === othersJob)) v.add("another owner's job listed", ex);
-          const st = q.get('status');
-          if (typeof st === 'string' && jobs.some((j) => j.status !== st)) v.add('status filter not applied', ex);
-        }
-        return true;
-      }),
+      fc.asyncProperty(
+        fc.constantFrom('list', 'status-cancelled', 'status-queued'),
+        fc.array(pair, { maxLength: 4 }),
+        async (route, pairs) => {
+          runs++;
+          // A valid positive wait on a queued job would hold the request open (long poll): keep those off it.
+          if (route === 'status-queued')
+            pairs = pairs.filter(([k, x]) => !(k === 'wait' && Number.isInteger(Number(x)) && Number(x) > 0));
+          const q = new Map<string, string | string[]>();
+          for (const [k, x0] of pairs) {
+            const x = x0 === 'CURSOR' ? validCursor : x0;
+            const prev = q.get(k);
+            q.set(k, prev === undefined ? x : [...[prev].flat(), x]);
+          }
+          if (
+            route === 'status-queued' &&
+            [...q].some(([k, x]) => k === 'wait' && Number.isInteger(num(x)) && num(x) > 0)
+          )
+            return true;
+          const qs = pairs
+            .map(([k, x0]) => `${encodeURIComponent(k)}=${encodeURIComponent(x0 === 'CURSOR' ? validCursor : x0)}`)
+            .join('&');
+          const target =
+            route === 'list'
+              ? `/api/v1/jobs?${qs}`
+              : `/api/v1/jobs/${route === 'status-queued' ? ownQueued : ownCancelled}/status?${qs}`;
+          const valid = route === 'list' ? listValid(q) : statusValid(q);
+          const res = await rawRequest(port, { method: 'GET', target, headers: [['Authorization', `Bearer ${key}`]] });
+          bump(counts, res.status);
+          const ex = describeRequest('GET', target, `→ ${res.status} ${res.text.slice(0, 200)}`);
+          const problem = envelopeProblem(res);
+          if (problem) return void v.add(normalise(problem), ex);
+          if (valid && res.status !== 200) v.add(`valid query refused with ${res.status}`, ex);
+          if (!valid && res.status !== 400) v.add(`invalid query answered ${res.status}`, ex);
+          if (res.status === 200 && route === 'list') {
+            const jobs = JSON.parse(res.text).data.jobs as Array<{ uuid: string; status: string }>;
+            if (jobs.some((j) => j.uuid === othersJob)) v.add("another owner's job listed", ex);
+            const st = q.get('status');
+            if (typeof st === 'string' && jobs.some((j) => j.status !== st)) v.add('status filter not applied', ex);
+          }
+          return true;
+        },
+      ),
       fcParams(RUNS.queries),
     );
     report('query strings', runs, counts, v);
@@ -883,7 +1288,9 @@ describe('fuzzing the public API (fast-check, seed fixed)', () => {
   it('is still healthy afterwards: /healthz, /readyz, a valid submit, status of earlier jobs, no prototype pollution', async () => {
     expect((await svc.call('GET', '/healthz')).status).toBe(200);
     expect((await svc.call('GET', '/readyz')).status).toBe(200);
-    const r = await svc.call('POST', SUBMIT, { body: { job_type: 'image-transform', model: 'lanczos3', input: { source: VALID_URLS[0] } } });
+    const r = await svc.call('POST', SUBMIT, {
+      body: { job_type: 'image-transform', model: 'lanczos3', input: { source: VALID_URLS[0] } },
+    });
     expect(r.status, r.text).toBe(200);
     expect(r.body).toMatchObject({ code: 0, message: 'ok', data: { status: 'queued' } });
     const s = await svc.call('GET', `/api/v1/jobs/${ownQueued}/status`);
@@ -892,7 +1299,9 @@ describe('fuzzing the public API (fast-check, seed fixed)', () => {
     // The service ran in this process: nothing leaked onto Object.prototype.
     const probe = {} as Record<string, unknown>;
     expect([probe.polluted, probe.width, probe.x]).toEqual([undefined, undefined, undefined]);
-    const total = Object.entries(figures).filter(([k]) => k.endsWith(': cases')).reduce((n, [, x]) => n + Number(x), 0);
+    const total = Object.entries(figures)
+      .filter(([k]) => k.endsWith(': cases'))
+      .reduce((n, [, x]) => n + Number(x), 0);
     figures['total cases'] = total;
     figures['seed'] = SEED;
     figures['healthy afterwards'] = 'GET /healthz 200, GET /readyz 200, valid submit 200, Object.prototype clean';
@@ -905,12 +1314,28 @@ describe('regressions found by the fuzzers', () => {
   it('accepts Content-Type: application/json with parameters (charset), as JSON', async () => {
     const body = JSON.stringify({ job_type: 'image-transform', model: 'lanczos3', input: { source: VALID_URLS[0] } });
     const seen: Record<string, number> = {};
-    for (const ct of ['application/json; charset=utf-8', 'application/json;charset=UTF-8', 'application/vnd.api+json; charset=utf-8']) {
-      const res = await rawRequest(port, { method: 'POST', target: SUBMIT, headers: [['Authorization', `Bearer ${key}`], ['Content-Type', ct]], body });
+    for (const ct of [
+      'application/json; charset=utf-8',
+      'application/json;charset=UTF-8',
+      'application/vnd.api+json; charset=utf-8',
+    ]) {
+      const res = await rawRequest(port, {
+        method: 'POST',
+        target: SUBMIT,
+        headers: [
+          ['Authorization', `Bearer ${key}`],
+          ['Content-Type', ct],
+        ],
+        body,
+      });
       seen[ct] = res.status;
     }
     // .NET's JsonContent and OkHttp send exactly the first one.
-    expect(seen).toEqual({ 'application/json; charset=utf-8': 200, 'application/json;charset=UTF-8': 200, 'application/vnd.api+json; charset=utf-8': 200 });
+    expect(seen).toEqual({
+      'application/json; charset=utf-8': 200,
+      'application/json;charset=UTF-8': 200,
+      'application/vnd.api+json; charset=utf-8': 200,
+    });
   });
 
   it('answers deeply nested JSON with 400, not 500', async () => {
@@ -922,7 +1347,15 @@ describe('regressions found by the fuzzers', () => {
         ['top level', nested],
         ['input.extra', inInput],
       ] as const) {
-        const res = await rawRequest(port, { method: 'POST', target: SUBMIT, headers: [['Authorization', `Bearer ${key}`], ['Content-Type', 'application/json']], body: text });
+        const res = await rawRequest(port, {
+          method: 'POST',
+          target: SUBMIT,
+          headers: [
+            ['Authorization', `Bearer ${key}`],
+            ['Content-Type', 'application/json'],
+          ],
+          body: text,
+        });
         results[`${where}, depth ${depth}`] = res.status;
       }
     }
@@ -941,9 +1374,18 @@ describe('regressions found by the fuzzers', () => {
     const problems: string[] = [];
     for (const target of cases) {
       const method = target.includes('submit') || target.includes('redeliver') ? 'POST' : 'GET';
-      const res = await rawRequest(port, { method, target, headers: [['Authorization', `Bearer ${key}`], ...(method === 'POST' ? [['Content-Type', 'application/json'] as [string, string]] : [])], body: method === 'POST' ? '{}' : undefined });
+      const res = await rawRequest(port, {
+        method,
+        target,
+        headers: [
+          ['Authorization', `Bearer ${key}`],
+          ...(method === 'POST' ? [['Content-Type', 'application/json'] as [string, string]] : []),
+        ],
+        body: method === 'POST' ? '{}' : undefined,
+      });
       const p = envelopeProblem(res);
-      if (p || res.status >= 500) problems.push(`${method} ${target.slice(0, 60)} → ${res.status} ${p ?? ''} ${res.text.slice(0, 120)}`);
+      if (p || res.status >= 500)
+        problems.push(`${method} ${target.slice(0, 60)} → ${res.status} ${p ?? ''} ${res.text.slice(0, 120)}`);
     }
     expect(problems).toEqual([]);
   });
@@ -953,18 +1395,54 @@ describe('regressions found by the fuzzers', () => {
     const json: [string, string] = ['Content-Type', 'application/json'];
     const body = JSON.stringify({ job_type: 'image-transform', model: 'lanczos3', input: { source: VALID_URLS[0] } });
     const cases: Array<[string, RawRequestSpec]> = [
-      ['control byte in Idempotency-Key', { method: 'POST', target: SUBMIT, headers: [auth, json, ['Idempotency-Key', Buffer.from([0x6b, 0x01])]], body }],
-      ['control byte in Authorization', { method: 'GET', target: '/api/v1/jobs', headers: [['Authorization', Buffer.concat([Buffer.from(`Bearer ${key}`), Buffer.from([0x02])])]] }],
+      [
+        'control byte in Idempotency-Key',
+        { method: 'POST', target: SUBMIT, headers: [auth, json, ['Idempotency-Key', Buffer.from([0x6b, 0x01])]], body },
+      ],
+      [
+        'control byte in Authorization',
+        {
+          method: 'GET',
+          target: '/api/v1/jobs',
+          headers: [['Authorization', Buffer.concat([Buffer.from(`Bearer ${key}`), Buffer.from([0x02])])]],
+        },
+      ],
       ['unknown method token', { method: 'FOO', target: '/api/v1/jobs', headers: [auth] }],
       ['lower-case method', { method: 'get', target: '/api/v1/jobs', headers: [auth] }],
-      ['raw UTF-8 bytes in the path', { method: 'GET', target: Buffer.from('/api/v1/jobs/é/status', 'utf8'), headers: [auth] }],
+      [
+        'raw UTF-8 bytes in the path',
+        { method: 'GET', target: Buffer.from('/api/v1/jobs/é/status', 'utf8'), headers: [auth] },
+      ],
       ['space in the path', { method: 'GET', target: '/api/v1/jobs /status', headers: [auth] }],
       ['request line over 16 KB', { method: 'GET', target: `/api/v1/${'a'.repeat(20_000)}`, headers: [auth] }],
-      ['header over 16 KB', { method: 'GET', target: '/api/v1/jobs', headers: [auth, ['X-Request-Id', 'r'.repeat(20_000)]] }],
-      ['Content-Length and Transfer-Encoding', { method: 'POST', target: SUBMIT, headers: [auth, json, ['Transfer-Encoding', 'chunked'], ['Content-Length', String(body.length)]], body }],
-      ['Content-Length not a number', { method: 'POST', target: SUBMIT, headers: [auth, json, ['Content-Length', 'abc']], body, contentLength: false }],
+      [
+        'header over 16 KB',
+        { method: 'GET', target: '/api/v1/jobs', headers: [auth, ['X-Request-Id', 'r'.repeat(20_000)]] },
+      ],
+      [
+        'Content-Length and Transfer-Encoding',
+        {
+          method: 'POST',
+          target: SUBMIT,
+          headers: [auth, json, ['Transfer-Encoding', 'chunked'], ['Content-Length', String(body.length)]],
+          body,
+        },
+      ],
+      [
+        'Content-Length not a number',
+        {
+          method: 'POST',
+          target: SUBMIT,
+          headers: [auth, json, ['Content-Length', 'abc']],
+          body,
+          contentLength: false,
+        },
+      ],
       ['HTTP/1.1 without Host', { method: 'GET', target: '/api/v1/jobs', headers: [auth], noHost: true }],
-      ['unsupported Expect', { method: 'POST', target: SUBMIT, headers: [auth, json, ['Expect', 'something-else']], body }],
+      [
+        'unsupported Expect',
+        { method: 'POST', target: SUBMIT, headers: [auth, json, ['Expect', 'something-else']], body },
+      ],
     ];
     const problems: string[] = [];
     const statuses: Record<string, number> = {};
@@ -979,4 +1457,3 @@ describe('regressions found by the fuzzers', () => {
     expect(problems).toEqual([]);
   });
 });
-

@@ -33,7 +33,9 @@ export default function setup(project: TestProject) {
     const complete = FULL_RUN.every((name) => fragments.some((f) => f.name === name));
     const target = complete ? RESULTS : path.join(os.tmpdir(), 'media-jobs-reliability-partial.md');
     fs.writeFileSync(target, md);
-    console.log(`\n${md}\n(written to ${complete ? path.relative(process.cwd(), target) : `${target}: a partial run does not replace results.md`})`);
+    console.log(
+      `\n${md}\n(written to ${complete ? path.relative(process.cwd(), target) : `${target}: a partial run does not replace results.md`})`,
+    );
   };
 }
 
@@ -79,7 +81,9 @@ function summary(fragments: Fragment[]): string[] {
   const out = ['## Summary', ''];
   const fz = get('fuzzing');
   if (fz) {
-    const props = Object.keys(fz).filter((k) => k.endsWith(': cases')).map((k) => k.slice(0, -': cases'.length));
+    const props = Object.keys(fz)
+      .filter((k) => k.endsWith(': cases'))
+      .map((k) => k.slice(0, -': cases'.length));
     const bad = props.filter((p) => fz[`${p}: violations`] !== 0);
     out.push(
       `- Fuzzing: ${fz['total cases']} cases (${props.map((p) => `${p} ${fz[`${p}: cases`]}`).join(', ')}), seed ${fz.seed}; ` +
@@ -103,7 +107,9 @@ function summary(fragments: Fragment[]): string[] {
   }
   const oi = get('owner isolation');
   if (oi) {
-    out.push(`- Owner isolation: ${oi['requests tried by the second owner']} checks by a second owner, ${oi['answers different from a missing job']} answers different from a missing job, ${oi['list leaks']} list leaks, owner's data unchanged: ${oi["alice's jobs, deliveries and receiver unchanged"]}.`);
+    out.push(
+      `- Owner isolation: ${oi['requests tried by the second owner']} checks by a second owner, ${oi['answers different from a missing job']} answers different from a missing job, ${oi['list leaks']} list leaks, owner's data unchanged: ${oi["alice's jobs, deliveries and receiver unchanged"]}.`,
+    );
   }
   out.push('');
   return out;

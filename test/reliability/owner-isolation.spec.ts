@@ -18,7 +18,10 @@ const MISSING = '3f1c0b7e-6a1d-4c1b-9f7e-2b8d4e6a0c11';
 
 beforeAll(async () => {
   rx = await startHookReceiver('ok');
-  svc = await startService({ WORKER_CONCURRENCY: '1', RATE_LIMIT_SUBMIT: '0', RATE_LIMIT_READ: '0' }, { jobTypes: [sleepJobType()] });
+  svc = await startService(
+    { WORKER_CONCURRENCY: '1', RATE_LIMIT_SUBMIT: '0', RATE_LIMIT_READ: '0' },
+    { jobTypes: [sleepJobType()] },
+  );
   mallory = await svc.newKey('mallory');
 });
 afterAll(async () => {
@@ -26,13 +29,19 @@ afterAll(async () => {
   await rx?.close();
 });
 
-const body = (input: Record<string, unknown>, path = '/alice') => ({ job_type: 'test-sleep', model: 'v1', input, webhook: { url: rx.url(path), secret: 'alice-secret' } });
+const body = (input: Record<string, unknown>, path = '/alice') => ({
+  job_type: 'test-sleep',
+  model: 'v1',
+  input,
+  webhook: { url: rx.url(path), secret: 'alice-secret' },
+});
 
 /** What a reply looks like for comparison: status, exact body text, header names that matter. */
 function shape(r: Reply): { status: number; text: string; headers: string[] } {
   const names: string[] = [];
   r.headers.forEach((_v, k) => {
-    if (!['date', 'x-request-id', 'ratelimit', 'ratelimit-policy', 'connection', 'keep-alive'].includes(k)) names.push(k);
+    if (!['date', 'x-request-id', 'ratelimit', 'ratelimit-policy', 'connection', 'keep-alive'].includes(k))
+      names.push(k);
   });
   return { status: r.status, text: r.text, headers: names.sort() };
 }
@@ -42,7 +51,10 @@ describe('owner isolation', () => {
     const call = svc.call;
     // Alice's jobs in every state; the processing one holds the only worker, so the next stays queued.
     const submit = async (input: Record<string, unknown>, idem?: string) => {
-      const r = await call('POST', '/api/v1/jobs/submit/test-sleep', { body: body(input), headers: idem ? { 'idempotency-key': idem } : {} });
+      const r = await call('POST', '/api/v1/jobs/submit/test-sleep', {
+        body: body(input),
+        headers: idem ? { 'idempotency-key': idem } : {},
+      });
       expect(r.status, r.text).toBe(200);
       return r.body.data.uuid as string;
     };
@@ -51,10 +63,16 @@ describe('owner isolation', () => {
     await waitTerminal(call, completed);
     await waitTerminal(call, failed);
     const cancelled = await submit({ ms: 120_000 });
-    await waitFor(async () => (await call('GET', `/api/v1/jobs/${cancelled}/status`)).body.data.status === 'processing', 'processing');
+    await waitFor(
+      async () => (await call('GET', `/api/v1/jobs/${cancelled}/status`)).body.data.status === 'processing',
+      'processing',
+    );
     expect((await call('POST', `/api/v1/jobs/${cancelled}/cancel`)).status).toBe(200);
     const processing = await submit({ ms: 120_000 });
-    await waitFor(async () => (await call('GET', `/api/v1/jobs/${processing}/status`)).body.data.status === 'processing', 'processing');
+    await waitFor(
+      async () => (await call('GET', `/api/v1/jobs/${processing}/status`)).body.data.status === 'processing',
+      'processing',
+    );
     const queued = await submit({ ms: 1 });
     expect((await call('GET', `/api/v1/jobs/${queued}/status`)).body.data.status).toBe('queued');
     const alice = { completed, failed, cancelled, processing, queued };
@@ -69,16 +87,28 @@ describe('owner isolation', () => {
       aliceEvents.set(u, d[0].event_id);
     }
     // Mallory's own job, with its own event.
-    const own = await call('POST', '/api/v1/jobs/submit/test-sleep', { body: body({ ms: 0 }, '/mallory'), key: mallory });
+    const own = await call('POST', '/api/v1/jobs/submit/test-sleep', {
+      body: body({ ms: 0 }, '/mallory'),
+      key: mallory,
+    });
     const ownJob = own.body.data.uuid as string;
-    await waitFor(async () => (await call('GET', `/api/v1/jobs/${queued}/status`)).body.data.status === 'queued', 'queued');
+    await waitFor(
+      async () => (await call('GET', `/api/v1/jobs/${queued}/status`)).body.data.status === 'queued',
+      'queued',
+    );
 
     // --- alice's view before ---------------------------------------------------------------------
     const snapshot = async () => {
       const out: Record<string, unknown> = {};
       for (const u of aliceJobs) {
         const st = (await call('GET', `/api/v1/jobs/${u}/status`)).body.data;
-        out[u] = { status: st.status, error_type: st.error_type, finished_at: st.finished_at, result_ready: st.result_ready, deliveries: (await call('GET', `/api/v1/jobs/${u}/webhook-deliveries`)).body.data };
+        out[u] = {
+          status: st.status,
+          error_type: st.error_type,
+          finished_at: st.finished_at,
+          result_ready: st.result_ready,
+          deliveries: (await call('GET', `/api/v1/jobs/${u}/webhook-deliveries`)).body.data,
+        };
       }
       out.list = (await call('GET', '/api/v1/jobs?limit=100')).body.data.jobs.map((j: any) => `${j.uuid}:${j.status}`);
       out.receiver = rx.deliveries.filter((d) => aliceJobs.includes(d.jobUuid)).length;
@@ -89,24 +119,49 @@ describe('owner isolation', () => {
     // --- mallory tries everything ----------------------------------------------------------------
     let tried = 0;
     const mismatches: string[] = [];
-    const asMallory = (method: string, url: string, opts: { body?: unknown; headers?: Record<string, string> } = {}) => call(method, url, { ...opts, key: mallory });
-    const compare = async (what: string, method: string, url: string, missingUrl: string, opts: { body?: unknown } = {}) => {
+    const asMallory = (method: string, url: string, opts: { body?: unknown; headers?: Record<string, string> } = {}) =>
+      call(method, url, { ...opts, key: mallory });
+    const compare = async (
+      what: string,
+      method: string,
+      url: string,
+      missingUrl: string,
+      opts: { body?: unknown } = {},
+    ) => {
       tried++;
       const theirs = shape(await asMallory(method, url, opts));
       const none = shape(await asMallory(method, missingUrl, opts));
-      if (theirs.status !== 404 || JSON.stringify(theirs) !== JSON.stringify(none)) mismatches.push(`${what}: ${JSON.stringify(theirs)} vs missing ${JSON.stringify(none)}`);
+      if (theirs.status !== 404 || JSON.stringify(theirs) !== JSON.stringify(none))
+        mismatches.push(`${what}: ${JSON.stringify(theirs)} vs missing ${JSON.stringify(none)}`);
     };
     for (const [state, u] of Object.entries(alice)) {
       for (const variant of [u, u.toUpperCase()]) {
         const v = variant === u ? state : `${state} (upper-case uuid)`;
         await compare(`status of ${v}`, 'GET', `/api/v1/jobs/${variant}/status`, `/api/v1/jobs/${MISSING}/status`);
-        await compare(`status?wait=5 of ${v}`, 'GET', `/api/v1/jobs/${variant}/status?wait=5`, `/api/v1/jobs/${MISSING}/status?wait=5`);
+        await compare(
+          `status?wait=5 of ${v}`,
+          'GET',
+          `/api/v1/jobs/${variant}/status?wait=5`,
+          `/api/v1/jobs/${MISSING}/status?wait=5`,
+        );
         await compare(`cancel of ${v}`, 'POST', `/api/v1/jobs/${variant}/cancel`, `/api/v1/jobs/${MISSING}/cancel`);
-        await compare(`cancel {} of ${v}`, 'POST', `/api/v1/jobs/${variant}/cancel`, `/api/v1/jobs/${MISSING}/cancel`, { body: {} });
+        await compare(`cancel {} of ${v}`, 'POST', `/api/v1/jobs/${variant}/cancel`, `/api/v1/jobs/${MISSING}/cancel`, {
+          body: {},
+        });
         await compare(`result of ${v}`, 'GET', `/api/v1/jobs/${variant}/result`, `/api/v1/jobs/${MISSING}/result`);
-        await compare(`webhook-deliveries of ${v}`, 'GET', `/api/v1/jobs/${variant}/webhook-deliveries`, `/api/v1/jobs/${MISSING}/webhook-deliveries`);
+        await compare(
+          `webhook-deliveries of ${v}`,
+          'GET',
+          `/api/v1/jobs/${variant}/webhook-deliveries`,
+          `/api/v1/jobs/${MISSING}/webhook-deliveries`,
+        );
         const ev = aliceEvents.get(u) ?? MISSING;
-        await compare(`redeliver of ${v}'s real event`, 'POST', `/api/v1/jobs/${variant}/webhook-deliveries/${ev}/redeliver`, `/api/v1/jobs/${MISSING}/webhook-deliveries/${ev}/redeliver`);
+        await compare(
+          `redeliver of ${v}'s real event`,
+          'POST',
+          `/api/v1/jobs/${variant}/webhook-deliveries/${ev}/redeliver`,
+          `/api/v1/jobs/${MISSING}/webhook-deliveries/${ev}/redeliver`,
+        );
       }
     }
     // Alice's real event ids under mallory's own job: "event not found", like any unknown event id.
@@ -114,13 +169,26 @@ describe('owner isolation', () => {
       tried++;
       const theirs = shape(await asMallory('POST', `/api/v1/jobs/${ownJob}/webhook-deliveries/${ev}/redeliver`));
       const none = shape(await asMallory('POST', `/api/v1/jobs/${ownJob}/webhook-deliveries/${MISSING}/redeliver`));
-      if (theirs.status !== 404 || JSON.stringify(theirs) !== JSON.stringify(none)) mismatches.push(`alice's event under mallory's job: ${JSON.stringify(theirs)} vs ${JSON.stringify(none)}`);
+      if (theirs.status !== 404 || JSON.stringify(theirs) !== JSON.stringify(none))
+        mismatches.push(`alice's event under mallory's job: ${JSON.stringify(theirs)} vs ${JSON.stringify(none)}`);
     }
 
     // Lists: no filter, status filter, job type filter, limits, and alice's own cursor.
     const aliceCursor = (await call('GET', '/api/v1/jobs?limit=1')).body.data.next_cursor as string;
     const leaks: string[] = [];
-    for (const q of ['', '?limit=100', '?status=queued', '?status=processing', '?status=completed', '?status=failed', '?status=cancelled', '?job_type=test-sleep', `?cursor=${aliceCursor}`, `?limit=100&cursor=${aliceCursor}`, '?status=completed&job_type=test-sleep&limit=100']) {
+    for (const q of [
+      '',
+      '?limit=100',
+      '?status=queued',
+      '?status=processing',
+      '?status=completed',
+      '?status=failed',
+      '?status=cancelled',
+      '?job_type=test-sleep',
+      `?cursor=${aliceCursor}`,
+      `?limit=100&cursor=${aliceCursor}`,
+      '?status=completed&job_type=test-sleep&limit=100',
+    ]) {
       tried++;
       const r = await asMallory('GET', `/api/v1/jobs${q}`);
       if (r.status !== 200) leaks.push(`list${q}: HTTP ${r.status}`);
@@ -132,14 +200,27 @@ describe('owner isolation', () => {
 
     // Idempotency keys are scoped to their owner: alice's key, same body, makes mallory a new job.
     tried++;
-    const reuse = await asMallory('POST', '/api/v1/jobs/submit/test-sleep', { body: body({ ms: 0 }), headers: { 'idempotency-key': 'alice-key-1' } });
-    const idemScoped = reuse.status === 200 && reuse.body.data.uuid !== completed && reuse.headers.get('idempotent-replayed') === null;
+    const reuse = await asMallory('POST', '/api/v1/jobs/submit/test-sleep', {
+      body: body({ ms: 0 }),
+      headers: { 'idempotency-key': 'alice-key-1' },
+    });
+    const idemScoped =
+      reuse.status === 200 && reuse.body.data.uuid !== completed && reuse.headers.get('idempotent-replayed') === null;
     tried++;
-    const reuse2 = await asMallory('POST', '/api/v1/jobs/submit/test-sleep', { body: body({ ms: 7 }), headers: { 'idempotency-key': 'alice-key-1' } });
+    const reuse2 = await asMallory('POST', '/api/v1/jobs/submit/test-sleep', {
+      body: body({ ms: 7 }),
+      headers: { 'idempotency-key': 'alice-key-1' },
+    });
     // Mallory's key now exists for mallory: a different body conflicts with *her* request, not alice's.
     const idemScoped2 = reuse2.status === 409;
-    const aliceReplay = await call('POST', '/api/v1/jobs/submit/test-sleep', { body: body({ ms: 0 }), headers: { 'idempotency-key': 'alice-key-1' } });
-    const aliceStillHers = aliceReplay.status === 200 && aliceReplay.body.data.uuid === completed && aliceReplay.headers.get('idempotent-replayed') === 'true';
+    const aliceReplay = await call('POST', '/api/v1/jobs/submit/test-sleep', {
+      body: body({ ms: 0 }),
+      headers: { 'idempotency-key': 'alice-key-1' },
+    });
+    const aliceStillHers =
+      aliceReplay.status === 200 &&
+      aliceReplay.body.data.uuid === completed &&
+      aliceReplay.headers.get('idempotent-replayed') === 'true';
 
     // --- alice's view after ----------------------------------------------------------------------
     const after = await snapshot();
@@ -157,7 +238,11 @@ describe('owner isolation', () => {
 
     expect(mismatches).toEqual([]);
     expect(leaks).toEqual([]);
-    expect({ idemScoped, idemScoped2, aliceStillHers }).toEqual({ idemScoped: true, idemScoped2: true, aliceStillHers: true });
+    expect({ idemScoped, idemScoped2, aliceStillHers }).toEqual({
+      idemScoped: true,
+      idemScoped2: true,
+      aliceStillHers: true,
+    });
     expect(after).toEqual(before);
     expect(processingStill).toBe('processing');
     for (const u of [processing, queued]) await call('POST', `/api/v1/jobs/${u}/cancel`);

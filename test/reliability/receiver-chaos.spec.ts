@@ -12,7 +12,14 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { sleepJobType } from '../helpers/job-types.js';
 import { freePort, startService, waitFor, type TestService } from '../helpers/service.js';
-import { percentile, recordFigures, sleep, startHookReceiver, startStallReceiver, type HookReceiver } from './support.js';
+import {
+  percentile,
+  recordFigures,
+  sleep,
+  startHookReceiver,
+  startStallReceiver,
+  type HookReceiver,
+} from './support.js';
 
 const BOUND_MS = 5_000;
 const WEBHOOK_TIMEOUT = '6s';
@@ -57,7 +64,9 @@ describe('webhook receiver chaos', () => {
     closers.push(() => stall.close());
 
     const submit = async (url: string) => {
-      const r = await s.call('POST', '/api/v1/jobs/submit/test-sleep', { body: { job_type: 'test-sleep', model: 'v1', input: { ms: 0 }, webhook: { url } } });
+      const r = await s.call('POST', '/api/v1/jobs/submit/test-sleep', {
+        body: { job_type: 'test-sleep', model: 'v1', input: { ms: 0 }, webhook: { url } },
+      });
       expect(r.status, r.text).toBe(200);
       return r.body.data.uuid as string;
     };
@@ -65,7 +74,11 @@ describe('webhook receiver chaos', () => {
 
     // Phase 1: a backlog of chaotic deliveries, more than the per-destination cap for each dead receiver.
     const chaoticJobs: Record<string, string> = {};
-    for (const [name, r] of [['hang', hang], ['slow', slow], ['stall', stall]] as const) {
+    for (const [name, r] of [
+      ['hang', hang],
+      ['slow', slow],
+      ['stall', stall],
+    ] as const) {
       const uuids = await Promise.all(Array.from({ length: 14 }, () => submit(r.url())));
       chaoticJobs[name] = uuids[0]!;
     }
@@ -131,15 +144,21 @@ describe('webhook receiver chaos', () => {
     const recorded: Record<string, string> = {};
     const misrecorded: string[] = [];
     for (const [name, uuid] of Object.entries(chaoticJobs)) {
-      const first = await waitFor(async () => {
-        const d = (await s.call('GET', `/api/v1/jobs/${uuid}/webhook-deliveries`)).body.data?.deliveries?.[0];
-        return d?.attempts?.length > 0 ? d.attempts[0] : undefined;
-      }, `the first attempt to ${name}`, 60_000);
+      const first = await waitFor(
+        async () => {
+          const d = (await s.call('GET', `/api/v1/jobs/${uuid}/webhook-deliveries`)).body.data?.deliveries?.[0];
+          return d?.attempts?.length > 0 ? d.attempts[0] : undefined;
+        },
+        `the first attempt to ${name}`,
+        60_000,
+      );
       recorded[name] = `${first.http_status ?? '–'} ${first.error}`;
       const e = expectations[name]!;
-      if (first.ok !== false || first.http_status !== e.http || !e.error.test(first.error ?? '')) misrecorded.push(`${name}: ${JSON.stringify(first)}`);
+      if (first.ok !== false || first.http_status !== e.http || !e.error.test(first.error ?? ''))
+        misrecorded.push(`${name}: ${JSON.stringify(first)}`);
     }
-    const chaoticRequests = hang.requests() + slow.requests() + stall.accepted() + Object.values(fast).reduce((n, r) => n + r.requests(), 0);
+    const chaoticRequests =
+      hang.requests() + slow.requests() + stall.accepted() + Object.values(fast).reduce((n, r) => n + r.requests(), 0);
     const followedRedirect = healthy[0]!.deliveries.filter((d) => d.path === '/redirected').length;
 
     recordFigures('receiver chaos', {
@@ -170,27 +189,50 @@ describe('webhook receiver chaos', () => {
 
   it('reports (no time bound) what happens when dead destinations outnumber what the per-destination cap protects', async () => {
     // Default WEBHOOK_CONCURRENCY 16 → at most 4 per destination; 6 hanging receivers can hold all 16 slots.
-    const svc2 = await startService({ WORKER_CONCURRENCY: '4', WEBHOOK_TIMEOUT: '4s', WEBHOOK_RETRY_SCHEDULE: '0,200ms,400ms,600ms,800ms', RATE_LIMIT_SUBMIT: '0', RATE_LIMIT_READ: '0' }, { jobTypes: [sleepJobType()] });
+    const svc2 = await startService(
+      {
+        WORKER_CONCURRENCY: '4',
+        WEBHOOK_TIMEOUT: '4s',
+        WEBHOOK_RETRY_SCHEDULE: '0,200ms,400ms,600ms,800ms',
+        RATE_LIMIT_SUBMIT: '0',
+        RATE_LIMIT_READ: '0',
+      },
+      { jobTypes: [sleepJobType()] },
+    );
     const dead = await Promise.all(Array.from({ length: 6 }, () => startHookReceiver('hang')));
     const ok = await startHookReceiver('ok');
     try {
-      const submit = async (url: string) => (await svc2.call('POST', '/api/v1/jobs/submit/test-sleep', { body: { job_type: 'test-sleep', model: 'v1', input: { ms: 0 }, webhook: { url } } })).body.data.uuid as string;
+      const submit = async (url: string) =>
+        (
+          await svc2.call('POST', '/api/v1/jobs/submit/test-sleep', {
+            body: { job_type: 'test-sleep', model: 'v1', input: { ms: 0 }, webhook: { url } },
+          })
+        ).body.data.uuid as string;
       for (const d of dead) await Promise.all(Array.from({ length: 5 }, () => submit(d.url())));
-      await waitFor(() => dead.reduce((n, d) => n + d.inFlight(), 0) >= 16, 'every delivery slot held by a dead receiver', 60_000);
+      await waitFor(
+        () => dead.reduce((n, d) => n + d.inFlight(), 0) >= 16,
+        'every delivery slot held by a dead receiver',
+        60_000,
+      );
       const uuids: string[] = [];
       for (let i = 0; i < 10; i++) {
         uuids.push(await submit(ok.url()));
         await sleep(200);
       }
-      await waitFor(() => uuids.every((u) => ok.deliveries.some((d) => d.jobUuid === u)), 'the healthy deliveries', 60_000);
+      await waitFor(
+        () => uuids.every((u) => ok.deliveries.some((d) => d.jobUuid === u)),
+        'the healthy deliveries',
+        60_000,
+      );
       const delays = uuids.map((u) => {
         const d = ok.deliveries.find((x) => x.jobUuid === u)!;
         return d.at - d.occurredAt;
       });
       recordFigures('receiver chaos, beyond the fairness cap (report only)', {
-        'setup': '6 hanging receivers, WEBHOOK_CONCURRENCY 16 (4 per destination), WEBHOOK_TIMEOUT 4s',
+        setup: '6 hanging receivers, WEBHOOK_CONCURRENCY 16 (4 per destination), WEBHOOK_TIMEOUT 4s',
         'healthy delivery delay, ms (p50 / max)': `${percentile(delays, 50)} / ${Math.max(...delays)}`,
-        'reading': 'with more dead destinations than concurrency / per-destination cap, a healthy delivery waits for a slot: up to WEBHOOK_TIMEOUT',
+        reading:
+          'with more dead destinations than concurrency / per-destination cap, a healthy delivery waits for a slot: up to WEBHOOK_TIMEOUT',
       });
       expect(delays).toHaveLength(10);
     } finally {

@@ -36,7 +36,10 @@ export function recordFigures(name: string, figures: Record<string, unknown>): v
   console.log(line);
   if (!dir) return;
   fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, `${name.replace(/[^a-z0-9-]+/gi, '_')}.json`), JSON.stringify({ name, figures, at: new Date().toISOString() }, null, 2));
+  fs.writeFileSync(
+    path.join(dir, `${name.replace(/[^a-z0-9-]+/gi, '_')}.json`),
+    JSON.stringify({ name, figures, at: new Date().toISOString() }, null, 2),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -90,14 +93,24 @@ export interface RawRequestSpec {
 export function buildRequest(spec: RawRequestSpec, hostHeader: string): Buffer {
   const parts: Buffer[] = [];
   const target = typeof spec.target === 'string' ? Buffer.from(spec.target, 'latin1') : spec.target;
-  parts.push(Buffer.from(`${spec.method} `, 'latin1'), target, Buffer.from(` ${spec.version ?? 'HTTP/1.1'}\r\n`, 'latin1'));
+  parts.push(
+    Buffer.from(`${spec.method} `, 'latin1'),
+    target,
+    Buffer.from(` ${spec.version ?? 'HTTP/1.1'}\r\n`, 'latin1'),
+  );
   const given = new Set((spec.headers ?? []).map(([k]) => k.toLowerCase()));
   if (!spec.noHost && !given.has('host')) parts.push(Buffer.from(`Host: ${hostHeader}\r\n`));
   for (const [k, v] of spec.headers ?? []) {
-    parts.push(Buffer.from(`${k}: `, 'latin1'), typeof v === 'string' ? Buffer.from(v, 'latin1') : v, Buffer.from('\r\n'));
+    parts.push(
+      Buffer.from(`${k}: `, 'latin1'),
+      typeof v === 'string' ? Buffer.from(v, 'latin1') : v,
+      Buffer.from('\r\n'),
+    );
   }
-  const body = spec.body === undefined ? undefined : typeof spec.body === 'string' ? Buffer.from(spec.body, 'utf8') : spec.body;
-  if (body !== undefined && spec.contentLength !== false && !given.has('content-length')) parts.push(Buffer.from(`Content-Length: ${body.length}\r\n`));
+  const body =
+    spec.body === undefined ? undefined : typeof spec.body === 'string' ? Buffer.from(spec.body, 'utf8') : spec.body;
+  if (body !== undefined && spec.contentLength !== false && !given.has('content-length'))
+    parts.push(Buffer.from(`Content-Length: ${body.length}\r\n`));
   if (!given.has('connection')) parts.push(Buffer.from('Connection: close\r\n'));
   parts.push(Buffer.from('\r\n'));
   if (body) parts.push(body);
@@ -157,7 +170,9 @@ export function rawRequest(port: number, spec: RawRequestSpec | Buffer, timeoutM
       settled = true;
       clearTimeout(timer);
       const all = Buffer.concat(chunks);
-      resolve(parseResponse(all) ?? { status: 0, headers: {}, body: all, text: all.toString('latin1'), noResponse: true });
+      resolve(
+        parseResponse(all) ?? { status: 0, headers: {}, body: all, text: all.toString('latin1'), noResponse: true },
+      );
     };
     const timer = setTimeout(() => {
       if (settled) return;
@@ -185,13 +200,18 @@ export const isUuid = (s: unknown): s is string => typeof s === 'string' && UUID
  * `{code, message, data}` with `code` 0 / `message` "ok" on 2xx and `code` -1, a non-empty
  * message and `data` {} on errors; only 2xx and 4xx statuses; an X-Request-Id.
  */
-export function envelopeProblem(res: { status: number; headers: Record<string, string>; text: string }, opts: { head?: boolean } = {}): string | undefined {
+export function envelopeProblem(
+  res: { status: number; headers: Record<string, string>; text: string },
+  opts: { head?: boolean } = {},
+): string | undefined {
   const { status } = res;
   if (status === 0) return 'no HTTP response';
   if (status >= 500) return `HTTP ${status} (5xx)`;
-  if (!((status >= 200 && status < 300) || (status >= 400 && status < 500))) return `HTTP ${status} (neither 2xx nor 4xx)`;
+  if (!((status >= 200 && status < 300) || (status >= 400 && status < 500)))
+    return `HTTP ${status} (neither 2xx nor 4xx)`;
   if (!res.headers['x-request-id']) return `HTTP ${status} without X-Request-Id`;
-  if (!/^application\/json/.test(res.headers['content-type'] ?? '')) return `HTTP ${status} with Content-Type ${JSON.stringify(res.headers['content-type'] ?? null)}`;
+  if (!/^application\/json/.test(res.headers['content-type'] ?? ''))
+    return `HTTP ${status} with Content-Type ${JSON.stringify(res.headers['content-type'] ?? null)}`;
   if (opts.head) return undefined;
   let body: unknown;
   try {
@@ -203,7 +223,8 @@ export function envelopeProblem(res: { status: number; headers: Record<string, s
   const b = body as Record<string, unknown>;
   const keys = Object.keys(b).sort().join(',');
   if (keys !== 'code,data,message') return `HTTP ${status} body keys are {${keys}}, not {code,message,data}`;
-  if (typeof b.data !== 'object' || b.data === null || Array.isArray(b.data)) return `HTTP ${status} data is not an object`;
+  if (typeof b.data !== 'object' || b.data === null || Array.isArray(b.data))
+    return `HTTP ${status} data is not an object`;
   if (status < 300) {
     if (b.code !== 0 || b.message !== 'ok') return `HTTP ${status} success without code 0 / message ok`;
   } else {
@@ -215,7 +236,9 @@ export function envelopeProblem(res: { status: number; headers: Record<string, s
 }
 
 /** fetch() Response → the shape envelopeProblem takes. */
-export async function fromFetch(res: Response): Promise<{ status: number; headers: Record<string, string>; text: string }> {
+export async function fromFetch(
+  res: Response,
+): Promise<{ status: number; headers: Record<string, string>; text: string }> {
   const headers: Record<string, string> = {};
   res.headers.forEach((v, k) => (headers[k] = v));
   return { status: res.status, headers, text: await res.text() };
@@ -276,7 +299,14 @@ export interface Delivery {
   at: number;
 }
 
-export type Behaviour = 'ok' | 'hang' | 'reset' | 'garbage' | number | { delayMs: number; status: number } | { status: number; headers: Record<string, string> };
+export type Behaviour =
+  | 'ok'
+  | 'hang'
+  | 'reset'
+  | 'garbage'
+  | number
+  | { delayMs: number; status: number }
+  | { status: number; headers: Record<string, string> };
 
 export interface HookReceiver {
   origin: string;
@@ -290,7 +320,9 @@ export interface HookReceiver {
 }
 
 /** A real HTTP receiver on 127.0.0.1 behaving as told; it records every webhook it parsed. */
-export async function startHookReceiver(behaviour: Behaviour | ((n: number) => Behaviour) = 'ok'): Promise<HookReceiver> {
+export async function startHookReceiver(
+  behaviour: Behaviour | ((n: number) => Behaviour) = 'ok',
+): Promise<HookReceiver> {
   const deliveries: Delivery[] = [];
   const sockets = new Set<Socket>();
   let requests = 0;
@@ -364,7 +396,13 @@ export async function startHookReceiver(behaviour: Behaviour | ((n: number) => B
 }
 
 /** Accepts TCP connections and never reads or answers: a receiver stuck before HTTP. */
-export async function startStallReceiver(): Promise<{ origin: string; url(p?: string): string; open(): number; accepted(): number; close(): Promise<void> }> {
+export async function startStallReceiver(): Promise<{
+  origin: string;
+  url(p?: string): string;
+  open(): number;
+  accepted(): number;
+  close(): Promise<void>;
+}> {
   const sockets = new Set<net.Socket>();
   let accepted = 0;
   const server = net.createServer((s) => {
@@ -401,16 +439,23 @@ export interface SlowMedia extends TestServer {
 
 /** Real JPEGs on 127.0.0.1 that take a while to arrive (the job is "processing" meanwhile). */
 export async function startSlowMedia(): Promise<SlowMedia> {
-  const photo = await sharp({ create: { width: 320, height: 240, channels: 3, background: '#3a7' } }).jpeg().toBuffer();
+  const photo = await sharp({ create: { width: 320, height: 240, channels: 3, background: '#3a7' } })
+    .jpeg()
+    .toBuffer();
   const server = await startServer((req, res) => {
     const m = /^\/slow\/(\d+)\//.exec(req.url ?? '');
     if (!m) return void res.writeHead(404).end('not found');
     const t = setTimeout(() => {
-      if (!res.destroyed) res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': photo.length }).end(photo);
+      if (!res.destroyed)
+        res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': photo.length }).end(photo);
     }, Number(m[1]));
     res.on('close', () => clearTimeout(t));
   });
-  return { ...server, slow: (ms, name) => `${server.origin}/slow/${ms}/${name}.jpg`, missing: (name) => `${server.origin}/missing/${name}.jpg` };
+  return {
+    ...server,
+    slow: (ms, name) => `${server.origin}/slow/${ms}/${name}.jpg`,
+    missing: (name) => `${server.origin}/missing/${name}.jpg`,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

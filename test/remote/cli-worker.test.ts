@@ -6,7 +6,17 @@ import { createWorkerToken } from '../../src/store/worker-tokens.js';
 import { cli } from '../helpers/child.js';
 import { startMediaServer, type MediaServer } from '../helpers/media-server.js';
 import { startService, tempDir, waitFor, waitTerminal, type TestService } from '../helpers/service.js';
-import { alive, api, exited, perTestTypes, pidIn, sleeper, startWorkerProcess, stopIdle, type WorkerProcess } from './worker-support.js';
+import {
+  alive,
+  api,
+  exited,
+  perTestTypes,
+  pidIn,
+  sleeper,
+  startWorkerProcess,
+  stopIdle,
+  type WorkerProcess,
+} from './worker-support.js';
 
 /**
  * `media-jobs worker -- COMMAND` for real: the CLI (from source) as a child process wrapping real
@@ -21,7 +31,12 @@ const strays: number[] = [];
 
 beforeAll(async () => {
   media = await startMediaServer();
-  svc = await startService({ JOB_TYPES_FILE: perTestTypes(['cli-e2e', 'cli-cancel', 'cli-kill', 'cli-term']), JOB_LEASE: '2s', RATE_LIMIT_SUBMIT: '0', RATE_LIMIT_READ: '0' });
+  svc = await startService({
+    JOB_TYPES_FILE: perTestTypes(['cli-e2e', 'cli-cancel', 'cli-kill', 'cli-term']),
+    JOB_LEASE: '2s',
+    RATE_LIMIT_SUBMIT: '0',
+    RATE_LIMIT_READ: '0',
+  });
   token = (await createWorkerToken(svc.app.store.db, { name: 'cli', jobTypes: null }, Date.now())).token;
   client = api(svc);
 });
@@ -49,9 +64,8 @@ const start = (jobType: string, command: string[], extra: string[] = []) => {
   return w;
 };
 
-
 describe('media-jobs worker -- COMMAND', () => {
-  it('completes with the output file (the bytes the command wrote), and fails with the command\'s stderr', async () => {
+  it("completes with the output file (the bytes the command wrote), and fails with the command's stderr", async () => {
     const dir = tempDir('mj-cli-e2e-');
     const w = start('cli-e2e', [
       'sh',
@@ -77,7 +91,7 @@ describe('media-jobs worker -- COMMAND', () => {
     await stopIdle(w);
   });
 
-  it('a cancel through the public API kills the command\'s whole process group', async () => {
+  it("a cancel through the public API kills the command's whole process group", async () => {
     const dir = tempDir('mj-cli-cancel-');
     // A background grandchild in the same group, as a model's helper process would be.
     const w = start('cli-cancel', ['sh', '-c', `sleep 600 & echo $! > ${dir}/bg; exec "$@"`, 'sh', ...sleeper(dir)]);
@@ -85,7 +99,10 @@ describe('media-jobs worker -- COMMAND', () => {
     const pid = await pidIn(path.join(dir, 'pid'));
     const bg = await pidIn(path.join(dir, 'bg'), 'the background process');
     strays.push(pid);
-    await waitFor(async () => (await client.status(uuid)).status_detail === 'sleeping (50%)', 'the progress line in the status');
+    await waitFor(
+      async () => (await client.status(uuid)).status_detail === 'sleeping (50%)',
+      'the progress line in the status',
+    );
     expect((await client.cancel(uuid)).status).toBe(200);
     await waitFor(() => !alive(pid) && !alive(bg), 'the command and its background process to be killed');
     expect((await client.status(uuid)).status, w.log()).toBe('cancelled');
@@ -137,12 +154,16 @@ describe('media-jobs worker -- COMMAND', () => {
       expect(await runWorkerCommand(['--job-type', 'x', '--concurrency', '0', '--', 'true'], env)).toBe(2);
       expect(await runWorkerCommand(['--job-type', 'x', '--grace', 'soon', '--', 'true'], env)).toBe(2);
       expect(await runWorkerCommand(['--job-type', 'x', '--', 'no-such-command-here'], env)).toBe(2);
-      expect(await runWorkerCommand(['--job-type', 'x', '--', 'true'], { ...env, MEDIA_JOBS_WORKER_TOKEN: '' })).toBe(2);
+      expect(await runWorkerCommand(['--job-type', 'x', '--', 'true'], { ...env, MEDIA_JOBS_WORKER_TOKEN: '' })).toBe(
+        2,
+      );
     } finally {
       spy.mockRestore();
     }
     expect(lines).toHaveLength(5);
-    expect(lines.join('')).toMatch(/--job-type NAME is required[^\n]*\n.*--concurrency must be[^\n]*\n.*--grace:[^\n]*\n.*cannot run "no-such-command-here"[^\n]*\n.*--token/s);
+    expect(lines.join('')).toMatch(
+      /--job-type NAME is required[^\n]*\n.*--concurrency must be[^\n]*\n.*--grace:[^\n]*\n.*cannot run "no-such-command-here"[^\n]*\n.*--token/s,
+    );
   });
 });
 

@@ -20,9 +20,17 @@ let tokenB: string;
 beforeAll(async () => {
   media = await startMediaServer();
   receiver = await startReceiver();
-  svc = await startService({ JOB_TYPES_FILE: declaredTypesFile(), JOB_LEASE: '4s', WORKER_MEDIA_URL_TTL: '4s', WORKER_MAX_OUTPUT_BYTES: '100000', RATE_LIMIT_SUBMIT: '0', RATE_LIMIT_READ: '0' });
+  svc = await startService({
+    JOB_TYPES_FILE: declaredTypesFile(),
+    JOB_LEASE: '4s',
+    WORKER_MEDIA_URL_TTL: '4s',
+    WORKER_MAX_OUTPUT_BYTES: '100000',
+    RATE_LIMIT_SUBMIT: '0',
+    RATE_LIMIT_READ: '0',
+  });
   token = (await createWorkerToken(svc.app.store.db, { name: 'all', jobTypes: null }, Date.now())).token;
-  tokenB = (await createWorkerToken(svc.app.store.db, { name: 'only-b', jobTypes: ['test-remote-b'] }, Date.now())).token;
+  tokenB = (await createWorkerToken(svc.app.store.db, { name: 'only-b', jobTypes: ['test-remote-b'] }, Date.now()))
+    .token;
 });
 afterAll(async () => {
   await svc?.stop();
@@ -30,12 +38,22 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-const w = (method: string, url: string, body?: unknown, key = token) => svc.call(method, `/api/v1/worker${url}`, { key, body });
+const w = (method: string, url: string, body?: unknown, key = token) =>
+  svc.call(method, `/api/v1/worker${url}`, { key, body });
 const submit = (jobType: string, input: Record<string, unknown>, webhook?: string) =>
-  svc.call('POST', `/api/v1/jobs/submit/${jobType}`, { body: { job_type: jobType, model: 'v1', input, ...(webhook ? { webhook: { url: webhook, secret: 's3cret' } } : {}) } }).then((r) => {
-    expect(r.status, r.text).toBe(200);
-    return r.body.data.uuid as string;
-  });
+  svc
+    .call('POST', `/api/v1/jobs/submit/${jobType}`, {
+      body: {
+        job_type: jobType,
+        model: 'v1',
+        input,
+        ...(webhook ? { webhook: { url: webhook, secret: 's3cret' } } : {}),
+      },
+    })
+    .then((r) => {
+      expect(r.status, r.text).toBe(200);
+      return r.body.data.uuid as string;
+    });
 const status = async (uuid: string) => (await svc.call('GET', `/api/v1/jobs/${uuid}/status`)).body.data;
 
 /** Another test's leftover: cancelled, so it never stands in front of this test's job again. */
@@ -65,9 +83,14 @@ describe('declared job types', () => {
   it('list, validate and appear in the OpenAPI document like built-in types', async () => {
     const types = await svc.call('GET', '/api/v1/job-types');
     const remote = types.body.data.job_types.find((t: any) => t.name === 'test-remote');
-    expect(remote).toMatchObject({ submit_path: '/api/v1/jobs/submit/test-remote', slots: { source: { accepts: 'image', max: 2 } } });
+    expect(remote).toMatchObject({
+      submit_path: '/api/v1/jobs/submit/test-remote',
+      slots: { source: { accepts: 'image', max: 2 } },
+    });
     expect(remote.options.properties.scale).toMatchObject({ type: 'integer', maximum: 4 });
-    const bad = await svc.call('POST', '/api/v1/jobs/submit/test-remote', { body: { job_type: 'test-remote', model: 'v1', input: { source: media.url('/photo.jpg'), scale: 9 } } });
+    const bad = await svc.call('POST', '/api/v1/jobs/submit/test-remote', {
+      body: { job_type: 'test-remote', model: 'v1', input: { source: media.url('/photo.jpg'), scale: 9 } },
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.message).toContain('scale');
     const doc = (await (await fetch(`${svc.base}/api/v1/openapi.json`)).json()) as any;
@@ -84,9 +107,13 @@ describe('declared job types', () => {
     const withSlotOption = structuredClone(DECLARED);
     (withSlotOption.job_types[1]!.options as any).properties.source = { type: 'string' };
     expect(() => parseDeclaredTypes(withSlotOption)).toThrow(/job_types\.1\.options: "source" is a media slot name/);
-    expect(() => parseDeclaredTypes({ job_types: [{ ...DECLARED.job_types[1], name: 'Bad Name' }] })).toThrow(/job_types\.0\.name/);
+    expect(() => parseDeclaredTypes({ job_types: [{ ...DECLARED.job_types[1], name: 'Bad Name' }] })).toThrow(
+      /job_types\.0\.name/,
+    );
     expect(() => parseDeclaredTypes({ job_types: [{ ...DECLARED.job_types[1], timeout: 'soon' }] })).toThrow(/timeout/);
-    expect(() => parseDeclaredTypes({ job_types: [{ ...DECLARED.job_types[1], options: { type: 'string' } }] })).toThrow(/options/);
+    expect(() =>
+      parseDeclaredTypes({ job_types: [{ ...DECLARED.job_types[1], options: { type: 'string' } }] }),
+    ).toThrow(/options/);
   });
 });
 
@@ -133,18 +160,28 @@ describe('a remote job end to end', () => {
     const copy = await fetch(staged);
     expect(copy.status).toBe(200);
     expect(Buffer.from(await copy.arrayBuffer()).equals(original)).toBe(true);
-    const tampered = await fetch(staged.replace(/signature=(.)/, (_m: string, c: string) => `signature=${c === 'A' ? 'B' : 'A'}`));
+    const tampered = await fetch(
+      staged.replace(/signature=(.)/, (_m: string, c: string) => `signature=${c === 'A' ? 'B' : 'A'}`),
+    );
     expect(tampered.status).toBe(403);
 
-    const hb = await w('POST', `/jobs/${uuid}/heartbeat`, { lease_token: job.lease_token, status_detail: 'upscaling', progress: 0.5 });
+    const hb = await w('POST', `/jobs/${uuid}/heartbeat`, {
+      lease_token: job.lease_token,
+      status_detail: 'upscaling',
+      progress: 0.5,
+    });
     expect(hb.status, hb.text).toBe(200);
     expect(hb.body.data.cancel_requested).toBe(false);
     expect(await status(uuid)).toMatchObject({ status: 'processing', status_detail: 'upscaling (50%)' });
 
     expect((await w('POST', `/jobs/${uuid}/complete`, { lease_token: job.lease_token })).status).toBe(400); // no output yet
-    expect((await upload(uuid, job.lease_token, Buffer.from('not media at all'), 'application/octet-stream')).status).toBe(415);
+    expect(
+      (await upload(uuid, job.lease_token, Buffer.from('not media at all'), 'application/octet-stream')).status,
+    ).toBe(415);
     expect((await upload(uuid, 'r.wrong', Buffer.from('{}'), 'application/json')).status).toBe(409);
-    const out = await sharp({ create: { width: 32, height: 16, channels: 3, background: '#123' } }).png().toBuffer();
+    const out = await sharp({ create: { width: 32, height: 16, channels: 3, background: '#123' } })
+      .png()
+      .toBuffer();
     const put = await upload(uuid, job.lease_token, out, 'application/octet-stream');
     expect(put.status).toBe(200);
     expect(put.body.data).toEqual({ content_type: 'image/png', size: out.length });
@@ -160,12 +197,25 @@ describe('a remote job end to end', () => {
     // The webhook, as for any job: signed, with the terminal state.
     const [hook] = await receiver.waitForCount(1, 'the job.completed webhook');
     expect(hook!.headers['x-service-signature']).toBeTruthy();
-    expect(hook!.json()).toMatchObject({ event_type: 'job.completed', job: { uuid, status: 'completed', result_ready: true } });
+    expect(hook!.json()).toMatchObject({
+      event_type: 'job.completed',
+      job: { uuid, status: 'completed', result_ready: true },
+    });
     // The attempt is over: its staged input is deleted, and every later call is a 409.
     expect((await fetch(staged)).status).toBe(410);
-    expect(await svc.app.store.db.selectFrom('staged_blobs').select('key').where('job_uuid', '=', uuid).execute()).toEqual([]);
+    expect(
+      await svc.app.store.db.selectFrom('staged_blobs').select('key').where('job_uuid', '=', uuid).execute(),
+    ).toEqual([]);
     expect((await w('POST', `/jobs/${uuid}/heartbeat`, { lease_token: job.lease_token })).status).toBe(409);
-    expect((await w('POST', `/jobs/${uuid}/fail`, { lease_token: job.lease_token, error_type: 'processing_error', error_message: 'late' })).status).toBe(409);
+    expect(
+      (
+        await w('POST', `/jobs/${uuid}/fail`, {
+          lease_token: job.lease_token,
+          error_type: 'processing_error',
+          error_message: 'late',
+        })
+      ).status,
+    ).toBe(409);
     expect((await status(uuid)).status).toBe('completed');
   });
 
@@ -200,19 +250,47 @@ describe('the lease rules of a remote job', () => {
   it('fails with the error type, or retries when the worker says it may succeed', async () => {
     const uuid = await submit('test-remote-b', { text: 'x' }, receiver.url('/failed'));
     const first = await claimJob(uuid, ['test-remote-b']);
-    const retry = await w('POST', `/jobs/${uuid}/fail`, { lease_token: first.lease_token, error_type: 'processing_error', error_message: 'GPU out of memory', retryable: true });
+    const retry = await w('POST', `/jobs/${uuid}/fail`, {
+      lease_token: first.lease_token,
+      error_type: 'processing_error',
+      error_message: 'GPU out of memory',
+      retryable: true,
+    });
     expect(retry.status).toBe(200);
     expect(retry.body.data.status).toBe('queued');
     expect((await status(uuid)).status_detail).toContain('GPU out of memory');
     const second = await claimJob(uuid, ['test-remote-b']);
     expect(second.attempt).toBe(2);
-    expect((await w('POST', `/jobs/${uuid}/fail`, { lease_token: first.lease_token, error_type: 'processing_error', error_message: 'stale' })).status).toBe(409);
-    const failed = await w('POST', `/jobs/${uuid}/fail`, { lease_token: second.lease_token, error_type: 'invalid_media', error_message: 'no face in the source' });
+    expect(
+      (
+        await w('POST', `/jobs/${uuid}/fail`, {
+          lease_token: first.lease_token,
+          error_type: 'processing_error',
+          error_message: 'stale',
+        })
+      ).status,
+    ).toBe(409);
+    const failed = await w('POST', `/jobs/${uuid}/fail`, {
+      lease_token: second.lease_token,
+      error_type: 'invalid_media',
+      error_message: 'no face in the source',
+    });
     expect(failed.body.data.status).toBe('failed');
-    expect(await status(uuid)).toMatchObject({ status: 'failed', error_type: 'invalid_media', error_message: 'no face in the source' });
+    expect(await status(uuid)).toMatchObject({
+      status: 'failed',
+      error_type: 'invalid_media',
+      error_message: 'no face in the source',
+    });
     const hook = await waitFor(() => receiver.requests.find((r) => r.path === '/failed'), 'the job.failed webhook');
-    expect(hook.json()).toMatchObject({ event_type: 'job.failed', job: { uuid, status: 'failed', error_type: 'invalid_media', error_message: 'no face in the source' } });
-    const badType = await w('POST', `/jobs/${uuid}/fail`, { lease_token: second.lease_token, error_type: 'oops', error_message: 'x' });
+    expect(hook.json()).toMatchObject({
+      event_type: 'job.failed',
+      job: { uuid, status: 'failed', error_type: 'invalid_media', error_message: 'no face in the source' },
+    });
+    const badType = await w('POST', `/jobs/${uuid}/fail`, {
+      lease_token: second.lease_token,
+      error_type: 'oops',
+      error_message: 'x',
+    });
     expect(badType.status).toBe(400);
   });
 

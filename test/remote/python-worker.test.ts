@@ -6,7 +6,18 @@ import { createWorkerToken } from '../../src/store/worker-tokens.js';
 import { startMediaServer, type MediaServer } from '../helpers/media-server.js';
 import { startService, tempDir, waitFor, waitTerminal, type TestService } from '../helpers/service.js';
 import { startReceiver, type Receiver } from '../webhooks/receiver.js';
-import { alive, api, exited, perTestTypes, pidIn, sleeper, startWorkerProcess, stopIdle, WEBHOOK_SECRET, type WorkerProcess } from './worker-support.js';
+import {
+  alive,
+  api,
+  exited,
+  perTestTypes,
+  pidIn,
+  sleeper,
+  startWorkerProcess,
+  stopIdle,
+  WEBHOOK_SECRET,
+  type WorkerProcess,
+} from './worker-support.js';
 
 /**
  * examples/python-worker/worker.py (standard library only) for real: a child process wrapping
@@ -22,7 +33,12 @@ const workers: WorkerProcess[] = [];
 beforeAll(async () => {
   media = await startMediaServer();
   receiver = await startReceiver();
-  svc = await startService({ JOB_TYPES_FILE: perTestTypes(['py-e2e', 'py-fail', 'py-cancel', 'py-term']), JOB_LEASE: '2s', RATE_LIMIT_SUBMIT: '0', RATE_LIMIT_READ: '0' });
+  svc = await startService({
+    JOB_TYPES_FILE: perTestTypes(['py-e2e', 'py-fail', 'py-cancel', 'py-term']),
+    JOB_LEASE: '2s',
+    RATE_LIMIT_SUBMIT: '0',
+    RATE_LIMIT_READ: '0',
+  });
   token = (await createWorkerToken(svc.app.store.db, { name: 'python', jobTypes: null }, Date.now())).token;
   client = api(svc);
 });
@@ -43,7 +59,6 @@ const start = (jobType: string, command: string[], extra: string[] = []) => {
   workers.push(w);
   return w;
 };
-
 
 describe('the Python reference worker', () => {
   it('serves a declared type end to end: staged media as files, placeholders, environment, result and webhook', async () => {
@@ -74,17 +89,29 @@ describe('the Python reference worker', () => {
     expect(path.dirname(inputJson!)).toBe(path.dirname(src!));
     expect(argUuid).toBe(uuid);
     expect(seen.input).toEqual({ source: [src], scale: 3 });
-    expect(seen.env).toMatchObject({ MJ_JOB_UUID: uuid, MJ_JOB_TYPE: 'py-e2e', MJ_MODEL: 'v1', MJ_ATTEMPT: '1', MJ_SOURCE: src, MJ_OUTPUT: out, MJ_INPUT_JSON: inputJson, MJ_DIR: path.dirname(src!) });
+    expect(seen.env).toMatchObject({
+      MJ_JOB_UUID: uuid,
+      MJ_JOB_TYPE: 'py-e2e',
+      MJ_MODEL: 'v1',
+      MJ_ATTEMPT: '1',
+      MJ_SOURCE: src,
+      MJ_OUTPUT: out,
+      MJ_INPUT_JSON: inputJson,
+      MJ_DIR: path.dirname(src!),
+    });
     expect(JSON.parse(seen.env.MJ_OPTIONS)).toEqual({ scale: 3 });
     expect(seen.env.MEDIA_JOBS_WORKER_TOKEN).toBeUndefined(); // the command never sees the credential
     expect(fs.existsSync(path.dirname(src!))).toBe(false); // the job's directory is gone
 
     const hook = await waitFor(() => receiver.requests.find((q) => q.path === '/py'), 'the job.completed webhook');
-    expect(verifyWebhook(hook.raw, hook.headers, WEBHOOK_SECRET)).toMatchObject({ event_type: 'job.completed', job: { uuid, status: 'completed', result_ready: true } });
+    expect(verifyWebhook(hook.raw, hook.headers, WEBHOOK_SECRET)).toMatchObject({
+      event_type: 'job.completed',
+      job: { uuid, status: 'completed', result_ready: true },
+    });
     await stopIdle(w);
   });
 
-  it('fails with the command\'s stderr, and retries a job whose command exits 75', async () => {
+  it("fails with the command's stderr, and retries a job whose command exits 75", async () => {
     const w = start('py-fail', [
       'sh',
       '-c',
@@ -107,7 +134,10 @@ describe('the Python reference worker', () => {
     const w = start('py-cancel', sleeper(dir));
     const uuid = await client.submit('py-cancel', { text: 'cancel me' });
     const pid = await pidIn(path.join(dir, 'pid'));
-    await waitFor(async () => (await client.status(uuid)).status_detail === 'sleeping (50%)', 'the progress line in the status');
+    await waitFor(
+      async () => (await client.status(uuid)).status_detail === 'sleeping (50%)',
+      'the progress line in the status',
+    );
     expect((await client.cancel(uuid)).status).toBe(200);
     await waitFor(() => !alive(pid), 'the command to be killed');
     expect((await client.status(uuid)).status, w.log()).toBe('cancelled');

@@ -5,7 +5,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../src/index.js';
 import { createWorkerToken } from '../../src/store/worker-tokens.js';
 import { ERROR_TYPES as SERVICE_ERROR_TYPES } from '../../src/jobs/errors.js';
-import { ERROR_TYPES, runWorker, WorkerJobError, type RemoteWorker, type RunWorkerOptions } from '../../src/worker-sdk/index.js';
+import {
+  ERROR_TYPES,
+  runWorker,
+  WorkerJobError,
+  type RemoteWorker,
+  type RunWorkerOptions,
+} from '../../src/worker-sdk/index.js';
 import { startMediaServer, type MediaServer } from '../helpers/media-server.js';
 import { startService, waitFor, waitTerminal, type TestService } from '../helpers/service.js';
 import { startReceiver, type Receiver } from '../webhooks/receiver.js';
@@ -23,7 +29,20 @@ const LEASE_MS = 2_000;
 beforeAll(async () => {
   media = await startMediaServer();
   receiver = await startReceiver();
-  svc = await startService({ JOB_TYPES_FILE: perTestTypes(['sdk-e2e', 'sdk-errors', 'sdk-lease', 'sdk-503', 'sdk-idle', 'sdk-grace', 'sdk-token']), JOB_LEASE: `${LEASE_MS}ms`, RATE_LIMIT_SUBMIT: '0', RATE_LIMIT_READ: '0' });
+  svc = await startService({
+    JOB_TYPES_FILE: perTestTypes([
+      'sdk-e2e',
+      'sdk-errors',
+      'sdk-lease',
+      'sdk-503',
+      'sdk-idle',
+      'sdk-grace',
+      'sdk-token',
+    ]),
+    JOB_LEASE: `${LEASE_MS}ms`,
+    RATE_LIMIT_SUBMIT: '0',
+    RATE_LIMIT_READ: '0',
+  });
   token = (await createWorkerToken(svc.app.store.db, { name: 'sdk', jobTypes: null }, Date.now())).token;
   client = api(svc);
 });
@@ -36,9 +55,17 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-function start(opts: Partial<RunWorkerOptions> & Pick<RunWorkerOptions, 'handle' | 'jobTypes'>): RemoteWorker & { logs: string[] } {
+function start(
+  opts: Partial<RunWorkerOptions> & Pick<RunWorkerOptions, 'handle' | 'jobTypes'>,
+): RemoteWorker & { logs: string[] } {
   const logs: string[] = [];
-  const worker = runWorker({ url: svc.base, token, waitSeconds: 5, log: (m, f) => logs.push(`${m} ${JSON.stringify(f ?? {})}`), ...opts });
+  const worker = runWorker({
+    url: svc.base,
+    token,
+    waitSeconds: 5,
+    log: (m, f) => logs.push(`${m} ${JSON.stringify(f ?? {})}`),
+    ...opts,
+  });
   running.push(worker);
   return Object.assign(worker, { logs });
 }
@@ -64,22 +91,31 @@ describe('runWorker', () => {
         ctx.progress('upscaling', 0.5);
         // Held until the progress is visible in the public status (it is sent at once, not on the next beat).
         await waitFor(() => sawProgress, 'the test to see the progress');
-        returned = await sharp(bytes).resize({ width: meta.width! * (job.input.scale as number) }).png().toBuffer();
+        returned = await sharp(bytes)
+          .resize({ width: meta.width! * (job.input.scale as number) })
+          .png()
+          .toBuffer();
         return { bytes: returned, contentType: 'image/png' };
       },
     });
     const uuid = await client.submit('sdk-e2e', { source: media.url('/photo.jpg'), scale: 2 }, receiver.url('/sdk'));
-    await waitFor(async () => (await client.status(uuid)).status_detail === 'upscaling (50%)', 'the progress in the status');
+    await waitFor(
+      async () => (await client.status(uuid)).status_detail === 'upscaling (50%)',
+      'the progress in the status',
+    );
     sawProgress = true;
     expect((await waitTerminal(svc.call, uuid)).status, worker.logs.join('\n')).toBe('completed');
     const r = await client.result(uuid);
     expect(r.type).toBe('image/png');
     expect(r.bytes.equals(returned!)).toBe(true);
     const hook = await waitFor(() => receiver.requests.find((q) => q.path === '/sdk'), 'the job.completed webhook');
-    expect(verifyWebhook(hook.raw, hook.headers, WEBHOOK_SECRET)).toMatchObject({ event_type: 'job.completed', job: { uuid, status: 'completed' } });
+    expect(verifyWebhook(hook.raw, hook.headers, WEBHOOK_SECRET)).toMatchObject({
+      event_type: 'job.completed',
+      job: { uuid, status: 'completed' },
+    });
   });
 
-  it('fails with a WorkerJobError\'s type, any other error as processing_error, and aborts a cancelled job', async () => {
+  it("fails with a WorkerJobError's type, any other error as processing_error, and aborts a cancelled job", async () => {
     let cancelled: unknown;
     start({
       jobTypes: ['sdk-errors'],
@@ -97,12 +133,19 @@ describe('runWorker', () => {
     const small = await client.submit('sdk-errors', { text: 'small' });
     const crash = await client.submit('sdk-errors', { text: 'crash' });
     const toCancel = await client.submit('sdk-errors', { text: 'cancel' });
-    expect(await waitTerminal(svc.call, small)).toMatchObject({ status: 'failed', error_type: 'invalid_media', error_message: 'too small to upscale' });
+    expect(await waitTerminal(svc.call, small)).toMatchObject({
+      status: 'failed',
+      error_type: 'invalid_media',
+      error_message: 'too small to upscale',
+    });
     const crashed = await waitTerminal(svc.call, crash);
     expect(crashed).toMatchObject({ status: 'failed', error_type: 'processing_error' });
     expect(crashed.error_message).toBe('x'.repeat(1000));
 
-    await waitFor(async () => (await client.status(toCancel)).status_detail === 'waiting to be cancelled', 'the third job to run');
+    await waitFor(
+      async () => (await client.status(toCancel)).status_detail === 'waiting to be cancelled',
+      'the third job to run',
+    );
     await client.cancel(toCancel);
     await waitFor(() => cancelled, 'the handler to see the cancel');
     expect((cancelled as Error).name).toBe('AbortError');
@@ -140,8 +183,15 @@ describe('runWorker', () => {
       const gone = new AbortController();
       res.on('close', () => gone.abort());
       try {
-        const up = await fetch(`${svc.base}${req.url}`, { method: req.method, headers: req.headers as Record<string, string>, body: chunks.length ? Buffer.concat(chunks) : undefined, signal: gone.signal });
-        res.writeHead(up.status, { 'content-type': up.headers.get('content-type') ?? 'application/json' }).end(Buffer.from(await up.arrayBuffer()));
+        const up = await fetch(`${svc.base}${req.url}`, {
+          method: req.method,
+          headers: req.headers as Record<string, string>,
+          body: chunks.length ? Buffer.concat(chunks) : undefined,
+          signal: gone.signal,
+        });
+        res
+          .writeHead(up.status, { 'content-type': up.headers.get('content-type') ?? 'application/json' })
+          .end(Buffer.from(await up.arrayBuffer()));
       } catch {
         res.destroy();
       }
@@ -168,7 +218,11 @@ describe('runWorker', () => {
 
   it('stop() abandons an idle long poll at once: a job submitted afterwards waits for another worker', async () => {
     const remote = svc.app.remote as unknown as { waiters: Set<unknown> };
-    const worker = start({ jobTypes: ['sdk-idle'], waitSeconds: 30, handle: async () => ({ bytes: Buffer.from('no'), contentType: 'text/plain' }) });
+    const worker = start({
+      jobTypes: ['sdk-idle'],
+      waitSeconds: 30,
+      handle: async () => ({ bytes: Buffer.from('no'), contentType: 'text/plain' }),
+    });
     await waitFor(() => remote.waiters.size > 0, 'the long poll to reach the service');
     const stopping = Date.now();
     await worker.stop();
@@ -181,7 +235,10 @@ describe('runWorker', () => {
     const uuid = await client.submit('sdk-idle', { text: 'after the stop' });
     const job = await waitFor(() => rawClaim(['sdk-idle']), 'another worker to claim the job');
     expect(job).toMatchObject({ uuid, attempt: 1 });
-    await svc.call('POST', `/api/v1/worker/jobs/${uuid}/release`, { key: token, body: { lease_token: job.lease_token } });
+    await svc.call('POST', `/api/v1/worker/jobs/${uuid}/release`, {
+      key: token,
+      body: { lease_token: job.lease_token },
+    });
     await client.cancel(uuid);
   });
 
@@ -206,13 +263,17 @@ describe('runWorker', () => {
     await client.cancel(uuid);
   });
 
-  it('knows the service\'s error types (it keeps its own copy, so as to load none of the service)', () => {
+  it("knows the service's error types (it keeps its own copy, so as to load none of the service)", () => {
     expect(ERROR_TYPES).toEqual(SERVICE_ERROR_TYPES);
     expect(() => new WorkerJobError('oops' as never, 'x')).toThrow(/error_type must be one of/);
   });
 
   it('stops with an error when the service refuses its token', async () => {
-    const worker = start({ token: 'mjw_revoked-or-wrong', jobTypes: ['sdk-token'], handle: async () => ({ bytes: Buffer.from('x'), contentType: 'text/plain' }) });
+    const worker = start({
+      token: 'mjw_revoked-or-wrong',
+      jobTypes: ['sdk-token'],
+      handle: async () => ({ bytes: Buffer.from('x'), contentType: 'text/plain' }),
+    });
     await expect(worker.done).rejects.toThrow(/401/);
   });
 });

@@ -10,13 +10,21 @@ export const DECLARED = {
       description: 'A remote type with an image slot and an option.',
       slots: { source: { required: true, min: 1, max: 2, accepts: 'image', description: 'The image.' } },
       models: [{ name: 'v1', description: 'The only model.' }],
-      options: { type: 'object', properties: { scale: { type: 'integer', minimum: 1, maximum: 4, default: 2 } }, additionalProperties: false },
+      options: {
+        type: 'object',
+        properties: { scale: { type: 'integer', minimum: 1, maximum: 4, default: 2 } },
+        additionalProperties: false,
+      },
     },
     {
       name: 'test-remote-b',
       description: 'A remote type with no media.',
       models: [{ name: 'v1', description: 'The only model.' }],
-      options: { type: 'object', properties: { text: { type: 'string', maxLength: 100 } }, additionalProperties: false },
+      options: {
+        type: 'object',
+        properties: { text: { type: 'string', maxLength: 100 } },
+        additionalProperties: false,
+      },
     },
     {
       name: 'test-remote-quick',

@@ -35,7 +35,14 @@ export function perTestTypes(names: string[]): string {
 export type WorkerProcess = ChildProcess & { log: () => string };
 
 /** A worker process (the CLI from source, or the Python one); its output is kept for failure messages. */
-export function startWorkerProcess(kind: 'cli' | 'python', svc: TestService, token: string, jobType: string, command: string[], extra: string[] = []): WorkerProcess {
+export function startWorkerProcess(
+  kind: 'cli' | 'python',
+  svc: TestService,
+  token: string,
+  jobType: string,
+  command: string[],
+  extra: string[] = [],
+): WorkerProcess {
   const args =
     kind === 'cli'
       ? ['--import', 'tsx', path.join(root, 'src/main.ts'), 'worker', '--job-type', jobType, ...extra, '--', ...command]
@@ -53,7 +60,9 @@ export function startWorkerProcess(kind: 'cli' | 'python', svc: TestService, tok
 }
 
 export const exited = (p: ChildProcess): Promise<void> =>
-  p.exitCode !== null || p.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => p.once('exit', () => r()));
+  p.exitCode !== null || p.signalCode !== null
+    ? Promise.resolve()
+    : new Promise<void>((r) => p.once('exit', () => r()));
 
 export function alive(pid: number): boolean {
   try {
@@ -66,7 +75,11 @@ export function alive(pid: number): boolean {
 
 /** A command that writes its pid to `<dir>/pid`, reports progress, then sleeps until killed. */
 export function sleeper(dir: string): string[] {
-  return ['python3', '-c', `import os,time; open(${JSON.stringify(path.join(dir, 'pid'))},'w').write(str(os.getpid())); print('progress: 0.5 sleeping', flush=True); time.sleep(600)`];
+  return [
+    'python3',
+    '-c',
+    `import os,time; open(${JSON.stringify(path.join(dir, 'pid'))},'w').write(str(os.getpid())); print('progress: 0.5 sleeping', flush=True); time.sleep(600)`,
+  ];
 }
 
 /** The pid a command wrote to `file`, once it has. */
@@ -78,7 +91,14 @@ export async function pidIn(file: string, what = 'the command to start'): Promis
 export function api(svc: TestService) {
   return {
     async submit(jobType: string, input: Record<string, unknown>, webhook?: string): Promise<string> {
-      const r = await svc.call('POST', `/api/v1/jobs/submit/${jobType}`, { body: { job_type: jobType, model: 'v1', input, ...(webhook ? { webhook: { url: webhook, secret: WEBHOOK_SECRET } } : {}) } });
+      const r = await svc.call('POST', `/api/v1/jobs/submit/${jobType}`, {
+        body: {
+          job_type: jobType,
+          model: 'v1',
+          input,
+          ...(webhook ? { webhook: { url: webhook, secret: WEBHOOK_SECRET } } : {}),
+        },
+      });
       expect(r.status, r.text).toBe(200);
       return r.body.data.uuid as string;
     },
@@ -91,7 +111,11 @@ export function api(svc: TestService) {
       return { type: link.body.data.content_type as string, bytes: Buffer.from(await res.arrayBuffer()) };
     },
     async attempts(uuid: string): Promise<number> {
-      const row = await svc.app.store.db.selectFrom('jobs').select('attempts').where('uuid', '=', uuid).executeTakeFirstOrThrow();
+      const row = await svc.app.store.db
+        .selectFrom('jobs')
+        .select('attempts')
+        .where('uuid', '=', uuid)
+        .executeTakeFirstOrThrow();
       return Number(row.attempts);
     },
     cancel: (uuid: string) => svc.call('POST', `/api/v1/jobs/${uuid}/cancel`),

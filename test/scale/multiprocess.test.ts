@@ -47,7 +47,14 @@ describe('two API processes and two worker processes on one PostgreSQL', () => {
   let workers: ChildService[];
 
   beforeAll(async () => {
-    env = { ...(await storeEnv()), JOB_LEASE: '2s', QUEUE_POLL_INTERVAL: '2s', WORKER_CONCURRENCY: '4', RATE_LIMIT_READ: '0', RATE_LIMIT_SUBMIT: '0' };
+    env = {
+      ...(await storeEnv()),
+      JOB_LEASE: '2s',
+      QUEUE_POLL_INTERVAL: '2s',
+      WORKER_CONCURRENCY: '4',
+      RATE_LIMIT_READ: '0',
+      RATE_LIMIT_SUBMIT: '0',
+    };
     key = cli(['keys', 'create', '--owner', 'scale'], env).lastLine;
     api = [await spawnService(env, key, { role: 'api' }), await spawnService(env, key, { role: 'api' })];
     workers = [await spawnService(env, key, { role: 'worker' }), await spawnService(env, key, { role: 'worker' })];
@@ -74,10 +81,14 @@ describe('two API processes and two worker processes on one PostgreSQL', () => {
     }
     expect(new Set(uuids).size).toBe(N);
 
-    await waitFor(async () => {
-      const counts = await Promise.all(uuids.map((u, i) => api[i % 2]!.call('GET', `/api/v1/jobs/${u}/status`)));
-      return counts.every((r) => r.body.data.status === 'completed');
-    }, 'all 500 jobs to complete', 240_000);
+    await waitFor(
+      async () => {
+        const counts = await Promise.all(uuids.map((u, i) => api[i % 2]!.call('GET', `/api/v1/jobs/${u}/status`)));
+        return counts.every((r) => r.body.data.status === 'completed');
+      },
+      'all 500 jobs to complete',
+      240_000,
+    );
 
     // Exactly once: each job's media was fetched by exactly one attempt.
     const fetched = new Map<string, number>();
@@ -91,7 +102,11 @@ describe('two API processes and two worker processes on one PostgreSQL', () => {
   }, 400_000);
 
   it('cancels a job from one API process and aborts it on the worker process running it', async () => {
-    const uuid = (await api[0]!.call('POST', '/api/v1/jobs/submit/image-transform', { body: transform(media.url('/hold/cancel.jpg')) })).body.data.uuid;
+    const uuid = (
+      await api[0]!.call('POST', '/api/v1/jobs/submit/image-transform', {
+        body: transform(media.url('/hold/cancel.jpg')),
+      })
+    ).body.data.uuid;
     await waitFor(() => media.requests.includes('/hold/cancel.jpg'), 'a worker to start the download');
     const conns = media.openConnections();
     const r = await api[1]!.call('POST', `/api/v1/jobs/${uuid}/cancel`);
@@ -102,7 +117,11 @@ describe('two API processes and two worker processes on one PostgreSQL', () => {
   });
 
   it('survives SIGKILL of a worker mid-job: the other worker completes it', async () => {
-    const uuid = (await api[0]!.call('POST', '/api/v1/jobs/submit/image-transform', { body: transform(media.url('/hold/crash.jpg')) })).body.data.uuid;
+    const uuid = (
+      await api[0]!.call('POST', '/api/v1/jobs/submit/image-transform', {
+        body: transform(media.url('/hold/crash.jpg')),
+      })
+    ).body.data.uuid;
     await waitFor(() => media.requests.includes('/hold/crash.jpg'), 'a worker to start the job');
     // Find the worker process that holds the lease (lease_owner is host:pid:nonce) and kill it.
     const db = new pg.Client({ connectionString: env.DATABASE_URL });
@@ -114,9 +133,17 @@ describe('two API processes and two worker processes on one PostgreSQL', () => {
     const survivor = workers.find((w) => w !== victim)!;
     expect(victim).toBeDefined();
     await victim.kill9();
-    await waitFor(() => media.requests.filter((r) => r === '/hold/crash.jpg').length >= 2, 'the survivor to reclaim the job', 60_000);
+    await waitFor(
+      () => media.requests.filter((r) => r === '/hold/crash.jpg').length >= 2,
+      'the survivor to reclaim the job',
+      60_000,
+    );
     media.release();
-    await waitFor(async () => (await api[1]!.call('GET', `/api/v1/jobs/${uuid}/status`)).body.data.status === 'completed', 'completion', 60_000);
+    await waitFor(
+      async () => (await api[1]!.call('GET', `/api/v1/jobs/${uuid}/status`)).body.data.status === 'completed',
+      'completion',
+      60_000,
+    );
     expect(survivor.proc.exitCode).toBeNull();
   });
 
@@ -126,7 +153,9 @@ describe('two API processes and two worker processes on one PostgreSQL', () => {
     const loop = (async () => {
       for (let i = 0; !stop && i < 2000; i++) {
         try {
-          const r = await api[0]!.call('POST', '/api/v1/jobs/submit/image-transform', { body: transform(media.url(`/small.png?ack=${i}`)) });
+          const r = await api[0]!.call('POST', '/api/v1/jobs/submit/image-transform', {
+            body: transform(media.url(`/small.png?ack=${i}`)),
+          });
           if (r.body.code === 0) acked.push(r.body.data.uuid);
         } catch {
           return; // the process died under us: unacknowledged requests may be lost, acknowledged never
@@ -141,9 +170,13 @@ describe('two API processes and two worker processes on one PostgreSQL', () => {
       const r = await api[1]!.call('GET', `/api/v1/jobs/${u}/status`);
       expect(r.status).toBe(200);
     }
-    await waitFor(async () => {
-      const all = await Promise.all(acked.map((u) => api[1]!.call('GET', `/api/v1/jobs/${u}/status`)));
-      return all.every((r) => r.body.data.status === 'completed');
-    }, 'acknowledged jobs to complete', 120_000);
+    await waitFor(
+      async () => {
+        const all = await Promise.all(acked.map((u) => api[1]!.call('GET', `/api/v1/jobs/${u}/status`)));
+        return all.every((r) => r.body.data.status === 'completed');
+      },
+      'acknowledged jobs to complete',
+      120_000,
+    );
   });
 });

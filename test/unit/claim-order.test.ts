@@ -40,7 +40,9 @@ describe.each(dialects)('claim order on %s', (dialect) => {
   let life: JobLifecycle;
 
   beforeAll(async () => {
-    store = await openStore(dialect === 'sqlite' ? `sqlite:${tempDir()}/claims.sqlite` : await createTestDatabase(), { poolSize: 2 });
+    store = await openStore(dialect === 'sqlite' ? `sqlite:${tempDir()}/claims.sqlite` : await createTestDatabase(), {
+      poolSize: 2,
+    });
     life = make();
   });
   afterAll(() => store?.close());
@@ -48,7 +50,18 @@ describe.each(dialects)('claim order on %s', (dialect) => {
   const submit = async (owner: string, jobType = 'a') => {
     clock += 1;
     const uuid = `00000000-0000-4000-8000-${(++seq).toString(16).padStart(12, '0')}`;
-    const row: NewJob = { uuid, owner, job_type: jobType, model: 'v1', input: '{}', webhook: null, status: 'queued', status_detail: 'waiting for a worker', created_at: clock, updated_at: clock };
+    const row: NewJob = {
+      uuid,
+      owner,
+      job_type: jobType,
+      model: 'v1',
+      input: '{}',
+      webhook: null,
+      status: 'queued',
+      status_detail: 'waiting for a worker',
+      created_at: clock,
+      updated_at: clock,
+    };
     expect(await life.create(row)).toBe(true);
     return `${owner}${seq}`;
   };
@@ -60,7 +73,12 @@ describe.each(dialects)('claim order on %s', (dialect) => {
 
   it('is first-in, first-out within one owner', async () => {
     for (let i = 0; i < 5; i++) await submit('solo');
-    const got = await store.db.selectFrom('jobs').select(['uuid']).where('owner', '=', 'solo').orderBy('created_at').execute();
+    const got = await store.db
+      .selectFrom('jobs')
+      .select(['uuid'])
+      .where('owner', '=', 'solo')
+      .orderBy('created_at')
+      .execute();
     const claimed = await life.claim({ leaseOwner: 'fifo', jobTypes: ['a'], limit: 5 });
     expect(claimed.map((r) => r.uuid)).toEqual(got.map((r) => r.uuid));
   });
@@ -85,10 +103,21 @@ describe.each(dialects)('claim order on %s', (dialect) => {
     await drain();
     for (let i = 0; i < 6; i++) await submit('A');
     await submit('D');
-    const d = await store.db.selectFrom('jobs').selectAll().where('owner', '=', 'D').where('status', '=', 'queued').executeTakeFirstOrThrow();
+    const d = await store.db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('owner', '=', 'D')
+      .where('status', '=', 'queued')
+      .executeTakeFirstOrThrow();
     // D ties with A's first job (submitted earlier): one job ahead of it.
     expect(await jobsAhead(store.db, d, 1000)).toBe(1);
-    const lastA = await store.db.selectFrom('jobs').selectAll().where('owner', '=', 'A').where('status', '=', 'queued').orderBy('vtime', 'desc').executeTakeFirstOrThrow();
+    const lastA = await store.db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('owner', '=', 'A')
+      .where('status', '=', 'queued')
+      .orderBy('vtime', 'desc')
+      .executeTakeFirstOrThrow();
     expect(await jobsAhead(store.db, lastA, 1000)).toBe(6);
     expect(await jobsAhead(store.db, lastA, 3)).toBe(3);
   });
@@ -98,8 +127,12 @@ describe.each(dialects)('claim order on %s', (dialect) => {
     await submit('A', 'a');
     await submit('A', 'b');
     await submit('A', 'a');
-    expect((await life.claim({ leaseOwner: 'types-1', jobTypes: ['b'], limit: 10 })).map((r) => r.job_type)).toEqual(['b']);
-    expect((await life.claim({ leaseOwner: 'types-2', jobTypes: ['a', 'b'], limit: 10 })).map((r) => r.job_type)).toEqual(['a', 'a']);
+    expect((await life.claim({ leaseOwner: 'types-1', jobTypes: ['b'], limit: 10 })).map((r) => r.job_type)).toEqual([
+      'b',
+    ]);
+    expect(
+      (await life.claim({ leaseOwner: 'types-2', jobTypes: ['a', 'b'], limit: 10 })).map((r) => r.job_type),
+    ).toEqual(['a', 'a']);
   });
 
   it('keeps the queue depth counters exact through claims, hand-backs, finishes and cancels', async () => {
@@ -110,7 +143,10 @@ describe.each(dialects)('claim order on %s', (dialect) => {
     expect(await countActive(store.db)).toEqual({ queued: before.queued + 4, processing: running });
     const [j1, j2, j3] = await life.claim({ leaseOwner: 'counts', jobTypes: ['a'], limit: 3 });
     expect(await countActive(store.db)).toEqual({ queued: before.queued + 1, processing: running + 3 });
-    await life.complete({ uuid: j1!.uuid, lease: 'counts', job_type: 'a' }, { key: 'k', contentType: 'text/plain', size: 1 });
+    await life.complete(
+      { uuid: j1!.uuid, lease: 'counts', job_type: 'a' },
+      { key: 'k', contentType: 'text/plain', size: 1 },
+    );
     await life.handBack({ uuid: j2!.uuid, lease: 'counts', job_type: 'a' }, 1);
     expect(await life.cancel('E', j3!.uuid)).toBeDefined();
     expect(await countActive(store.db)).toEqual({ queued: before.queued + 2, processing: running });

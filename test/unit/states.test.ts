@@ -10,7 +10,9 @@ describe('job state machine', () => {
   });
 
   it('allows exactly the documented moves', () => {
-    const allowed = JOB_STATUSES.flatMap((f) => JOB_STATUSES.filter((t) => canTransition(f, t)).map((t) => `${f}→${t}`));
+    const allowed = JOB_STATUSES.flatMap((f) =>
+      JOB_STATUSES.filter((t) => canTransition(f, t)).map((t) => `${f}→${t}`),
+    );
     expect(allowed.sort()).toEqual(
       [
         'queued→processing',

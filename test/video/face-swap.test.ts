@@ -8,7 +8,12 @@ import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobError } from '../../src/jobs/errors.js';
-import { computeDescriptor, descriptorDistance, detectFaces, detectLandmarks } from '../../src/processors/face-swap/detect.js';
+import {
+  computeDescriptor,
+  descriptorDistance,
+  detectFaces,
+  detectLandmarks,
+} from '../../src/processors/face-swap/detect.js';
 import { decodeImage } from '../../src/processors/face-swap/image.js';
 import type { Box, RgbImage } from '../../src/processors/face-swap/types.js';
 import { createVideoFaceSwapJobType, type VideoFaceSwapJobType } from '../../src/processors/video/face-swap.js';
@@ -19,7 +24,10 @@ import { audioHash, decodeFrames, makeClip, makeTone, media, probe } from './fix
 
 const LONG = 300_000;
 
-function context(slots: { source?: Buffer; target?: Buffer; reference?: Buffer; audio?: Buffer }, options: Record<string, unknown> = {}) {
+function context(
+  slots: { source?: Buffer; target?: Buffer; reference?: Buffer; audio?: Buffer },
+  options: Record<string, unknown> = {},
+) {
   const abort = new AbortController();
   const stages: string[] = [];
   const m: RunContext<unknown>['media'] = {};
@@ -87,160 +95,198 @@ describe('video-face-swap', () => {
     expect(stages.some((s) => /^swapping faces: frame \d+ of 50$/.test(s))).toBe(true);
   });
 
-  it('puts the source identity on sampled frames and leaves the background alone', async () => {
-    const [before, after] = await Promise.all([decodeFrames(clip), decodeFrames(out)]);
-    expect(after.frames.length).toBe(before.frames.length);
-    const src = await decodeImage(source, 'source', 1e9);
-    const srcDesc = (await detectFaces(src, { descriptors: true }))[0]!.descriptor!;
-    for (const i of [3, 24, 46]) {
-      const b = frameImage(before, i);
-      const a = frameImage(after, i);
-      const face = (await detectFaces(b, { descriptors: true }))[0]!;
-      const swapped = await computeDescriptor(a, await detectLandmarks(a, face.box));
-      const toSource = descriptorDistance(swapped, srcDesc);
-      const toOriginal = descriptorDistance(swapped, face.descriptor!);
-      expect(toSource).toBeLessThan(toOriginal);
+  it(
+    'puts the source identity on sampled frames and leaves the background alone',
+    async () => {
+      const [before, after] = await Promise.all([decodeFrames(clip), decodeFrames(out)]);
+      expect(after.frames.length).toBe(before.frames.length);
+      const src = await decodeImage(source, 'source', 1e9);
+      const srcDesc = (await detectFaces(src, { descriptors: true }))[0]!.descriptor!;
+      for (const i of [3, 24, 46]) {
+        const b = frameImage(before, i);
+        const a = frameImage(after, i);
+        const face = (await detectFaces(b, { descriptors: true }))[0]!;
+        const swapped = await computeDescriptor(a, await detectLandmarks(a, face.box));
+        const toSource = descriptorDistance(swapped, srcDesc);
+        const toOriginal = descriptorDistance(swapped, face.descriptor!);
+        expect(toSource).toBeLessThan(toOriginal);
 
-      // Outside the face (its box grown by 40% each side) only the re-encoding differs.
-      const g = 0.4;
-      const keep: Box = {
-        x: face.box.x - g * face.box.width,
-        y: face.box.y - g * face.box.height,
-        width: face.box.width * (1 + 2 * g),
-        height: face.box.height * (1 + 2 * g),
-      };
-      let outside = 0;
-      let n = 0;
-      let inside = 0;
-      let m = 0;
-      for (let y = 0; y < b.height; y++) {
-        for (let x = 0; x < b.width; x++) {
-          const o = (y * b.width + x) * 3;
-          const d = (Math.abs(a.data[o]! - b.data[o]!) + Math.abs(a.data[o + 1]! - b.data[o + 1]!) + Math.abs(a.data[o + 2]! - b.data[o + 2]!)) / 3;
-          const inKeep = x >= keep.x && x < keep.x + keep.width && y >= keep.y && y < keep.y + keep.height;
-          const inFace = x >= face.box.x && x < face.box.x + face.box.width && y >= face.box.y && y < face.box.y + face.box.height;
-          if (!inKeep) {
-            outside += d;
-            n++;
-          } else if (inFace) {
-            inside += d;
-            m++;
+        // Outside the face (its box grown by 40% each side) only the re-encoding differs.
+        const g = 0.4;
+        const keep: Box = {
+          x: face.box.x - g * face.box.width,
+          y: face.box.y - g * face.box.height,
+          width: face.box.width * (1 + 2 * g),
+          height: face.box.height * (1 + 2 * g),
+        };
+        let outside = 0;
+        let n = 0;
+        let inside = 0;
+        let m = 0;
+        for (let y = 0; y < b.height; y++) {
+          for (let x = 0; x < b.width; x++) {
+            const o = (y * b.width + x) * 3;
+            const d =
+              (Math.abs(a.data[o]! - b.data[o]!) +
+                Math.abs(a.data[o + 1]! - b.data[o + 1]!) +
+                Math.abs(a.data[o + 2]! - b.data[o + 2]!)) /
+              3;
+            const inKeep = x >= keep.x && x < keep.x + keep.width && y >= keep.y && y < keep.y + keep.height;
+            const inFace =
+              x >= face.box.x && x < face.box.x + face.box.width && y >= face.box.y && y < face.box.y + face.box.height;
+            if (!inKeep) {
+              outside += d;
+              n++;
+            } else if (inFace) {
+              inside += d;
+              m++;
+            }
           }
         }
+        expect(n).toBeGreaterThan(1000);
+        expect(outside / n).toBeLessThan(2.5);
+        expect(inside / m).toBeGreaterThan(8);
       }
-      expect(n).toBeGreaterThan(1000);
-      expect(outside / n).toBeLessThan(2.5);
-      expect(inside / m).toBeGreaterThan(8);
-    }
-  }, LONG);
+    },
+    LONG,
+  );
 
-  it('replaces the soundtrack with the audio slot, cut to the video length', async () => {
-    const short = await makeClip({ seconds: 1 });
-    const tone = await makeTone(3);
-    const run = context({ source, target: short, audio: tone });
-    const res = await jt.run(run.ctx as never);
-    const p = await probe(res.bytes);
-    const v = p.streams.find((s) => s.codec_type === 'video')!;
-    expect(v.nb_read_frames).toBe('25');
-    const dur = Number(p.format.duration);
-    expect(dur).toBeGreaterThan(0.95);
-    expect(dur).toBeLessThan(1.1);
-    expect(p.streams.find((s) => s.codec_type === 'audio')?.codec_name).toBe('aac');
-    expect(await audioHash(res.bytes)).not.toBe(await audioHash(short));
-  }, LONG);
+  it(
+    'replaces the soundtrack with the audio slot, cut to the video length',
+    async () => {
+      const short = await makeClip({ seconds: 1 });
+      const tone = await makeTone(3);
+      const run = context({ source, target: short, audio: tone });
+      const res = await jt.run(run.ctx as never);
+      const p = await probe(res.bytes);
+      const v = p.streams.find((s) => s.codec_type === 'video')!;
+      expect(v.nb_read_frames).toBe('25');
+      const dur = Number(p.format.duration);
+      expect(dur).toBeGreaterThan(0.95);
+      expect(dur).toBeLessThan(1.1);
+      expect(p.streams.find((s) => s.codec_type === 'audio')?.codec_name).toBe('aac');
+      expect(await audioHash(res.bytes)).not.toBe(await audioHash(short));
+    },
+    LONG,
+  );
 
-  it('keeps the rotation metadata and the stored orientation of a phone video', async () => {
-    const rotated = await makeClip({ seconds: 1, rotate: 90 });
-    const res = await jt.run(context({ source, target: rotated }).ctx as never);
-    const [a, b] = await Promise.all([probe(rotated), probe(res.bytes)]);
-    const va = a.streams.find((s) => s.codec_type === 'video')!;
-    const vb = b.streams.find((s) => s.codec_type === 'video')!;
-    expect([vb.width, vb.height]).toEqual([va.width, va.height]);
-    const rot = (s: typeof va) => s.side_data_list?.find((d) => d.rotation !== undefined)?.rotation;
-    expect(rot(va)).toBeDefined();
-    expect(rot(vb)).toBe(rot(va));
-    // Decoded upright, the swapped video matches the target outside the face and differs on it.
-    const [fa, fb] = await Promise.all([decodeFrames(rotated), decodeFrames(res.bytes)]);
-    expect([fb.width, fb.height]).toEqual([fa.width, fa.height]);
-    const face = (await detectFaces(frameImage(fa, 10)))[0]!;
-    expect(face).toBeDefined();
-    const ua = frameImage(fa, 10);
-    const ub = frameImage(fb, 10);
-    let corner = 0;
-    let inFace = 0;
-    const fx = Math.round(face.box.x + face.box.width / 2);
-    const fy = Math.round(face.box.y + face.box.height / 2);
-    for (let y = 0; y < 20; y++) {
-      for (let x = 0; x < 20; x++) {
-        const o = (y * ua.width + x) * 3;
-        corner += Math.abs(ua.data[o]! - ub.data[o]!);
-        const p = ((fy - 10 + y) * ua.width + fx - 10 + x) * 3;
-        inFace += Math.abs(ua.data[p]! - ub.data[p]!) + Math.abs(ua.data[p + 1]! - ub.data[p + 1]!) + Math.abs(ua.data[p + 2]! - ub.data[p + 2]!);
+  it(
+    'keeps the rotation metadata and the stored orientation of a phone video',
+    async () => {
+      const rotated = await makeClip({ seconds: 1, rotate: 90 });
+      const res = await jt.run(context({ source, target: rotated }).ctx as never);
+      const [a, b] = await Promise.all([probe(rotated), probe(res.bytes)]);
+      const va = a.streams.find((s) => s.codec_type === 'video')!;
+      const vb = b.streams.find((s) => s.codec_type === 'video')!;
+      expect([vb.width, vb.height]).toEqual([va.width, va.height]);
+      const rot = (s: typeof va) => s.side_data_list?.find((d) => d.rotation !== undefined)?.rotation;
+      expect(rot(va)).toBeDefined();
+      expect(rot(vb)).toBe(rot(va));
+      // Decoded upright, the swapped video matches the target outside the face and differs on it.
+      const [fa, fb] = await Promise.all([decodeFrames(rotated), decodeFrames(res.bytes)]);
+      expect([fb.width, fb.height]).toEqual([fa.width, fa.height]);
+      const face = (await detectFaces(frameImage(fa, 10)))[0]!;
+      expect(face).toBeDefined();
+      const ua = frameImage(fa, 10);
+      const ub = frameImage(fb, 10);
+      let corner = 0;
+      let inFace = 0;
+      const fx = Math.round(face.box.x + face.box.width / 2);
+      const fy = Math.round(face.box.y + face.box.height / 2);
+      for (let y = 0; y < 20; y++) {
+        for (let x = 0; x < 20; x++) {
+          const o = (y * ua.width + x) * 3;
+          corner += Math.abs(ua.data[o]! - ub.data[o]!);
+          const p = ((fy - 10 + y) * ua.width + fx - 10 + x) * 3;
+          inFace +=
+            Math.abs(ua.data[p]! - ub.data[p]!) +
+            Math.abs(ua.data[p + 1]! - ub.data[p + 1]!) +
+            Math.abs(ua.data[p + 2]! - ub.data[p + 2]!);
+        }
       }
-    }
-    expect(corner / 400).toBeLessThan(4);
-    expect(inFace / 1200).toBeGreaterThan(4);
-  }, LONG);
+      expect(corner / 400).toBeLessThan(4);
+      expect(inFace / 1200).toBeGreaterThan(4);
+    },
+    LONG,
+  );
 
-  it('cancels mid-video: rejects at once, kills ffmpeg and removes its temp files', async () => {
-    const long = await makeClip({ seconds: 3 });
-    const before = new Set(tempDirs());
-    const run = context({ source, target: long });
-    let aborted = false;
-    const progress = run.ctx.progress;
-    run.ctx.progress = (s: string) => {
-      progress(s);
-      const m = /frame (\d+)/.exec(s);
-      if (m && Number(m[1]) >= 10 && !aborted) {
-        aborted = true;
-        run.abort.abort(new Error('cancelled by test'));
-      }
-    };
-    await expect(jt.run(run.ctx as never)).rejects.toThrow('cancelled by test');
-    expect(aborted).toBe(true);
-    // No ffmpeg child left behind (they were SIGKILLed; give the kernel a moment to reap them).
-    const deadline = Date.now() + 10_000;
-    let children = '';
-    do {
+  it(
+    'cancels mid-video: rejects at once, kills ffmpeg and removes its temp files',
+    async () => {
+      const long = await makeClip({ seconds: 3 });
+      const before = new Set(tempDirs());
+      const run = context({ source, target: long });
+      let aborted = false;
+      const progress = run.ctx.progress;
+      run.ctx.progress = (s: string) => {
+        progress(s);
+        const m = /frame (\d+)/.exec(s);
+        if (m && Number(m[1]) >= 10 && !aborted) {
+          aborted = true;
+          run.abort.abort(new Error('cancelled by test'));
+        }
+      };
+      await expect(jt.run(run.ctx as never)).rejects.toThrow('cancelled by test');
+      expect(aborted).toBe(true);
+      // No ffmpeg child left behind (they were SIGKILLed; give the kernel a moment to reap them).
+      const deadline = Date.now() + 10_000;
+      let children = '';
+      do {
+        try {
+          children = execFileSync('ps', ['-o', 'comm=', '--ppid', String(process.pid)]).toString();
+        } catch {
+          children = '';
+        }
+        if (!children.includes('ffmpeg')) break;
+        await new Promise((r) => setTimeout(r, 100));
+      } while (Date.now() < deadline);
+      expect(children).not.toContain('ffmpeg');
+      expect(tempDirs().filter((d) => !before.has(d))).toEqual([]);
+    },
+    LONG,
+  );
+
+  it(
+    'fails with invalid_media for a video with no face, naming the slot',
+    async () => {
+      const still = await makeClip({ seconds: 1, photo: 6, region: { left: 0, top: 1100, width: 480, height: 420 } });
+      const err = await errorOf(jt.run(context({ source, target: still }).ctx as never));
+      expect(err.errorType).toBe('invalid_media');
+      expect(err.message).toBe('input.target: no face found in any frame');
+    },
+    LONG,
+  );
+
+  it(
+    'fails with invalid_media for a source image with no face',
+    async () => {
+      const err = await errorOf(jt.run(context({ source: await landscape(400, 300), target: clip }).ctx as never));
+      expect(err.message).toBe('input.source: no face found');
+    },
+    LONG,
+  );
+
+  it(
+    'refuses over-limit and undecodable videos before decoding a frame',
+    async () => {
+      const small = createVideoFaceSwapJobType({ threads: 1, limits: { maxSeconds: 1, maxPixels: 100_000 } });
       try {
-        children = execFileSync('ps', ['-o', 'comm=', '--ppid', String(process.pid)]).toString();
-      } catch {
-        children = '';
+        let err = await errorOf(small.run(context({ source, target: clip }).ctx as never));
+        expect(err.message).toBe('input.target: 2 s long, over the 1 s limit');
+        err = await errorOf(jt.run(context({ source, target: clip }, { max_duration: 1.5 }).ctx as never));
+        expect(err.message).toBe('input.target: 2 s long, over the 1.5 s max_duration');
+        const tiny = createVideoFaceSwapJobType({ threads: 1, limits: { maxSeconds: 60, maxPixels: 50_000 } });
+        err = await errorOf(tiny.run(context({ source, target: clip }).ctx as never));
+        expect(err.message).toBe('input.target: video is 320x280 (0.09 MP), over the 0.05 MP limit');
+        await tiny.close();
+        err = await errorOf(
+          jt.run(context({ source, target: Buffer.from('not a video at all, just text'.repeat(50)) }).ctx as never),
+        );
+        expect(err.message).toBe('input.target: not a decodable media file');
+      } finally {
+        await small.close();
       }
-      if (!children.includes('ffmpeg')) break;
-      await new Promise((r) => setTimeout(r, 100));
-    } while (Date.now() < deadline);
-    expect(children).not.toContain('ffmpeg');
-    expect(tempDirs().filter((d) => !before.has(d))).toEqual([]);
-  }, LONG);
-
-  it('fails with invalid_media for a video with no face, naming the slot', async () => {
-    const still = await makeClip({ seconds: 1, photo: 6, region: { left: 0, top: 1100, width: 480, height: 420 } });
-    const err = await errorOf(jt.run(context({ source, target: still }).ctx as never));
-    expect(err.errorType).toBe('invalid_media');
-    expect(err.message).toBe('input.target: no face found in any frame');
-  }, LONG);
-
-  it('fails with invalid_media for a source image with no face', async () => {
-    const err = await errorOf(jt.run(context({ source: await landscape(400, 300), target: clip }).ctx as never));
-    expect(err.message).toBe('input.source: no face found');
-  }, LONG);
-
-  it('refuses over-limit and undecodable videos before decoding a frame', async () => {
-    const small = createVideoFaceSwapJobType({ threads: 1, limits: { maxSeconds: 1, maxPixels: 100_000 } });
-    try {
-      let err = await errorOf(small.run(context({ source, target: clip }).ctx as never));
-      expect(err.message).toBe('input.target: 2 s long, over the 1 s limit');
-      err = await errorOf(jt.run(context({ source, target: clip }, { max_duration: 1.5 }).ctx as never));
-      expect(err.message).toBe('input.target: 2 s long, over the 1.5 s max_duration');
-      const tiny = createVideoFaceSwapJobType({ threads: 1, limits: { maxSeconds: 60, maxPixels: 50_000 } });
-      err = await errorOf(tiny.run(context({ source, target: clip }).ctx as never));
-      expect(err.message).toBe('input.target: video is 320x280 (0.09 MP), over the 0.05 MP limit');
-      await tiny.close();
-      err = await errorOf(jt.run(context({ source, target: Buffer.from('not a video at all, just text'.repeat(50)) }).ctx as never));
-      expect(err.message).toBe('input.target: not a decodable media file');
-    } finally {
-      await small.close();
-    }
-  }, LONG);
+    },
+    LONG,
+  );
 });

@@ -57,19 +57,37 @@ export async function makeClip(spec: ClipSpec = {}): Promise<Buffer> {
     const cw = Math.round(region.width * 0.9);
     const ch = Math.round(region.height * 0.9);
     const dx = Math.round(region.width * pan);
-    const vf = `crop=${cw}:${ch}:x='min(${region.width - cw},${dx}*t/${seconds})':y='${(region.height - ch) / 2}',scale=${width}:${height}` +
+    const vf =
+      `crop=${cw}:${ch}:x='min(${region.width - cw},${dx}*t/${seconds})':y='${(region.height - ch) / 2}',scale=${width}:${height}` +
       (spec.noise ? `,noise=alls=${spec.noise}:allf=t` : '') +
       ',format=yuv420p' +
       (spec.rotate === 90 ? ',transpose=clock' : '');
     const out = path.join(dir, `clip.${format}`);
     const audio = spec.audio ?? 'sine';
     await run([
-      '-loop', '1', '-framerate', String(fps), '-i', still,
+      '-loop',
+      '1',
+      '-framerate',
+      String(fps),
+      '-i',
+      still,
       ...(audio === 'sine' ? ['-f', 'lavfi', '-i', `sine=frequency=440:sample_rate=48000:duration=${seconds}`] : []),
-      '-vf', vf, '-t', String(seconds), '-r', String(fps),
-      ...(format === 'webm' ? ['-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '1M'] : ['-c:v', 'libx264', '-preset', 'veryfast', '-crf', '18', '-pix_fmt', 'yuv420p']),
-      ...(audio === 'sine' ? (format === 'webm' ? ['-c:a', 'libopus', '-b:a', '64k'] : ['-c:a', 'aac', '-b:a', '96k']) : []),
-      '-y', out,
+      '-vf',
+      vf,
+      '-t',
+      String(seconds),
+      '-r',
+      String(fps),
+      ...(format === 'webm'
+        ? ['-c:v', 'libvpx-vp9', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '1M']
+        : ['-c:v', 'libx264', '-preset', 'veryfast', '-crf', '18', '-pix_fmt', 'yuv420p']),
+      ...(audio === 'sine'
+        ? format === 'webm'
+          ? ['-c:a', 'libopus', '-b:a', '64k']
+          : ['-c:a', 'aac', '-b:a', '96k']
+        : []),
+      '-y',
+      out,
     ]);
     if (spec.rotate !== 90) return readFile(out);
     // As a phone stores a portrait video: pixels turned, plus a rotation tag (set by a remux).
@@ -83,7 +101,18 @@ export async function makeClip(spec: ClipSpec = {}): Promise<Buffer> {
 export async function makeTone(seconds: number, frequency = 660): Promise<Buffer> {
   return withDir(async (dir) => {
     const out = path.join(dir, 'tone.m4a');
-    await run(['-f', 'lavfi', '-i', `sine=frequency=${frequency}:sample_rate=44100:duration=${seconds}`, '-c:a', 'aac', '-b:a', '96k', '-y', out]);
+    await run([
+      '-f',
+      'lavfi',
+      '-i',
+      `sine=frequency=${frequency}:sample_rate=44100:duration=${seconds}`,
+      '-c:a',
+      'aac',
+      '-b:a',
+      '96k',
+      '-y',
+      out,
+    ]);
     return readFile(out);
   });
 }
@@ -101,12 +130,39 @@ export async function withFile<T>(bytes: Buffer, fn: (file: string) => Promise<T
 export async function decodeFrames(bytes: Buffer): Promise<{ width: number; height: number; frames: Uint8Array[] }> {
   return withFile(bytes, async (file) => {
     const probe = JSON.parse(
-      (await runToEnd(bins.ffprobe, ['-v', 'error', '-print_format', 'json', '-show_streams', '-select_streams', 'v:0', file], new AbortController().signal)).toString(),
-    ) as { streams: { width: number; height: number; tags?: { rotate?: string }; side_data_list?: { rotation?: number }[] }[] };
+      (
+        await runToEnd(
+          bins.ffprobe,
+          ['-v', 'error', '-print_format', 'json', '-show_streams', '-select_streams', 'v:0', file],
+          new AbortController().signal,
+        )
+      ).toString(),
+    ) as {
+      streams: {
+        width: number;
+        height: number;
+        tags?: { rotate?: string };
+        side_data_list?: { rotation?: number }[];
+      }[];
+    };
     const s = probe.streams[0]!;
-    const rot = Math.abs(Number(s.tags?.rotate ?? s.side_data_list?.find((d) => d.rotation !== undefined)?.rotation ?? 0));
+    const rot = Math.abs(
+      Number(s.tags?.rotate ?? s.side_data_list?.find((d) => d.rotation !== undefined)?.rotation ?? 0),
+    );
     const [width, height] = rot === 90 || rot === 270 ? [s.height, s.width] : [s.width, s.height];
-    const raw = await run(['-i', file, '-map', '0:v:0', '-vsync', 'passthrough', '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1']);
+    const raw = await run([
+      '-i',
+      file,
+      '-map',
+      '0:v:0',
+      '-vsync',
+      'passthrough',
+      '-f',
+      'rawvideo',
+      '-pix_fmt',
+      'rgb24',
+      'pipe:1',
+    ]);
     const size = width * height * 3;
     const frames: Uint8Array[] = [];
     for (let o = 0; o + size <= raw.length; o += size) frames.push(new Uint8Array(raw.subarray(o, o + size)));
@@ -116,17 +172,37 @@ export async function decodeFrames(bytes: Buffer): Promise<{ width: number; heig
 
 /** MD5 of the audio stream's packets (unchanged when the audio was copied, not re-encoded). */
 export async function audioHash(bytes: Buffer): Promise<string> {
-  return withFile(bytes, async (file) => (await run(['-i', file, '-map', '0:a:0', '-c', 'copy', '-f', 'md5', '-'])).toString().trim());
+  return withFile(bytes, async (file) =>
+    (await run(['-i', file, '-map', '0:a:0', '-c', 'copy', '-f', 'md5', '-'])).toString().trim(),
+  );
 }
 
 export async function probe(bytes: Buffer) {
-  return withFile(bytes, async (file) =>
-    JSON.parse(
-      (await runToEnd(bins.ffprobe, ['-v', 'error', '-count_frames', '-print_format', 'json', '-show_format', '-show_streams', file], new AbortController().signal)).toString(),
-    ) as {
-      format: { duration: string };
-      streams: { codec_type: string; codec_name: string; nb_read_frames?: string; r_frame_rate: string; width?: number; height?: number; duration?: string; tags?: Record<string, string>; side_data_list?: { rotation?: number }[] }[];
-    },
+  return withFile(
+    bytes,
+    async (file) =>
+      JSON.parse(
+        (
+          await runToEnd(
+            bins.ffprobe,
+            ['-v', 'error', '-count_frames', '-print_format', 'json', '-show_format', '-show_streams', file],
+            new AbortController().signal,
+          )
+        ).toString(),
+      ) as {
+        format: { duration: string };
+        streams: {
+          codec_type: string;
+          codec_name: string;
+          nb_read_frames?: string;
+          r_frame_rate: string;
+          width?: number;
+          height?: number;
+          duration?: string;
+          tags?: Record<string, string>;
+          side_data_list?: { rotation?: number }[];
+        }[];
+      },
   );
 }
 

@@ -20,14 +20,17 @@ afterAll(async () => {
 const SECRET = 'whsec_delivery_test';
 
 async function submit(input: Record<string, unknown>, webhook?: Record<string, unknown>): Promise<string> {
-  const res = await svc.call('POST', '/api/v1/jobs/submit/test-sleep', { body: { job_type: 'test-sleep', model: 'v1', input, webhook } });
+  const res = await svc.call('POST', '/api/v1/jobs/submit/test-sleep', {
+    body: { job_type: 'test-sleep', model: 'v1', input, webhook },
+  });
   expect(res.status, res.text).toBe(200);
   return res.body.data.uuid;
 }
 
 /** Requests the receiver got for one job, by the payload's job uuid. */
 const forJob = (uuid: string) => rx.requests.filter((r) => r.json().job.uuid === uuid);
-const waitForJob = (uuid: string, n = 1) => waitFor(() => (forJob(uuid).length >= n ? forJob(uuid) : undefined), `${n} deliveries for ${uuid}`);
+const waitForJob = (uuid: string, n = 1) =>
+  waitFor(() => (forJob(uuid).length >= n ? forJob(uuid) : undefined), `${n} deliveries for ${uuid}`);
 
 async function deliveries(uuid: string): Promise<any[]> {
   const res = await svc.call('GET', `/api/v1/jobs/${uuid}/webhook-deliveries`);
@@ -76,7 +79,14 @@ describe('webhook delivery', () => {
       },
     });
     expect(Object.keys(event)).toEqual(['event_id', 'event_type', 'occurred_at', 'job']);
-    expect(Object.keys(event.job)).toEqual(['uuid', 'status', 'status_detail', 'error_message', 'error_type', 'result_ready']);
+    expect(Object.keys(event.job)).toEqual([
+      'uuid',
+      'status',
+      'status_detail',
+      'error_message',
+      'error_type',
+      'result_ready',
+    ]);
 
     // Delivered on the first attempt: nothing more is scheduled, and the history says so.
     const ds = await waitFor(async () => {
@@ -84,7 +94,13 @@ describe('webhook delivery', () => {
       return d[0]?.state === 'delivered' ? d : undefined;
     }, 'the delivery to be recorded');
     expect(ds).toHaveLength(1);
-    expect(ds[0]).toMatchObject({ event_id: eventId, event_type: 'job.completed', url, state: 'delivered', next_attempt_at: null });
+    expect(ds[0]).toMatchObject({
+      event_id: eventId,
+      event_type: 'job.completed',
+      url,
+      state: 'delivered',
+      next_attempt_at: null,
+    });
     expect(Date.parse(ds[0].created_at)).toBe(Date.parse(done.finished_at));
     expect(ds[0].attempts).toHaveLength(1);
     expect(ds[0].attempts[0]).toMatchObject({ attempt: 1, http_status: 200, error: null, ok: true, manual: false });
@@ -144,7 +160,10 @@ describe('webhook delivery', () => {
   });
 
   it('never sends intermediate states: exactly one delivery per job, for its terminal state', async () => {
-    const uuids = await Promise.all([submit({ ms: 50 }, { url: rx.url('/hooks/many') }), submit({ ms: 10 }, { url: rx.url('/hooks/many') })]);
+    const uuids = await Promise.all([
+      submit({ ms: 50 }, { url: rx.url('/hooks/many') }),
+      submit({ ms: 10 }, { url: rx.url('/hooks/many') }),
+    ]);
     for (const uuid of uuids) {
       await waitTerminal(svc.call, uuid);
       const ds = await waitFor(async () => {

@@ -107,13 +107,29 @@ describe.skipIf(TEST_DB !== 'sqlite')('webhook dispatcher while the database is 
     locker.exec('ROLLBACK');
     locker.close();
 
-    const rows = await waitFor(async () => {
-      const r = await store.db.selectFrom('webhook_events').select(['event_id', 'state', 'attempts', 'lease_owner']).orderBy('event_id').execute();
-      return r.every((e) => e.state === 'delivered') ? r : undefined;
-    }, 'the three deliveries recorded as delivered', 60_000);
-    expect(rows.map((r) => [r.event_id, r.state, Number(r.attempts), r.lease_owner])).toEqual(ids.map((id) => [id, 'delivered', 1, null]));
-    const attempts = await store.db.selectFrom('webhook_attempts').select(['event_id', 'attempt', 'http_status', 'ok']).orderBy('event_id').execute();
-    expect(attempts.map((a) => [a.event_id, Number(a.attempt), Number(a.http_status), Number(a.ok)])).toEqual(ids.map((id) => [id, 1, 200, 1]));
+    const rows = await waitFor(
+      async () => {
+        const r = await store.db
+          .selectFrom('webhook_events')
+          .select(['event_id', 'state', 'attempts', 'lease_owner'])
+          .orderBy('event_id')
+          .execute();
+        return r.every((e) => e.state === 'delivered') ? r : undefined;
+      },
+      'the three deliveries recorded as delivered',
+      60_000,
+    );
+    expect(rows.map((r) => [r.event_id, r.state, Number(r.attempts), r.lease_owner])).toEqual(
+      ids.map((id) => [id, 'delivered', 1, null]),
+    );
+    const attempts = await store.db
+      .selectFrom('webhook_attempts')
+      .select(['event_id', 'attempt', 'http_status', 'ok'])
+      .orderBy('event_id')
+      .execute();
+    expect(attempts.map((a) => [a.event_id, Number(a.attempt), Number(a.http_status), Number(a.ok)])).toEqual(
+      ids.map((id) => [id, 1, 200, 1]),
+    );
     // Sent once each (the leases were never lost), one warning for the whole outage, one recovery.
     expect(requests.sort()).toEqual(ids);
     expect(warned(/database unavailable/)).toHaveLength(1);

@@ -17,7 +17,10 @@ export interface Received {
  * What to answer to the n-th request (1-based): a status, 'hang' (never answer, until
  * release() or close()), or a full answer.
  */
-export type Respond = (req: Received, n: number) => number | 'hang' | { status: number; headers?: Record<string, string>; body?: string };
+export type Respond = (
+  req: Received,
+  n: number,
+) => number | 'hang' | { status: number; headers?: Record<string, string>; body?: string };
 
 export interface Receiver {
   origin: string;

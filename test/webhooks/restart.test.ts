@@ -36,7 +36,12 @@ describe('a pending delivery survives kill -9 and a restart', () => {
 
     const first = await start();
     const sub = await first.call('POST', '/api/v1/jobs/submit/image-transform', {
-      body: { job_type: 'image-transform', model: 'lanczos3', input: { source: rx.url('/missing.png') }, webhook: { url: rx.url('/hook') } },
+      body: {
+        job_type: 'image-transform',
+        model: 'lanczos3',
+        input: { source: rx.url('/missing.png') },
+        webhook: { url: rx.url('/hook') },
+      },
     });
     expect(sub.status, sub.text).toBe(200);
     const uuid = sub.body.data.uuid;
@@ -60,7 +65,10 @@ describe('a pending delivery survives kill -9 and a restart', () => {
     expect(retry.headers['x-service-event-id']).toBe(firstPost.headers['x-service-event-id']);
     expect(retry.headers['x-service-event-id']).toBe(pending.event_id);
     expect(retry.raw.equals(firstPost.raw)).toBe(true);
-    expect(retry.json()).toMatchObject({ event_type: 'job.failed', job: { uuid, status: 'failed', error_type: 'media_fetch_failed' } });
+    expect(retry.json()).toMatchObject({
+      event_type: 'job.failed',
+      job: { uuid, status: 'failed', error_type: 'media_fetch_failed' },
+    });
     // The schedule held across the restart: not before RETRY_MS after the failure.
     expect(retry.at - firstPost.at).toBeGreaterThanOrEqual(RETRY_MS - 25);
 

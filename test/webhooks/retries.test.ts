@@ -26,8 +26,14 @@ async function receiver(...args: Parameters<typeof startReceiver>): Promise<Rece
   return rx;
 }
 
-async function submit(svc: TestService, webhook: Record<string, unknown>, input: Record<string, unknown> = { ms: 0 }): Promise<string> {
-  const res = await svc.call('POST', '/api/v1/jobs/submit/test-sleep', { body: { job_type: 'test-sleep', model: 'v1', input, webhook } });
+async function submit(
+  svc: TestService,
+  webhook: Record<string, unknown>,
+  input: Record<string, unknown> = { ms: 0 },
+): Promise<string> {
+  const res = await svc.call('POST', '/api/v1/jobs/submit/test-sleep', {
+    body: { job_type: 'test-sleep', model: 'v1', input, webhook },
+  });
   expect(res.status, res.text).toBe(200);
   return res.body.data.uuid;
 }
@@ -87,7 +93,9 @@ describe('webhook retries (shortened schedule)', () => {
 
   it('counts a 3xx as a failure and does not follow it', async () => {
     const target = await receiver(() => 200);
-    const rx = await receiver((_r, n) => (n === 1 ? { status: 302, headers: { location: target.url('/elsewhere') } } : 200));
+    const rx = await receiver((_r, n) =>
+      n === 1 ? { status: 302, headers: { location: target.url('/elsewhere') } } : 200,
+    );
     const uuid = await submit(svc, { url: rx.url('/moved') });
     const d = await deliveryIn(svc, uuid, 'delivered');
     expect(d.attempts.map((a: any) => [a.http_status, a.ok])).toEqual([
@@ -157,19 +165,26 @@ describe('the public-address rule at delivery', () => {
     let phase: 'submit' | 'deliver' = 'submit';
     // Public at submit (passes validation), loopback when the dispatcher connects.
     const lookup = async (hostname: string) => {
-      if (hostname !== 'hooks.rebind.example') throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+      if (hostname !== 'hooks.rebind.example')
+        throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
       return [{ address: phase === 'submit' ? '93.184.216.34' : '127.0.0.1', family: 4 }];
     };
     const svc = await startService({ MEDIA_ALLOW_PRIVATE_NETWORKS: 'false' }, { jobTypes: [sleepJobType()], lookup });
     cleanup.push(() => svc.stop());
     const sub = await svc.call('POST', '/api/v1/jobs/submit/test-sleep', {
-      body: { job_type: 'test-sleep', model: 'v1', input: { ms: 1000 }, webhook: { url: `http://hooks.rebind.example:${rx.port}/hook` } },
+      body: {
+        job_type: 'test-sleep',
+        model: 'v1',
+        input: { ms: 1000 },
+        webhook: { url: `http://hooks.rebind.example:${rx.port}/hook` },
+      },
     });
     expect(sub.status, sub.text).toBe(200);
     phase = 'deliver';
     const d = await deliveryIn(svc, sub.body.data.uuid, 'failed');
     expect(d.attempts).toHaveLength(5);
-    for (const a of d.attempts) expect(a).toMatchObject({ http_status: null, ok: false, error: 'refused: the host is not a public address' });
+    for (const a of d.attempts)
+      expect(a).toMatchObject({ http_status: null, ok: false, error: 'refused: the host is not a public address' });
     expect(rx.requests).toHaveLength(0);
   });
 });

@@ -30,12 +30,14 @@ async function submit(s: TestService, webhook?: Record<string, unknown>, key?: s
 
 async function deliveryIn(s: TestService, uuid: string, state: string, key?: string): Promise<any> {
   return waitFor(async () => {
-    const d = (await s.call('GET', `/api/v1/jobs/${uuid}/webhook-deliveries`, key ? { key } : {})).body.data?.deliveries?.[0];
+    const d = (await s.call('GET', `/api/v1/jobs/${uuid}/webhook-deliveries`, key ? { key } : {})).body.data
+      ?.deliveries?.[0];
     return d?.state === state ? d : undefined;
   }, `delivery of ${uuid} to be ${state}`);
 }
 
-const forEvent = (r: Receiver, eventId: string) => r.requests.filter((q) => q.headers['x-service-event-id'] === eventId);
+const forEvent = (r: Receiver, eventId: string) =>
+  r.requests.filter((q) => q.headers['x-service-event-id'] === eventId);
 
 describe('POST /jobs/{uuid}/webhook-deliveries/{event_id}/redeliver', () => {
   it('sends the same event id and bytes again, recorded as a manual attempt', async () => {
@@ -46,7 +48,12 @@ describe('POST /jobs/{uuid}/webhook-deliveries/{event_id}/redeliver', () => {
     expect(res.status, res.text).toBe(200);
     expect(res.headers.get('x-request-id')).toBeTruthy();
     expect(res.body).toMatchObject({ code: 0, message: 'ok' });
-    expect(res.body.data).toMatchObject({ event_id: d.event_id, event_type: 'job.completed', state: 'delivered', next_attempt_at: null });
+    expect(res.body.data).toMatchObject({
+      event_id: d.event_id,
+      event_type: 'job.completed',
+      state: 'delivered',
+      next_attempt_at: null,
+    });
     expect(res.body.data.attempts.map((a: any) => [a.attempt, a.http_status, a.ok, a.manual])).toEqual([
       [1, 200, true, false],
       [2, 200, true, true],
@@ -146,8 +153,14 @@ describe('owner isolation', () => {
     }
 
     const before = forEvent(rx, aliceEvent).length;
-    const redo = await svc.call('POST', `/api/v1/jobs/${aliceJob}/webhook-deliveries/${aliceEvent}/redeliver`, { key: bobKey });
-    const redoMissing = await svc.call('POST', `/api/v1/jobs/${missingJob}/webhook-deliveries/${aliceEvent}/redeliver`, { key: bobKey });
+    const redo = await svc.call('POST', `/api/v1/jobs/${aliceJob}/webhook-deliveries/${aliceEvent}/redeliver`, {
+      key: bobKey,
+    });
+    const redoMissing = await svc.call(
+      'POST',
+      `/api/v1/jobs/${missingJob}/webhook-deliveries/${aliceEvent}/redeliver`,
+      { key: bobKey },
+    );
     for (const r of [redo, redoMissing]) {
       expect(r.status).toBe(404);
       expect(r.body).toEqual({ code: -1, message: 'job not found', data: {} });
@@ -188,7 +201,10 @@ describe('job without a webhook', () => {
   it('has no events to redeliver', async () => {
     const uuid = await submit(svc);
     await waitTerminal(svc.call, uuid);
-    const r = await svc.call('POST', `/api/v1/jobs/${uuid}/webhook-deliveries/11111111-1111-4111-8111-111111111111/redeliver`);
+    const r = await svc.call(
+      'POST',
+      `/api/v1/jobs/${uuid}/webhook-deliveries/11111111-1111-4111-8111-111111111111/redeliver`,
+    );
     expect(r.status).toBe(404);
     expect(r.body.message).toBe('event not found');
   });

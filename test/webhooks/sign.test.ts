@@ -6,7 +6,9 @@ import { deliveryHeaders } from '../../src/webhooks/sign.js';
 
 /** HMAC-SHA256 computed outside our code: openssl over `timestamp.body`, body passed on stdin. */
 function opensslSignature(secret: string, timestamp: number | string, body: string): string {
-  const out = execFileSync('openssl', ['dgst', '-sha256', '-hmac', secret], { input: `${timestamp}.${body}` }).toString();
+  const out = execFileSync('openssl', ['dgst', '-sha256', '-hmac', secret], {
+    input: `${timestamp}.${body}`,
+  }).toString();
   // "SHA2-256(stdin)= <hex>" (OpenSSL 3) or "(stdin)= <hex>" (1.1)
   return /=\s*([0-9a-f]{64})\s*$/.exec(out)![1]!;
 }
@@ -49,13 +51,17 @@ describe('signature', () => {
     //   | openssl dgst -sha256 -hmac 'whsec_test_secret'
     // SHA2-256(stdin)= 513f2c5f2c1b501308d9eb88f28cd70d77b75ad06fac3081c8dd0537a0684a6c
     const b = '{"event_id":"3f1c2a9e-8b7d-4e6f-9a1b-2c3d4e5f6a7b","event_type":"job.completed"}';
-    expect(computeSignature('whsec_test_secret', 1700000000, b)).toBe('513f2c5f2c1b501308d9eb88f28cd70d77b75ad06fac3081c8dd0537a0684a6c');
+    expect(computeSignature('whsec_test_secret', 1700000000, b)).toBe(
+      '513f2c5f2c1b501308d9eb88f28cd70d77b75ad06fac3081c8dd0537a0684a6c',
+    );
   });
 
   it('matches openssl run now, for a full payload and for non-ASCII bytes', () => {
     expect(computeSignature(secret, ts, body)).toBe(opensslSignature(secret, ts, body));
     const unicode = JSON.stringify({ ...payload, job: { ...payload.job, status_detail: 'fertig ✓ — 完成' } });
-    expect(computeSignature('s3cr3t', '1712345678', Buffer.from(unicode))).toBe(opensslSignature('s3cr3t', '1712345678', unicode));
+    expect(computeSignature('s3cr3t', '1712345678', Buffer.from(unicode))).toBe(
+      opensslSignature('s3cr3t', '1712345678', unicode),
+    );
   });
 
   it('is lowercase hex HMAC-SHA256(secret, timestamp + "." + rawBody), sent only with a secret', () => {
@@ -95,9 +101,15 @@ describe('verifyWebhook', () => {
     const h = headersFor();
     const sig = h['x-service-signature']!;
     const flipped = sig.slice(0, -1) + (sig.endsWith('0') ? '1' : '0');
-    expect(reason(() => verifyWebhook(body, { ...h, 'x-service-signature': flipped }, secret, { now }))).toBe('invalid_signature');
-    expect(reason(() => verifyWebhook(body, { ...h, 'x-service-signature': 'nothex' }, secret, { now }))).toBe('invalid_signature');
-    expect(reason(() => verifyWebhook(body, { ...h, 'x-service-signature': sig.slice(0, 32) }, secret, { now }))).toBe('invalid_signature');
+    expect(reason(() => verifyWebhook(body, { ...h, 'x-service-signature': flipped }, secret, { now }))).toBe(
+      'invalid_signature',
+    );
+    expect(reason(() => verifyWebhook(body, { ...h, 'x-service-signature': 'nothex' }, secret, { now }))).toBe(
+      'invalid_signature',
+    );
+    expect(reason(() => verifyWebhook(body, { ...h, 'x-service-signature': sig.slice(0, 32) }, secret, { now }))).toBe(
+      'invalid_signature',
+    );
     expect(reason(() => verifyWebhook(body, h, 'another secret', { now }))).toBe('invalid_signature');
   });
 
@@ -116,7 +128,9 @@ describe('verifyWebhook', () => {
   it('rejects a stale or future timestamp beyond the tolerance', () => {
     expect(reason(() => verifyWebhook(body, headersFor(body, ts - 301), secret, { now }))).toBe('timestamp_too_old');
     expect(reason(() => verifyWebhook(body, headersFor(body, ts + 301), secret, { now }))).toBe('timestamp_in_future');
-    expect(reason(() => verifyWebhook(body, headersFor(body, ts - 61), secret, { now, toleranceSeconds: 60 }))).toBe('timestamp_too_old');
+    expect(reason(() => verifyWebhook(body, headersFor(body, ts - 61), secret, { now, toleranceSeconds: 60 }))).toBe(
+      'timestamp_too_old',
+    );
     // Without `now`, the system clock: a 2023 delivery is long stale.
     expect(reason(() => verifyWebhook(body, headersFor(), secret))).toBe('timestamp_too_old');
   });
@@ -135,7 +149,9 @@ describe('verifyWebhook', () => {
       expect((err as WebhookVerificationError).reason).toBe('missing_header');
       expect((err as Error).message).toBe(`missing ${name} header`);
     }
-    expect(reason(() => verifyWebhook(body, { ...headersFor(), 'x-service-timestamp': '17e8' }, secret, { now }))).toBe('invalid_timestamp');
+    expect(reason(() => verifyWebhook(body, { ...headersFor(), 'x-service-timestamp': '17e8' }, secret, { now }))).toBe(
+      'invalid_timestamp',
+    );
     expect(reason(() => verifyWebhook(body, {}, secret, { now }))).toBe('missing_header');
   });
 

@@ -30,7 +30,12 @@ afterAll(async () => {
   await b?.close();
 });
 
-async function insertEvent(id: string, destination: string, nextAttemptAt: number | null, state: 'pending' | 'delivered' | 'failed' = 'pending') {
+async function insertEvent(
+  id: string,
+  destination: string,
+  nextAttemptAt: number | null,
+  state: 'pending' | 'delivered' | 'failed' = 'pending',
+) {
   await a.db
     .insertInto('webhook_events')
     .values({
@@ -75,7 +80,9 @@ describe('webhook outbox claims', () => {
   });
 
   it('hands an event whose dispatcher died back after its lease expires, and only then', async () => {
-    expect(await claimDueEvent(b.db, b.dialect, { leaseOwner: 'B', leaseMs: LEASE, now: T0 + LEASE - 1 })).toBeUndefined();
+    expect(
+      await claimDueEvent(b.db, b.dialect, { leaseOwner: 'B', leaseMs: LEASE, now: T0 + LEASE - 1 }),
+    ).toBeUndefined();
     const again = await claimDueEvent(b.db, b.dialect, { leaseOwner: 'B', leaseMs: LEASE, now: T0 + LEASE + 1 });
     expect(again?.event_id).toBe('e0');
     expect(again?.lease_owner).toBe('B');
@@ -93,43 +100,93 @@ describe('webhook outbox claims', () => {
     // A (whose lease on e0 expired) finishes late: the attempt is recorded, the event does not move.
     expect(await finishScheduledAttempt(a.db, 'e0', { ...outcome, leaseOwner: 'A' })).toBe(false);
     expect(await finishScheduledAttempt(b.db, 'e0', { ...outcome, leaseOwner: 'B' })).toBe(true);
-    const row = await a.db.selectFrom('webhook_events').selectAll().where('event_id', '=', 'e0').executeTakeFirstOrThrow();
+    const row = await a.db
+      .selectFrom('webhook_events')
+      .selectAll()
+      .where('event_id', '=', 'e0')
+      .executeTakeFirstOrThrow();
     expect(row).toMatchObject({ state: 'pending', attempts: 1, next_attempt_at: now + 60_000, lease_owner: null });
-    const attempts = await a.db.selectFrom('webhook_attempts').select(['attempt']).where('event_id', '=', 'e0').orderBy('id').execute();
+    const attempts = await a.db
+      .selectFrom('webhook_attempts')
+      .select(['attempt'])
+      .where('event_id', '=', 'e0')
+      .orderBy('id')
+      .execute();
     expect(attempts.map((x) => x.attempt)).toEqual([1, 2]);
   });
 
   it('skips destinations the dispatcher has too many deliveries in flight to', async () => {
-    await a.db.updateTable('webhook_events').set({ state: 'delivered', next_attempt_at: null }).where('event_id', 'not in', ['f1', 'f2']).execute();
+    await a.db
+      .updateTable('webhook_events')
+      .set({ state: 'delivered', next_attempt_at: null })
+      .where('event_id', 'not in', ['f1', 'f2'])
+      .execute();
     await insertEvent('f1', 'http://dead.example', T0 + 10_000);
     await insertEvent('f2', 'http://alive.example', T0 + 10_001);
     const now = T0 + 10_002;
-    const got = await claimDueEvent(a.db, a.dialect, { leaseOwner: 'A', leaseMs: 60_000, now, skipDestinations: ['http://dead.example'] });
+    const got = await claimDueEvent(a.db, a.dialect, {
+      leaseOwner: 'A',
+      leaseMs: 60_000,
+      now,
+      skipDestinations: ['http://dead.example'],
+    });
     expect(got?.event_id).toBe('f2');
-    expect(await claimDueEvent(a.db, a.dialect, { leaseOwner: 'A', leaseMs: 60_000, now, skipDestinations: ['http://dead.example'] })).toBeUndefined();
+    expect(
+      await claimDueEvent(a.db, a.dialect, {
+        leaseOwner: 'A',
+        leaseMs: 60_000,
+        now,
+        skipDestinations: ['http://dead.example'],
+      }),
+    ).toBeUndefined();
     // Released (shutdown), it is due again at once.
     await releaseEvent(a.db, 'f2', 'A', now);
-    expect((await claimDueEvent(b.db, b.dialect, { leaseOwner: 'B', leaseMs: 60_000, now: now + 1, skipDestinations: ['http://dead.example'] }))?.event_id).toBe('f2');
-    expect((await claimDueEvent(b.db, b.dialect, { leaseOwner: 'B', leaseMs: 60_000, now: now + 1 }))?.event_id).toBe('f1');
+    expect(
+      (
+        await claimDueEvent(b.db, b.dialect, {
+          leaseOwner: 'B',
+          leaseMs: 60_000,
+          now: now + 1,
+          skipDestinations: ['http://dead.example'],
+        })
+      )?.event_id,
+    ).toBe('f2');
+    expect((await claimDueEvent(b.db, b.dialect, { leaseOwner: 'B', leaseMs: 60_000, now: now + 1 }))?.event_id).toBe(
+      'f1',
+    );
   });
 });
 
 describe('webhook outbox batches', () => {
   const T1 = T0 + 100_000;
-  const attempt = (ok: boolean) => ({ startedAt: T1, durationMs: 3, httpStatus: ok ? 200 : 500, error: ok ? null : 'HTTP 500', ok, manual: false });
+  const attempt = (ok: boolean) => ({
+    startedAt: T1,
+    durationMs: 3,
+    httpStatus: ok ? 200 : 500,
+    error: ok ? null : 'HTTP 500',
+    ok,
+    manual: false,
+  });
 
   it('claims per destination, each up to its own limit, most overdue first, in one statement', async () => {
     await a.db.updateTable('webhook_events').set({ state: 'delivered', next_attempt_at: null }).execute();
-    for (let i = 0; i < 20; i++) await insertEvent(`dead${String(i).padStart(2, '0')}`, 'http://dead.example', T1 - 1_000 + i);
+    for (let i = 0; i < 20; i++)
+      await insertEvent(`dead${String(i).padStart(2, '0')}`, 'http://dead.example', T1 - 1_000 + i);
     await insertEvent('live1', 'http://live.example', T1 - 10);
     await insertEvent('live2', 'http://live.example', T1 - 5);
     await insertEvent('soon', 'http://soon.example', T1 + 5_000);
 
     const found = await pendingDestinations(a.db, '', 10);
-    expect(found.map((d) => d.destination)).toEqual(['http://dead.example', 'http://live.example', 'http://soon.example']);
+    expect(found.map((d) => d.destination)).toEqual([
+      'http://dead.example',
+      'http://live.example',
+      'http://soon.example',
+    ]);
     expect(found.map((d) => d.dueAt)).toEqual([T1 - 1_000, T1 - 10, T1 + 5_000]);
     // The round-robin cursor: after 'dead', and a limit.
-    expect((await pendingDestinations(a.db, 'http://dead.example', 1)).map((d) => d.destination)).toEqual(['http://live.example']);
+    expect((await pendingDestinations(a.db, 'http://dead.example', 1)).map((d) => d.destination)).toEqual([
+      'http://live.example',
+    ]);
 
     const got = await claimDueEvents(a.db, a.dialect, {
       leaseOwner: 'A',
@@ -144,7 +201,12 @@ describe('webhook outbox batches', () => {
     expect(got.map((e) => e.event_id).sort()).toEqual(['dead00', 'dead01', 'dead02', 'dead03', 'live1', 'live2']);
     expect(got.every((e) => e.lease_owner === 'A' && Number(e.lease_expires_at) === T1 + 60_000)).toBe(true);
     // The other dispatcher gets the next ones of the backlog, never the same.
-    const other = await claimDueEvents(b.db, b.dialect, { leaseOwner: 'B', leaseMs: 60_000, now: T1, destinations: [{ destination: 'http://dead.example', limit: 2 }] });
+    const other = await claimDueEvents(b.db, b.dialect, {
+      leaseOwner: 'B',
+      leaseMs: 60_000,
+      now: T1,
+      destinations: [{ destination: 'http://dead.example', limit: 2 }],
+    });
     expect(other.map((e) => e.event_id)).toEqual(['dead04', 'dead05']);
   });
 
@@ -153,16 +215,39 @@ describe('webhook outbox batches', () => {
     const now = T1 + 50;
     await a.db
       .insertInto('webhook_attempts')
-      .values({ event_id: 'live1', attempt: 1, started_at: T1, duration_ms: 1, http_status: 500, error: 'HTTP 500', ok: 0, manual: 1 })
+      .values({
+        event_id: 'live1',
+        attempt: 1,
+        started_at: T1,
+        duration_ms: 1,
+        http_status: 500,
+        error: 'HTTP 500',
+        ok: 0,
+        manual: 1,
+      })
       .execute();
     const applied = await recordScheduledAttempts(
       a.db,
       'A',
       [
         { eventId: 'live1', claimedAttempts: 0, attempt: attempt(true), state: 'delivered', nextAttemptAt: null, now },
-        { eventId: 'live2', claimedAttempts: 0, attempt: attempt(false), state: 'pending', nextAttemptAt: now + 60_000, now },
+        {
+          eventId: 'live2',
+          claimedAttempts: 0,
+          attempt: attempt(false),
+          state: 'pending',
+          nextAttemptAt: now + 60_000,
+          now,
+        },
         // Leased by B, not A: recorded, not moved.
-        { eventId: 'dead04', claimedAttempts: 0, attempt: attempt(false), state: 'pending', nextAttemptAt: now + 60_000, now },
+        {
+          eventId: 'dead04',
+          claimedAttempts: 0,
+          attempt: attempt(false),
+          state: 'pending',
+          nextAttemptAt: now + 60_000,
+          now,
+        },
       ],
       ['dead00', 'dead01'],
       now,
@@ -174,7 +259,15 @@ describe('webhook outbox batches', () => {
       .where('event_id', 'in', ['live1', 'live2', 'dead04', 'dead00', 'dead01', 'dead02'])
       .orderBy('event_id')
       .execute();
-    expect(rows.map((r) => [r.event_id, r.state, Number(r.attempts), r.next_attempt_at === null ? null : Number(r.next_attempt_at), r.lease_owner])).toEqual([
+    expect(
+      rows.map((r) => [
+        r.event_id,
+        r.state,
+        Number(r.attempts),
+        r.next_attempt_at === null ? null : Number(r.next_attempt_at),
+        r.lease_owner,
+      ]),
+    ).toEqual([
       ['dead00', 'pending', 0, T1 - 1_000, null],
       ['dead01', 'pending', 0, T1 - 999, null],
       ['dead02', 'pending', 0, T1 - 998, 'A'],
@@ -182,7 +275,12 @@ describe('webhook outbox batches', () => {
       ['live1', 'delivered', 1, null, null],
       ['live2', 'pending', 1, now + 60_000, null],
     ]);
-    const numbers = await a.db.selectFrom('webhook_attempts').select(['event_id', 'attempt', 'manual']).where('event_id', 'in', ['live1', 'live2', 'dead04']).orderBy('id').execute();
+    const numbers = await a.db
+      .selectFrom('webhook_attempts')
+      .select(['event_id', 'attempt', 'manual'])
+      .where('event_id', 'in', ['live1', 'live2', 'dead04'])
+      .orderBy('id')
+      .execute();
     expect(numbers.map((n) => [n.event_id, Number(n.attempt), Number(n.manual)])).toEqual([
       ['live1', 1, 1],
       ['live1', 2, 0],
@@ -190,7 +288,12 @@ describe('webhook outbox batches', () => {
       ['dead04', 1, 0],
     ]);
     // Handed back: due again at once, for anyone.
-    const again = await claimDueEvents(b.db, b.dialect, { leaseOwner: 'B', leaseMs: 60_000, now, destinations: [{ destination: 'http://dead.example', limit: 2 }] });
+    const again = await claimDueEvents(b.db, b.dialect, {
+      leaseOwner: 'B',
+      leaseMs: 60_000,
+      now,
+      destinations: [{ destination: 'http://dead.example', limit: 2 }],
+    });
     expect(again.map((e) => e.event_id)).toEqual(['dead00', 'dead01']);
     expect(await nextDueAt(a.db, now)).toBe(T1 + 5_000);
   });

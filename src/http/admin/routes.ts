@@ -35,12 +35,19 @@ const FAILED_LIMIT = 50;
 function adminAuth(deps: AdminDeps) {
   return async (request: FastifyRequest) => {
     const m = /^Bearer +(mja_[A-Za-z0-9_-]{1,100})\s*$/i.exec(request.headers.authorization ?? '');
-    if (!m) throw new ApiError(401, 'an admin token is required: "Authorization: Bearer mja_…" (media-jobs admin create-token)', CHALLENGE);
-    if (!(await findActiveAdminToken(deps.store.db, m[1]!))) throw new ApiError(401, 'invalid or revoked admin token', CHALLENGE);
+    if (!m)
+      throw new ApiError(
+        401,
+        'an admin token is required: "Authorization: Bearer mja_…" (media-jobs admin create-token)',
+        CHALLENGE,
+      );
+    if (!(await findActiveAdminToken(deps.store.db, m[1]!)))
+      throw new ApiError(401, 'invalid or revoked admin token', CHALLENGE);
   };
 }
 
-const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(Number(ms)).toISOString());
+const iso = (ms: number | null | undefined) =>
+  ms === null || ms === undefined ? null : new Date(Number(ms)).toISOString();
 const createKeyBody = z.strictObject({ owner: z.string().trim().min(1).max(200) });
 const keyParams = z.object({ id: z.string().min(1).max(100) });
 // Not part of the public API: left out of the OpenAPI document.
@@ -75,13 +82,26 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   app.get('/workers', { schema: hidden }, async () =>
     ok({
       local: deps.localWorkers?.() ?? [],
-      remote: (await remoteWorkers(deps.store.db)).map((w) => ({ ...w, created_at: iso(w.created_at), revoked_at: iso(w.revoked_at), last_seen_at: iso(w.last_seen_at) })),
+      remote: (await remoteWorkers(deps.store.db)).map((w) => ({
+        ...w,
+        created_at: iso(w.created_at),
+        revoked_at: iso(w.revoked_at),
+        last_seen_at: iso(w.last_seen_at),
+      })),
     }),
   );
 
   app.get('/keys', { schema: hidden }, async () => {
     const keys = await listKeys(deps.store.db);
-    return ok({ keys: keys.map((k) => ({ id: k.id, owner: k.owner, prefix: k.prefix, created_at: iso(k.created_at), revoked_at: iso(k.revoked_at) })) });
+    return ok({
+      keys: keys.map((k) => ({
+        id: k.id,
+        owner: k.owner,
+        prefix: k.prefix,
+        created_at: iso(k.created_at),
+        revoked_at: iso(k.revoked_at),
+      })),
+    });
   });
 
   app.post('/keys', { schema: { ...hidden, body: createKeyBody } }, async (request) => {

@@ -38,7 +38,10 @@ export class ThroughputMeter {
     const out: Array<{ minute: string; finished: number }> = [];
     for (let m = current - 59; m <= current; m++) {
       const slot = m % 60;
-      out.push({ minute: new Date(m * MINUTE).toISOString(), finished: this.minutes[slot] === m ? this.counts[slot]! : 0 });
+      out.push({
+        minute: new Date(m * MINUTE).toISOString(),
+        finished: this.minutes[slot] === m ? this.counts[slot]! : 0,
+      });
     }
     return out;
   }

@@ -56,6 +56,11 @@ export async function dashboardRoutes(app: FastifyInstance): Promise<void> {
   });
   // The page itself (the static wildcard does not answer the bare prefix).
   app.get('/dashboard/', { schema: { hide: true } }, async (_request, reply) =>
-    reply.header('content-security-policy', CSP).header('cache-control', 'no-cache').header('x-content-type-options', 'nosniff').header('referrer-policy', 'no-referrer').sendFile('index.html'),
+    reply
+      .header('content-security-policy', CSP)
+      .header('cache-control', 'no-cache')
+      .header('x-content-type-options', 'nosniff')
+      .header('referrer-policy', 'no-referrer')
+      .sendFile('index.html'),
   );
 }

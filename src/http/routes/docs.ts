@@ -105,17 +105,28 @@ export function docsRoutes(app: FastifyInstance, _deps: DocsDeps): void {
   const openApiResponse = responses({ 200: { description: 'The OpenAPI document.', schema: z.looseObject({}) } });
   app.get(OPENAPI_PATH, { schema: { ...meta('getOpenApi'), response: openApiResponse } }, async (_request, reply) => {
     doc ??= JSON.stringify(app.swagger());
-    return reply.header('content-type', 'application/json; charset=utf-8').header('cache-control', 'no-cache').send(doc);
+    return reply
+      .header('content-type', 'application/json; charset=utf-8')
+      .header('cache-control', 'no-cache')
+      .send(doc);
   });
 
-  app.get('/docs', { schema: { ...meta('getDocs'), response: responses({ 200: { description: 'An HTML page.', schema: z.string(), type: 'text/html' } }) } }, async (_request, reply) =>
-    reply
-      .header('content-type', 'text/html; charset=utf-8')
-      .header('content-security-policy', CSP)
-      .header('x-content-type-options', 'nosniff')
-      .header('referrer-policy', 'no-referrer')
-      .header('cache-control', 'no-cache')
-      .send(PAGE),
+  app.get(
+    '/docs',
+    {
+      schema: {
+        ...meta('getDocs'),
+        response: responses({ 200: { description: 'An HTML page.', schema: z.string(), type: 'text/html' } }),
+      },
+    },
+    async (_request, reply) =>
+      reply
+        .header('content-type', 'text/html; charset=utf-8')
+        .header('content-security-policy', CSP)
+        .header('x-content-type-options', 'nosniff')
+        .header('referrer-policy', 'no-referrer')
+        .header('cache-control', 'no-cache')
+        .send(PAGE),
   );
 
   app.get('/docs/:asset', { schema: { hide: true } }, async (request, reply) => {

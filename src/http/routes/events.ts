@@ -54,7 +54,11 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
   const maxPerOwner = opts.maxPerOwner ?? 32;
   const perOwner = new Map<string, number>();
   // Open streams, for operators and for the test that a disconnect frees everything.
-  const open = new Gauge({ name: 'media_jobs_event_streams', help: 'Open Server-Sent Events streams (GET /api/v1/jobs/{uuid}/events).', registers: [deps.metrics.registry] });
+  const open = new Gauge({
+    name: 'media_jobs_event_streams',
+    help: 'Open Server-Sent Events streams (GET /api/v1/jobs/{uuid}/events).',
+    registers: [deps.metrics.registry],
+  });
   const closers = new Set<() => void>();
   // Server shutdown ends every stream (they would otherwise hold close() open).
   app.addHook('onClose', async () => {
@@ -69,7 +73,13 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
         tags: ['Jobs'],
         params: jobParams,
         response: responses(
-          { 200: { description: 'A stream of `status` and `progress` events; it ends after the terminal `status` event.', schema: z.string(), type: 'text/event-stream' } },
+          {
+            200: {
+              description: 'A stream of `status` and `progress` events; it ends after the terminal `status` event.',
+              schema: z.string(),
+              type: 'text/event-stream',
+            },
+          },
           404,
           ...COMMON_ERRORS,
         ),
@@ -82,7 +92,12 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
       const owner = request.owner;
       const first = await deps.service.status(owner, uuid); // another owner's job: the same 404
       const count = perOwner.get(owner) ?? 0;
-      if (count >= maxPerOwner) throw new ApiError(429, `too many open event streams (at most ${maxPerOwner} per API key owner); close one first`, { 'retry-after': '5' });
+      if (count >= maxPerOwner)
+        throw new ApiError(
+          429,
+          `too many open event streams (at most ${maxPerOwner} per API key owner); close one first`,
+          { 'retry-after': '5' },
+        );
       perOwner.set(owner, count + 1);
       open.inc();
 

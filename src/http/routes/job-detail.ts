@@ -12,7 +12,9 @@ const jobParams = z.object({ uuid: uuidParam("The job's uuid.") });
 
 export const jobDetailSchema = apiJobSchema
   .extend({
-    input: z.record(z.string(), z.unknown()).describe('The `input` the job was submitted with (media URLs and options).'),
+    input: z
+      .record(z.string(), z.unknown())
+      .describe('The `input` the job was submitted with (media URLs and options).'),
     webhook: z
       .looseObject({ url: z.string(), events: z.array(z.string()).optional() })
       .nullable()
@@ -33,7 +35,11 @@ export function jobDetailRoutes(app: FastifyInstance, service: JobService, store
         operationId: 'getJob',
         tags: ['Jobs'],
         params: jobParams,
-        response: responses({ 200: { description: 'The job with its input.', schema: okEnvelope(jobDetailSchema) } }, 404, ...COMMON_ERRORS),
+        response: responses(
+          { 200: { description: 'The job with its input.', schema: okEnvelope(jobDetailSchema) } },
+          404,
+          ...COMMON_ERRORS,
+        ),
       },
     },
     async (request) => {
@@ -44,7 +50,11 @@ export function jobDetailRoutes(app: FastifyInstance, service: JobService, store
       const row = await getJob(store.db, uuid, request.owner);
       if (!row) throw new ApiError(404, 'job not found');
       const hook = row.webhook ? (JSON.parse(row.webhook) as { url: string; events?: string[] }) : null;
-      return ok({ ...job, input: JSON.parse(row.input) as Record<string, unknown>, webhook: hook ? { url: hook.url, ...(hook.events ? { events: hook.events } : {}) } : null });
+      return ok({
+        ...job,
+        input: JSON.parse(row.input) as Record<string, unknown>,
+        webhook: hook ? { url: hook.url, ...(hook.events ? { events: hook.events } : {}) } : null,
+      });
     },
   );
 }

@@ -20,11 +20,18 @@ export function describeJobTypes(catalogue: Catalogue, allowPrivate: boolean) {
 
 export function jobTypeRoutes(app: FastifyInstance, catalogue: Catalogue, allowPrivate: boolean): void {
   const body = ok({ job_types: describeJobTypes(catalogue, allowPrivate) });
-  app.get('/job-types', {
-    schema: {
-      operationId: 'listJobTypes',
-      tags: ['Job types'],
-      response: responses({ 200: { description: 'The catalogue.', schema: jobTypesEnvelopeSchema } }, ...COMMON_ERRORS),
+  app.get(
+    '/job-types',
+    {
+      schema: {
+        operationId: 'listJobTypes',
+        tags: ['Job types'],
+        response: responses(
+          { 200: { description: 'The catalogue.', schema: jobTypesEnvelopeSchema } },
+          ...COMMON_ERRORS,
+        ),
+      },
     },
-  }, async () => body);
+    async () => body,
+  );
 }

@@ -39,13 +39,18 @@ export const listQuery = z.strictObject({
   cursor: z.string().min(1).max(200).optional().describe('`next_cursor` of the previous page.'),
 });
 export const statusQuery = z.strictObject({
-  wait: waitSeconds.default(0).describe('Long-poll: hold the request up to this many seconds until the job is terminal.'),
+  wait: waitSeconds
+    .default(0)
+    .describe('Long-poll: hold the request up to this many seconds until the job is terminal.'),
 });
 const jobParams = z.object({ uuid: uuidParam("The job's uuid.") });
 
 /** Route validation (server.ts's validator compiler) answers with these words: the first three issues. */
 export function validationMessage(issues: readonly z.core.$ZodIssue[], value: unknown): string {
-  return issues.slice(0, 3).map((i) => describeIssue(i, value)).join('; ');
+  return issues
+    .slice(0, 3)
+    .map((i) => describeIssue(i, value))
+    .join('; ');
 }
 
 /** Prose and examples of these operations live in http/openapi.ts (keyed by operationId). */
@@ -60,73 +65,130 @@ function preferWait(prefer: string | undefined): number {
 export function jobRoutes(app: FastifyInstance, service: JobService): void {
   // The body is validated by the service against the job type's catalogue schema (its messages);
   // the document expands this route into one operation per job type (openapi.ts).
-  app.post('/jobs/submit/:jobType', {
-    schema: {
-      ...doc('submit', ['Jobs']),
-      response: responses({ 200: { description: 'The job, queued. A replay of an idempotent request returns the original response.', schema: jobEnvelopeSchema } }, 400, 409, 413, 415, ...COMMON_ERRORS),
+  app.post(
+    '/jobs/submit/:jobType',
+    {
+      schema: {
+        ...doc('submit', ['Jobs']),
+        response: responses(
+          {
+            200: {
+              description: 'The job, queued. A replay of an idempotent request returns the original response.',
+              schema: jobEnvelopeSchema,
+            },
+          },
+          400,
+          409,
+          413,
+          415,
+          ...COMMON_ERRORS,
+        ),
+      },
     },
-  }, async (request, reply) => {
-    const { jobType } = request.params as { jobType: string };
-    const idempotencyKey = checkIdempotencyKey(header(request.headers['idempotency-key']));
-    const outcome = await service.submit({
-      owner: request.owner,
-      jobType,
-      body: request.body,
-      idempotencyKey,
-      requestId: request.id,
-      method: 'POST',
-      path: `/api/v1/jobs/submit/${jobType}`,
-    });
-    if (outcome.replayed) {
-      // A replay is the original response, byte for byte; it does not wait again.
-      reply.header('idempotent-replayed', 'true').header('x-request-id', outcome.requestId);
+    async (request, reply) => {
+      const { jobType } = request.params as { jobType: string };
+      const idempotencyKey = checkIdempotencyKey(header(request.headers['idempotency-key']));
+      const outcome = await service.submit({
+        owner: request.owner,
+        jobType,
+        body: request.body,
+        idempotencyKey,
+        requestId: request.id,
+        method: 'POST',
+        path: `/api/v1/jobs/submit/${jobType}`,
+      });
+      if (outcome.replayed) {
+        // A replay is the original response, byte for byte; it does not wait again.
+        reply.header('idempotent-replayed', 'true').header('x-request-id', outcome.requestId);
+        return reply.code(outcome.statusCode).send(outcome.body);
+      }
+      const wait = preferWait(header(request.headers.prefer));
+      if (wait > 0) {
+        reply.header('preference-applied', `wait=${wait}`);
+        return reply
+          .code(outcome.statusCode)
+          .send(ok(await service.status(request.owner, outcome.body.data.uuid, wait * 1000)));
+      }
       return reply.code(outcome.statusCode).send(outcome.body);
-    }
-    const wait = preferWait(header(request.headers.prefer));
-    if (wait > 0) {
-      reply.header('preference-applied', `wait=${wait}`);
-      return reply.code(outcome.statusCode).send(ok(await service.status(request.owner, outcome.body.data.uuid, wait * 1000)));
-    }
-    return reply.code(outcome.statusCode).send(outcome.body);
-  });
-
-  app.get('/jobs', {
-    schema: {
-      ...doc('listJobs', ['Jobs']),
-      querystring: listQuery,
-      response: responses({ 200: { description: 'One page of jobs.', schema: jobListEnvelopeSchema } }, 400, ...COMMON_ERRORS),
     },
-  }, async (request) => {
-    const q = request.query as z.output<typeof listQuery>;
-    return ok(await service.list(request.owner, { status: q.status, jobType: q.job_type, limit: q.limit, cursor: q.cursor }));
-  });
+  );
 
-  app.get('/jobs/:uuid/status', {
-    schema: {
-      ...doc('getJobStatus', ['Jobs']),
-      params: jobParams,
-      querystring: statusQuery,
-      response: responses({ 200: { description: 'The job.', schema: jobEnvelopeSchema } }, 400, 404, ...COMMON_ERRORS),
+  app.get(
+    '/jobs',
+    {
+      schema: {
+        ...doc('listJobs', ['Jobs']),
+        querystring: listQuery,
+        response: responses(
+          { 200: { description: 'One page of jobs.', schema: jobListEnvelopeSchema } },
+          400,
+          ...COMMON_ERRORS,
+        ),
+      },
     },
-  }, async (request) => {
-    const uuid = jobId(request.params);
-    const q = request.query as z.output<typeof statusQuery>;
-    return ok(await service.status(request.owner, uuid, q.wait * 1000));
-  });
+    async (request) => {
+      const q = request.query as z.output<typeof listQuery>;
+      return ok(
+        await service.list(request.owner, { status: q.status, jobType: q.job_type, limit: q.limit, cursor: q.cursor }),
+      );
+    },
+  );
 
-  app.post('/jobs/:uuid/cancel', {
-    schema: {
-      ...doc('cancelJob', ['Jobs']),
-      params: jobParams,
-      response: responses({ 200: { description: 'The cancelled job.', schema: jobEnvelopeSchema } }, 404, 409, 415, ...COMMON_ERRORS),
+  app.get(
+    '/jobs/:uuid/status',
+    {
+      schema: {
+        ...doc('getJobStatus', ['Jobs']),
+        params: jobParams,
+        querystring: statusQuery,
+        response: responses(
+          { 200: { description: 'The job.', schema: jobEnvelopeSchema } },
+          400,
+          404,
+          ...COMMON_ERRORS,
+        ),
+      },
     },
-  }, async (request) => ok(await service.cancel(request.owner, jobId(request.params))));
+    async (request) => {
+      const uuid = jobId(request.params);
+      const q = request.query as z.output<typeof statusQuery>;
+      return ok(await service.status(request.owner, uuid, q.wait * 1000));
+    },
+  );
 
-  app.get('/jobs/:uuid/result', {
-    schema: {
-      ...doc('getJobResult', ['Jobs']),
-      params: jobParams,
-      response: responses({ 200: { description: 'The signed result link.', schema: resultLinkEnvelopeSchema } }, 404, 409, 410, ...COMMON_ERRORS),
+  app.post(
+    '/jobs/:uuid/cancel',
+    {
+      schema: {
+        ...doc('cancelJob', ['Jobs']),
+        params: jobParams,
+        response: responses(
+          { 200: { description: 'The cancelled job.', schema: jobEnvelopeSchema } },
+          404,
+          409,
+          415,
+          ...COMMON_ERRORS,
+        ),
+      },
     },
-  }, async (request) => ok(await service.result(request.owner, jobId(request.params))));
+    async (request) => ok(await service.cancel(request.owner, jobId(request.params))),
+  );
+
+  app.get(
+    '/jobs/:uuid/result',
+    {
+      schema: {
+        ...doc('getJobResult', ['Jobs']),
+        params: jobParams,
+        response: responses(
+          { 200: { description: 'The signed result link.', schema: resultLinkEnvelopeSchema } },
+          404,
+          409,
+          410,
+          ...COMMON_ERRORS,
+        ),
+      },
+    },
+    async (request) => ok(await service.result(request.owner, jobId(request.params))),
+  );
 }

@@ -17,11 +17,16 @@ const READY_TIMEOUT_MS = 3_000;
 async function databaseProblem(store: Store): Promise<string | undefined> {
   const check = (async () => {
     await sql`SELECT 1`.execute(store.db);
-    return (await isUpToDate(store.db as Kysely<unknown>, store.dialect)) ? undefined : 'database migrations are not applied';
+    return (await isUpToDate(store.db as Kysely<unknown>, store.dialect))
+      ? undefined
+      : 'database migrations are not applied';
   })();
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<string>((resolve) => {
-    timer = setTimeout(() => resolve(`database unavailable: no answer within ${READY_TIMEOUT_MS / 1000} s`), READY_TIMEOUT_MS);
+    timer = setTimeout(
+      () => resolve(`database unavailable: no answer within ${READY_TIMEOUT_MS / 1000} s`),
+      READY_TIMEOUT_MS,
+    );
   });
   try {
     return await Promise.race([check, late]);
@@ -38,18 +43,45 @@ async function databaseProblem(store: Store): Promise<string | undefined> {
 /** Operations endpoints, outside /api/v1 and without API keys (keep them off the public edge). */
 export function opsRoutes(app: FastifyInstance, store: Store, metrics: Metrics): void {
   // The process is up and serving HTTP.
-  app.get('/healthz', { schema: { ...open('healthz'), response: responses({ 200: { description: 'Alive.', schema: healthEnvelopeSchema } }) } }, async () => ok({ status: 'ok' }));
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        ...open('healthz'),
+        response: responses({ 200: { description: 'Alive.', schema: healthEnvelopeSchema } }),
+      },
+    },
+    async () => ok({ status: 'ok' }),
+  );
 
   // The database answers and every migration is applied: safe to route traffic here. While the
   // database is down: 503 with the reason, within READY_TIMEOUT_MS.
-  app.get('/readyz', { schema: { ...open('readyz'), response: responses({ 200: { description: 'Ready.', schema: healthEnvelopeSchema } }, 503) } }, async (_request, reply) => {
-    const problem = await databaseProblem(store);
-    if (problem) return reply.code(503).header('retry-after', '5').send(fail(problem));
-    return ok({ status: 'ready', database: store.dialect });
-  });
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        ...open('readyz'),
+        response: responses({ 200: { description: 'Ready.', schema: healthEnvelopeSchema } }, 503),
+      },
+    },
+    async (_request, reply) => {
+      const problem = await databaseProblem(store);
+      if (problem) return reply.code(503).header('retry-after', '5').send(fail(problem));
+      return ok({ status: 'ready', database: store.dialect });
+    },
+  );
 
-  app.get('/metrics', { schema: { ...open('metrics'), response: responses({ 200: { description: 'Metrics.', schema: z.string(), type: 'text/plain' } }) } }, async (_request, reply) => {
-    reply.header('content-type', metrics.registry.contentType);
-    return metrics.registry.metrics();
-  });
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        ...open('metrics'),
+        response: responses({ 200: { description: 'Metrics.', schema: z.string(), type: 'text/plain' } }),
+      },
+    },
+    async (_request, reply) => {
+      reply.header('content-type', metrics.registry.contentType);
+      return metrics.registry.metrics();
+    },
+  );
 }

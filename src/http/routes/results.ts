@@ -35,30 +35,39 @@ const TYPES: Record<string, string> = {
 /** Downloads of local results: no API key, the HMAC-signed, expiring URL is the credential. */
 export function resultRoutes(app: FastifyInstance, store: LocalResultStore, secret: string, clock: Clock): void {
   // Checked by verifyResultPath (its 403 words), so the schema documents only: no validation on this route.
-  app.get('/results/:key', {
-    schema: {
-      operationId: 'downloadResult',
-      tags: ['Results'],
-      security: [],
-      params: z.object({ key: z.string().describe('Result object key.') }),
-      querystring: resultQuery,
-      response: responses({ 200: { description: 'The result bytes.', schema: z.string(), type: 'application/octet-stream' } }, 403, 410),
+  app.get(
+    '/results/:key',
+    {
+      schema: {
+        operationId: 'downloadResult',
+        tags: ['Results'],
+        security: [],
+        params: z.object({ key: z.string().describe('Result object key.') }),
+        querystring: resultQuery,
+        response: responses(
+          { 200: { description: 'The result bytes.', schema: z.string(), type: 'application/octet-stream' } },
+          403,
+          410,
+        ),
+      },
+      validatorCompiler: () => (value) => ({ value }),
     },
-    validatorCompiler: () => (value) => ({ value }),
-  }, async (request, reply) => {
-    const { key } = request.params as { key: string };
-    const q = request.query as Record<string, unknown>;
-    const check = verifyResultPath(secret, key, q.expires, q.signature, clock.now());
-    if (check === 'invalid') throw new ApiError(403, 'result URL signature is invalid');
-    if (check === 'expired') throw new ApiError(403, 'result URL has expired; fetch a new one from GET /api/v1/jobs/{uuid}/result');
-    const blob = await store.open(key);
-    if (!blob) throw new ApiError(410, 'result is no longer available');
-    const expiresIn = Math.max(0, Number(q.expires) - Math.floor(clock.now() / 1000));
-    return reply
-      .header('content-type', TYPES[key.split('.').pop()!] ?? 'application/octet-stream')
-      .header('content-length', blob.size)
-      .header('cache-control', `private, max-age=${expiresIn}`)
-      .header('x-content-type-options', 'nosniff')
-      .send(blob.stream);
-  });
+    async (request, reply) => {
+      const { key } = request.params as { key: string };
+      const q = request.query as Record<string, unknown>;
+      const check = verifyResultPath(secret, key, q.expires, q.signature, clock.now());
+      if (check === 'invalid') throw new ApiError(403, 'result URL signature is invalid');
+      if (check === 'expired')
+        throw new ApiError(403, 'result URL has expired; fetch a new one from GET /api/v1/jobs/{uuid}/result');
+      const blob = await store.open(key);
+      if (!blob) throw new ApiError(410, 'result is no longer available');
+      const expiresIn = Math.max(0, Number(q.expires) - Math.floor(clock.now() / 1000));
+      return reply
+        .header('content-type', TYPES[key.split('.').pop()!] ?? 'application/octet-stream')
+        .header('content-length', blob.size)
+        .header('cache-control', `private, max-age=${expiresIn}`)
+        .header('x-content-type-options', 'nosniff')
+        .send(blob.stream);
+    },
+  );
 }

@@ -17,27 +17,49 @@ function ids(params: unknown): { uuid: string; eventId?: string } {
 
 /** Delivery history and manual redelivery of a job's webhook events (inside the authenticated /api/v1 scope). */
 export function webhookRoutes(app: FastifyInstance, webhooks: WebhookService): void {
-  app.get('/jobs/:uuid/webhook-deliveries', {
-    schema: {
-      operationId: 'listWebhookDeliveries',
-      tags: ['Webhooks'],
-      params: z.object({ uuid: uuidParam("The job's uuid.") }),
-      response: responses({ 200: { description: 'The deliveries (empty when the job has no webhook or is not terminal yet).', schema: deliveryListEnvelopeSchema } }, 404, ...COMMON_ERRORS),
+  app.get(
+    '/jobs/:uuid/webhook-deliveries',
+    {
+      schema: {
+        operationId: 'listWebhookDeliveries',
+        tags: ['Webhooks'],
+        params: z.object({ uuid: uuidParam("The job's uuid.") }),
+        response: responses(
+          {
+            200: {
+              description: 'The deliveries (empty when the job has no webhook or is not terminal yet).',
+              schema: deliveryListEnvelopeSchema,
+            },
+          },
+          404,
+          ...COMMON_ERRORS,
+        ),
+      },
     },
-  }, async (request) => {
-    const { uuid } = ids(request.params);
-    return ok(await webhooks.list(request.owner, uuid));
-  });
+    async (request) => {
+      const { uuid } = ids(request.params);
+      return ok(await webhooks.list(request.owner, uuid));
+    },
+  );
 
-  app.post('/jobs/:uuid/webhook-deliveries/:event_id/redeliver', {
-    schema: {
-      operationId: 'redeliverWebhook',
-      tags: ['Webhooks'],
-      params: z.object({ uuid: uuidParam("The job's uuid."), event_id: uuidParam('The event to send again.') }),
-      response: responses({ 200: { description: 'The delivery, with the new attempt.', schema: deliveryEnvelopeSchema } }, 404, 415, ...COMMON_ERRORS),
+  app.post(
+    '/jobs/:uuid/webhook-deliveries/:event_id/redeliver',
+    {
+      schema: {
+        operationId: 'redeliverWebhook',
+        tags: ['Webhooks'],
+        params: z.object({ uuid: uuidParam("The job's uuid."), event_id: uuidParam('The event to send again.') }),
+        response: responses(
+          { 200: { description: 'The delivery, with the new attempt.', schema: deliveryEnvelopeSchema } },
+          404,
+          415,
+          ...COMMON_ERRORS,
+        ),
+      },
     },
-  }, async (request) => {
-    const { uuid, eventId } = ids(request.params);
-    return ok(await webhooks.redeliver(request.owner, uuid, eventId!));
-  });
+    async (request) => {
+      const { uuid, eventId } = ids(request.params);
+      return ok(await webhooks.redeliver(request.owner, uuid, eventId!));
+    },
+  );
 }

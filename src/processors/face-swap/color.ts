@@ -150,7 +150,15 @@ export function transferStats(values: Float32Array, use: Uint8Array, from: Chann
  * line and `lineStep` to the next line (both in pixels; 4 floats per pixel). Edges count as zero,
  * which the normalisation by the blurred weight makes harmless.
  */
-function boxPass(src: Float32Array, dst: Float32Array, len: number, lines: number, r: number, step: number, lineStep: number): void {
+function boxPass(
+  src: Float32Array,
+  dst: Float32Array,
+  len: number,
+  lines: number,
+  r: number,
+  step: number,
+  lineStep: number,
+): void {
   const norm = 1 / (2 * r + 1);
   for (let l = 0; l < lines; l++) {
     const base = l * lineStep;

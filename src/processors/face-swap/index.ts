@@ -54,7 +54,9 @@ export function createFaceSwapJobType(opts: FaceSwapJobTypeOptions = {}): FaceSw
   const threads = Math.max(1, Math.floor(opts.threads ?? 1));
   const maxPixels = opts.maxPixels ?? DEFAULT_MAX_PIXELS;
   // Created on first use: an API-only process that merely lists job types starts no threads.
-  const threadPool = lazyThreadPool<WorkerTask, WorkerReply>(workerBeside(import.meta.url), threads, { kind: 'warmup' });
+  const threadPool = lazyThreadPool<WorkerTask, WorkerReply>(workerBeside(import.meta.url), threads, {
+    kind: 'warmup',
+  });
   const getPool = threadPool.get;
 
   async function run(ctx: RunContext<FaceSwapOptions>): Promise<ProcessorResult> {

@@ -53,7 +53,9 @@ export const faceSwapOptionsSchema = z.strictObject({
     .min(0.1)
     .max(0.99)
     .default(0.5)
-    .describe('Face detector score a face needs to count as a face (0.1-0.99). Lower finds more, and more false, faces.'),
+    .describe(
+      'Face detector score a face needs to count as a face (0.1-0.99). Lower finds more, and more false, faces.',
+    ),
   match_threshold: z
     .number()
     .min(0.1)

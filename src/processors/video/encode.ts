@@ -11,7 +11,10 @@ import type { MediaInfo, VideoStreamInfo } from './probe.js';
  * Runs `fn` in a private temp directory, removed (with everything in it) whatever happened, with a
  * signal of its own for the processes it starts.
  */
-export async function withWorkspace<T>(jobSignal: AbortSignal, fn: (dir: string, signal: AbortSignal) => Promise<T>): Promise<T> {
+export async function withWorkspace<T>(
+  jobSignal: AbortSignal,
+  fn: (dir: string, signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   // Our own controller, aborted on the job's signal and whenever run() ends: ffmpeg never outlives it.
   const ac = new AbortController();
   const onAbort = () => ac.abort(jobSignal.reason);
@@ -31,7 +34,11 @@ export async function withWorkspace<T>(jobSignal: AbortSignal, fn: (dir: string,
 }
 
 /** Writes a slot's first file into the workspace (ffmpeg needs a seekable file for mp4/mov). */
-export async function slotFile(dir: string, media: FetchedMedia[] | undefined, slot: string): Promise<string | undefined> {
+export async function slotFile(
+  dir: string,
+  media: FetchedMedia[] | undefined,
+  slot: string,
+): Promise<string | undefined> {
   const first = media?.[0];
   if (!first) return undefined;
   const file = path.join(dir, `${slot}.in`);
@@ -51,7 +58,10 @@ export function durationLimit(limits: VideoLimits, maxDuration: number | undefin
 export function checkDuration(label: string, seconds: number, limit: number, limits: VideoLimits): void {
   if (seconds > limit + 1e-3) {
     const which = limit < limits.maxSeconds ? 'max_duration' : 'limit';
-    throw new JobError('invalid_media', `${label}: ${fmtSeconds(seconds)} long, over the ${fmtSeconds(limit)} ${which}`);
+    throw new JobError(
+      'invalid_media',
+      `${label}: ${fmtSeconds(seconds)} long, over the ${fmtSeconds(limit)} ${which}`,
+    );
   }
 }
 
@@ -99,11 +109,33 @@ export function videoArgs(format: VideoFormat, quality: number, opts: { still?: 
   const crf = String(crfFor(format, quality));
   if (format === 'mp4') {
     return [
-      '-c:v', 'libx264', '-preset', 'veryfast', '-crf', crf, '-pix_fmt', 'yuv420p',
+      '-c:v',
+      'libx264',
+      '-preset',
+      'veryfast',
+      '-crf',
+      crf,
+      '-pix_fmt',
+      'yuv420p',
       ...(opts.still ? ['-tune', 'stillimage'] : []),
     ];
   }
-  return ['-c:v', 'libvpx-vp9', '-crf', crf, '-b:v', '0', '-deadline', 'realtime', '-cpu-used', '8', '-row-mt', '1', '-pix_fmt', 'yuv420p'];
+  return [
+    '-c:v',
+    'libvpx-vp9',
+    '-crf',
+    crf,
+    '-b:v',
+    '0',
+    '-deadline',
+    'realtime',
+    '-cpu-used',
+    '8',
+    '-row-mt',
+    '1',
+    '-pix_fmt',
+    'yuv420p',
+  ];
 }
 
 /** ffmpeg's input options for raw rgb24 frames of width x height piped to its stdin at `rate` frames per second. */

@@ -175,7 +175,22 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
 
       const decoder = spawnPiped(
         bins.ffmpeg,
-        ['-v', 'error', '-nostdin', '-i', targetFile, '-map', '0:v:0', '-vsync', 'passthrough', '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'],
+        [
+          '-v',
+          'error',
+          '-nostdin',
+          '-i',
+          targetFile,
+          '-map',
+          '0:v:0',
+          '-vsync',
+          'passthrough',
+          '-f',
+          'rawvideo',
+          '-pix_fmt',
+          'rgb24',
+          'pipe:1',
+        ],
         signal,
       );
       decoder.child.stdin.end();
@@ -185,7 +200,9 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
       const encoder = spawnPiped(
         bins.ffmpeg,
         [
-          '-v', 'error', '-y',
+          '-v',
+          'error',
+          '-y',
           ...rawFramesInput(width, height, v.rate),
           ...(soundFile ? ['-i', soundFile, '-map', '0:v:0', '-map', '1:a:0'] : ['-map', '0:v:0']),
           ...(keepRotation ? unrotate(v.rotation) : []),
@@ -201,11 +218,14 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
       const tracker = new FaceTracker(
         {
           detect: async (frame) =>
-            (await call({ kind: 'detect', frame, minConfidence: options.min_confidence, descriptors: false }, 'faces')).faces as FoundFace[],
+            (await call({ kind: 'detect', frame, minConfidence: options.min_confidence, descriptors: false }, 'faces'))
+              .faces as FoundFace[],
           landmarks: async (crop: RgbImage, box: Box) =>
-            (await call({ kind: 'landmarks', crop, boxes: [box] }, 'landmarks', [crop.data.buffer as ArrayBuffer])).landmarks[0]!,
+            (await call({ kind: 'landmarks', crop, boxes: [box] }, 'landmarks', [crop.data.buffer as ArrayBuffer]))
+              .landmarks[0]!,
           descriptor: async (crop: RgbImage, landmarks: Point[]) =>
-            (await call({ kind: 'descriptor', crop, landmarks }, 'descriptor', [crop.data.buffer as ArrayBuffer])).descriptor,
+            (await call({ kind: 'descriptor', crop, landmarks }, 'descriptor', [crop.data.buffer as ArrayBuffer]))
+              .descriptor,
         },
         {
           mode,
@@ -286,7 +306,10 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
         await decoder.done;
       } catch (err) {
         signal.throwIfAborted();
-        throw new JobError('invalid_media', `input.target: not a decodable video (${(err as FfmpegError).stderr.trim().split('\n').pop() ?? ''})`);
+        throw new JobError(
+          'invalid_media',
+          `input.target: not a decodable video (${(err as FfmpegError).stderr.trim().split('\n').pop() ?? ''})`,
+        );
       }
       await encoder.done;
       if (index === 0) throw new JobError('invalid_media', 'input.target: no video frames could be decoded');
@@ -307,7 +330,21 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
         const tag = String((360 - v.rotation) % 360);
         await runToEnd(
           bins.ffmpeg,
-          ['-v', 'error', '-y', '-i', encodedFile, '-map', '0', '-c', 'copy', '-metadata:s:v:0', `rotate=${tag}`, ...containerArgs('mp4'), outFile],
+          [
+            '-v',
+            'error',
+            '-y',
+            '-i',
+            encodedFile,
+            '-map',
+            '0',
+            '-c',
+            'copy',
+            '-metadata:s:v:0',
+            `rotate=${tag}`,
+            ...containerArgs('mp4'),
+            outFile,
+          ],
           signal,
         );
       }
@@ -328,7 +365,8 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
         min: 1,
         max: 1,
         accepts: 'video',
-        description: "The video to change (mp4, mov, webm, mkv). The result keeps its frame rate, size, duration and rotation.",
+        description:
+          'The video to change (mp4, mov, webm, mkv). The result keeps its frame rate, size, duration and rotation.',
       },
       reference: {
         required: false,

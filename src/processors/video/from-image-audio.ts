@@ -81,7 +81,10 @@ export function createVideoFromImageAudioJobType(
       const width = even(options.width ?? Math.min(w0, DEFAULT_MAX_WIDTH));
       const height = even((width * h0) / w0);
       if (width * height > limits.maxPixels) {
-        throw new JobError('invalid_media', `${label(0)}: output would be ${width}x${height}, over the ${mp(limits.maxPixels)} MP limit`);
+        throw new JobError(
+          'invalid_media',
+          `${label(0)}: output would be ${width}x${height}, over the ${mp(limits.maxPixels)} MP limit`,
+        );
       }
       if (images.length > MAX_IMAGES) throw new JobError('invalid_media', `input.source: at most ${MAX_IMAGES} images`);
 
@@ -94,19 +97,26 @@ export function createVideoFromImageAudioJobType(
             '-filter_complex',
             `[1:a]showwaves=s=${width}x${even(height / 4)}:mode=cline:rate=${options.fps}:colors=${options.waveform_color.replace('#', '0x')},format=rgba[w];` +
               `[0:v]fps=${options.fps}[bg];[bg][w]overlay=0:${height - even(height / 4)}:shortest=1,format=yuv420p[v]`,
-            '-map', '[v]', '-map', '1:a:0',
+            '-map',
+            '[v]',
+            '-map',
+            '1:a:0',
           ]
         : ['-map', '0:v:0', '-map', '1:a:0', '-r', String(options.fps)];
       const encoder = spawnPiped(
         bins.ffmpeg,
         [
-          '-v', 'error', '-y',
+          '-v',
+          'error',
+          '-y',
           ...rawFramesInput(width, height, inRate),
-          '-i', audioFile,
+          '-i',
+          audioFile,
           ...graph,
           ...videoArgs(options.format, options.quality, { still: !options.waveform }),
           ...audioArgs(options.format, info.audio.codec),
-          '-t', duration.toFixed(3),
+          '-t',
+          duration.toFixed(3),
           ...containerArgs(options.format),
           outFile,
         ],
@@ -135,7 +145,8 @@ export function createVideoFromImageAudioJobType(
       } catch (err) {
         signal.throwIfAborted();
         if (err instanceof JobError) throw err;
-        if (err instanceof FfmpegError) throw new Error(`encoding failed: ${err.stderr.trim().split('\n').pop() ?? err.message}`);
+        if (err instanceof FfmpegError)
+          throw new Error(`encoding failed: ${err.stderr.trim().split('\n').pop() ?? err.message}`);
         throw err;
       }
       return videoResult(outFile, options.format);
@@ -161,7 +172,7 @@ export function createVideoFromImageAudioJobType(
         min: 1,
         max: 1,
         accepts: 'audio',
-        description: "The soundtrack (mp3, m4a/AAC, wav, ogg, flac…); kept as it is when the container allows.",
+        description: 'The soundtrack (mp3, m4a/AAC, wav, ogg, flac…); kept as it is when the container allows.',
       },
     },
     models: [

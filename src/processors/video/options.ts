@@ -17,19 +17,26 @@ export interface VideoLimits {
 export const DEFAULT_VIDEO_LIMITS: VideoLimits = { maxSeconds: 120, maxPixels: 1920 * 1080 };
 export const MAX_FPS = 60;
 
-const format = z.enum(VIDEO_FORMATS).default('mp4').describe('Output container: `mp4` (H.264 + AAC) or `webm` (VP9 + Opus).');
+const format = z
+  .enum(VIDEO_FORMATS)
+  .default('mp4')
+  .describe('Output container: `mp4` (H.264 + AAC) or `webm` (VP9 + Opus).');
 const quality = z
   .number()
   .int()
   .min(1)
   .max(100)
   .default(80)
-  .describe('Video encoder quality, 1-100 (mapped to the constant rate factor; 80 is visually lossless for most footage).');
+  .describe(
+    'Video encoder quality, 1-100 (mapped to the constant rate factor; 80 is visually lossless for most footage).',
+  );
 const maxDuration = z
   .number()
   .positive()
   .optional()
-  .describe('Fail (`invalid_media`) rather than process a video longer than this many seconds; at most the service limit.');
+  .describe(
+    'Fail (`invalid_media`) rather than process a video longer than this many seconds; at most the service limit.',
+  );
 
 export const videoFaceSwapOptionsSchema = z.strictObject({
   faces: z
@@ -74,7 +81,9 @@ export const videoFromImageAudioOptionsSchema = z.strictObject({
     .min(16)
     .max(3840)
     .optional()
-    .describe("Output width in pixels (even); the height follows the first image's aspect ratio. Default: the first image's width, at most 1920."),
+    .describe(
+      "Output width in pixels (even); the height follows the first image's aspect ratio. Default: the first image's width, at most 1920.",
+    ),
   waveform: z
     .boolean()
     .default(false)

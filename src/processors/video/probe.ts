@@ -64,16 +64,28 @@ function rotationOf(s: ProbeStream): 0 | 90 | 180 | 270 {
 }
 
 /** Probes `file`; a file ffprobe cannot read is invalid_media naming `label` (e.g. "input.target"). */
-export async function probeMedia(ffprobe: string, file: string, label: string, signal: AbortSignal): Promise<MediaInfo> {
+export async function probeMedia(
+  ffprobe: string,
+  file: string,
+  label: string,
+  signal: AbortSignal,
+): Promise<MediaInfo> {
   let out: Buffer;
   try {
-    out = await runToEnd(ffprobe, ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', file], signal);
+    out = await runToEnd(
+      ffprobe,
+      ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', file],
+      signal,
+    );
   } catch (err) {
     signal.throwIfAborted();
     if (err instanceof FfmpegError) throw new JobError('invalid_media', `${label}: not a decodable media file`);
     throw err;
   }
-  const json = JSON.parse(out.toString('utf8')) as { streams?: ProbeStream[]; format?: { duration?: string; format_name?: string } };
+  const json = JSON.parse(out.toString('utf8')) as {
+    streams?: ProbeStream[];
+    format?: { duration?: string; format_name?: string };
+  };
   const streams = json.streams ?? [];
   const duration = Number(json.format?.duration) || 0;
   const info: MediaInfo = { duration, formatName: json.format?.format_name ?? '' };
@@ -83,7 +95,15 @@ export async function probeMedia(ffprobe: string, file: string, label: string, s
     const fps = fraction(rate);
     const vDuration = Number(v.duration) || duration;
     const frames = Number(v.nb_frames) || Math.round(vDuration * fps);
-    info.video = { width: v.width, height: v.height, rate, fps, frames, rotation: rotationOf(v), codec: v.codec_name ?? '' };
+    info.video = {
+      width: v.width,
+      height: v.height,
+      rate,
+      fps,
+      frames,
+      rotation: rotationOf(v),
+      codec: v.codec_name ?? '',
+    };
   }
   const a = streams.find((s) => s.codec_type === 'audio');
   if (a) info.audio = { codec: a.codec_name ?? '', duration: Number(a.duration) || duration };

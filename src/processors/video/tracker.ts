@@ -71,7 +71,12 @@ function boxFrom(lm: readonly Point[], rel: BoxRel): Box {
   const b = bbox(lm);
   const w = rel.w * b.width;
   const h = rel.h * b.height;
-  return { x: b.x + b.width / 2 + rel.cx * b.width - w / 2, y: b.y + b.height / 2 + rel.cy * b.height - h / 2, width: w, height: h };
+  return {
+    x: b.x + b.width / 2 + rel.cx * b.width - w / 2,
+    y: b.y + b.height / 2 + rel.cy * b.height - h / 2,
+    width: w,
+    height: h,
+  };
 }
 
 function iou(a: Box, b: Box): number {
@@ -207,7 +212,9 @@ export class FaceTracker {
       return;
     }
     const wanted =
-      mode === 'all' ? this.tracks.length < this.cfg.maxFaces || this.tracks.some((t) => !t.active) : this.tracks.every((t) => !t.active);
+      mode === 'all'
+        ? this.tracks.length < this.cfg.maxFaces || this.tracks.some((t) => !t.active)
+        : this.tracks.every((t) => !t.active);
     if (!wanted) return;
     const descriptors: Float32Array[] = [];
     for (const { f } of fresh) descriptors.push(await this.descriptorOf(frame, f.landmarks));

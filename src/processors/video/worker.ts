@@ -36,7 +36,13 @@ export interface FoundFace {
 
 export type VideoTask =
   | { kind: 'warmup' }
-  | { kind: 'prepare'; source: Uint8Array; reference?: Uint8Array | undefined; minConfidence: number; maxPixels: number }
+  | {
+      kind: 'prepare';
+      source: Uint8Array;
+      reference?: Uint8Array | undefined;
+      minConfidence: number;
+      maxPixels: number;
+    }
   | { kind: 'detect'; frame: RgbImage; minConfidence: number; descriptors: boolean }
   | { kind: 'landmarks'; crop: RgbImage; boxes: Box[] }
   | { kind: 'descriptor'; crop: RgbImage; landmarks: Point[] }

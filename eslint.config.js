@@ -1,0 +1,43 @@
+// Lint: typescript-eslint's strict type-checked rules over the server, tests, benchmarks and the
+// dashboard; Prettier owns formatting (eslint-config-prettier turns off the rules it decides).
+import js from '@eslint/js';
+import prettier from 'eslint-config-prettier';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'data/**', 'coverage/**', 'bench/results/**', 'examples/**'] },
+  js.configs.recommended,
+  tseslint.configs.strictTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      // Off: with noUncheckedIndexedAccess, `rows[0]!` after a length or existence check is the
+      // idiomatic way to say "checked"; the alternative is a runtime branch that cannot be taken.
+      '@typescript-eslint/no-non-null-assertion': 'off',
+      // Numbers, booleans and null print as expected in messages and SQL identifiers.
+      '@typescript-eslint/restrict-template-expressions': [
+        'error',
+        { allowNumber: true, allowBoolean: true, allowNullish: true },
+      ],
+      // `() => void promise` and `(x) => set.add(x)` callbacks are clear as they are.
+      '@typescript-eslint/no-confusing-void-expression': ['error', { ignoreArrowShorthand: true }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    files: ['test/**', 'bench/**'],
+    rules: {
+      // Tests and benchmarks read JSON bodies off the wire as `any` and assert on their shape (the
+      // shape is what is under test); typing every response would restate the schemas they check.
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-unsafe-call': 'off',
+      '@typescript-eslint/no-unsafe-return': 'off',
+    },
+  },
+  { files: ['**/*.js', '**/*.mjs'], extends: [tseslint.configs.disableTypeChecked] },
+  prettier,
+);
