@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 
 /**
  * Logs a database outage once when it starts and once when it ends, however many queries and
- * connections fail in between (a restart under load fails hundreds of them).
+ * connections fail in between (a restart under load fails hundreds of them). `effect` says what
+ * the outage means for the caller ("answering 503", "job finishes wait").
  */
 export class OutageLog {
   private since: number | undefined;
@@ -10,6 +11,7 @@ export class OutageLog {
   constructor(
     private readonly log: Logger | undefined,
     private readonly what: string,
+    private readonly effect = 'answering 503',
   ) {}
 
   get down(): boolean {
@@ -18,8 +20,9 @@ export class OutageLog {
 
   failed(err: unknown): void {
     if (this.since !== undefined) return;
+    // Wall time on purpose: the outage's duration is an operator's figure, not the service clock's.
     this.since = Date.now();
-    this.log?.warn({ err }, `${this.what} unavailable; answering 503 and retrying until it is back`);
+    this.log?.warn({ err }, `${this.what} unavailable; ${this.effect}: retrying until it is back`);
   }
 
   succeeded(): void {
