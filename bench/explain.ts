@@ -6,6 +6,7 @@
  * What to look for: index seeks (SEARCH … USING INDEX, Index Scan / Index Only Scan with a LIMIT)
  * and no SCAN of jobs, no Seq Scan, no sort over the backlog.
  */
+import { MOVES } from '../src/jobs/changes.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
@@ -83,7 +84,7 @@ async function plans(db: Db): Promise<string[]> {
     });
     await step('submit: insert with virtual start time (owner with a backlog)', (t) => insertJob(t, newJob('bench')));
     await step('submit: insert with virtual start time (another owner)', (t) => insertJob(t, newJob('other')));
-    const claim = { leaseOwner: 'explain/1', leaseMs: 30_000, now, limit: 8 };
+    const claim = { move: MOVES.claim, leaseOwner: 'explain/1', leaseMs: 30_000, now, limit: 8 };
     await step('claim 8 jobs, one job type', (t) => claimJobs(t, dialect, { ...claim, jobTypes: ['bench-noop'] }));
     await step('claim 8 jobs, three job types', (t) =>
       claimJobs(t, dialect, { ...claim, jobTypes: ['bench-noop', 'image-transform', 'image-face-swap'] }),
@@ -91,9 +92,11 @@ async function plans(db: Db): Promise<string[]> {
     await step('status: the job by key', (t) => getJobView(t, last, 'bench'));
     await step('status: queue position (capped count)', (t) => jobsAhead(t, job, 1000));
     await step('metrics: queue depth', (t) => countActive(t));
-    await step('progress: renew a lease', (t) => renewLease(t, last, 'explain/1', now + 30_000, 'working'));
+    await step('progress: renew a lease', (t) =>
+      renewLease(t, MOVES.renew, last, 'explain/1', now + 30_000, 'working'),
+    );
     await step('finish: conditional state change', (t) =>
-      updateState(t, last, { from: ['processing'], to: 'completed', leaseOwner: 'explain/1', now }, true),
+      updateState(t, last, { ...MOVES.complete, leaseOwner: 'explain/1', now }, true),
     );
     await step('recovery: expired leases', (t) => expiredLeases(t, now, 100));
     await step('OWNER_MAX_RUNNING: queue head window', (t) => queueHead(t, ['bench-noop'], 200));

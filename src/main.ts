@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
 import type { Role } from './app.js';
+import { systemClock } from './clock.js';
 import { ConfigError, loadConfig } from './config.js';
 import { CLIENT_USAGE, isClientCommand } from './cli/client.js';
 import { isDatabaseUnavailable } from './store/errors.js';
@@ -51,7 +52,7 @@ async function serve(args: string[]): Promise<void> {
   const app = await createApp(config, { role });
   guardProcess(app.log);
   if ((await countKeys(app.store.db)) === 0) {
-    const k = await createKey(app.store.db, 'default', Date.now());
+    const k = await createKey(app.store.db, 'default', systemClock.now());
     process.stdout.write(
       `\nNo API key existed, so one was created for owner "default" (id ${k.id}).\n` +
         `It is shown only this once; use it as "Authorization: Bearer <key>":\n${k.key}\n\n`,
@@ -95,7 +96,7 @@ async function keys(args: string[]): Promise<void> {
       const { values } = parseArgs({ args: rest, options: { owner: { type: 'string' } } });
       const owner = values.owner?.trim();
       if (!owner || owner.length > 200) throw new ConfigError('keys create needs --owner NAME (1 to 200 characters)');
-      const k = await createKey(store.db, owner, Date.now());
+      const k = await createKey(store.db, owner, systemClock.now());
       process.stdout.write(`created key ${k.id} for owner "${k.owner}"; it is shown only this once:\n${k.key}\n`);
     } else if (sub === 'list') {
       const rows = await listKeys(store.db);
@@ -109,7 +110,7 @@ async function keys(args: string[]): Promise<void> {
     } else if (sub === 'revoke') {
       const id = rest[0];
       if (!id) throw new ConfigError('keys revoke needs a KEY_ID (see keys list)');
-      if (!(await revokeKey(store.db, id, Date.now()))) throw new ConfigError(`no active key with id ${id}`);
+      if (!(await revokeKey(store.db, id, systemClock.now()))) throw new ConfigError(`no active key with id ${id}`);
       process.stdout.write(`revoked ${id}\n`);
     } else {
       throw new ConfigError(USAGE);
@@ -127,7 +128,7 @@ async function admin(args: string[]): Promise<void> {
   const { createAdminToken } = await import('./store/admin-tokens.js');
   const store = await openStore(config.databaseUrl, { poolSize: config.databasePoolSize });
   try {
-    const t = await createAdminToken(store.db, Date.now());
+    const t = await createAdminToken(store.db, systemClock.now());
     process.stdout.write(
       `created admin token ${t.id}; it is shown only this once (the dashboard's operator view takes it):\n${t.token}\n`,
     );
@@ -167,7 +168,7 @@ async function workers(args: string[]): Promise<void> {
             `not declared in JOB_TYPES_FILE: ${unknown.join(', ')} (declared: ${declared.join(', ')})`,
           );
       }
-      const t = await createWorkerToken(store.db, { name, jobTypes: types ?? null }, Date.now());
+      const t = await createWorkerToken(store.db, { name, jobTypes: types ?? null }, systemClock.now());
       process.stdout.write(
         `created worker token ${t.id} "${name}" for ${types ? types.join(', ') : 'every declared remote job type'}; it is shown only this once:\n${t.token}\n`,
       );
@@ -184,7 +185,7 @@ async function workers(args: string[]): Promise<void> {
     } else if (sub === 'revoke') {
       const id = rest[0];
       if (!id) throw new ConfigError('workers revoke needs a WORKER_ID (see workers list)');
-      if (!(await revokeWorkerToken(store.db, id, Date.now())))
+      if (!(await revokeWorkerToken(store.db, id, systemClock.now())))
         throw new ConfigError(`no active worker token with id ${id}`);
       process.stdout.write(`revoked ${id}\n`);
     } else {

@@ -40,12 +40,7 @@ export class Signals extends EventEmitter {
     this.setMaxListeners(0);
   }
 
-  private send(name: SignalName, arg = ''): void {
-    this.emit(name, arg);
-    this.transport?.publish(name, arg);
-  }
-
-  /** A signal that came from another process: handled here, not sent on again. */
+  /** Raised in this process only: a signal from another process, or one no other process needs. */
   deliver(name: SignalName, arg: string): void {
     this.emit(name, arg);
   }
@@ -66,20 +61,5 @@ export class Signals extends EventEmitter {
       // A transport without in-transaction publishing still gets the signal, after commit.
       if (!remote) this.transport?.publish(name, arg);
     }
-  }
-
-  jobQueued(): void {
-    this.send('job-queued');
-  }
-  jobCancelled(uuid: string): void {
-    this.send('job-cancelled', uuid);
-  }
-  /** A running job's status_detail changed (live event streams); arg: uuid. */
-  jobProgress(uuid: string): void {
-    this.send('job-progress', uuid);
-  }
-  /** A job reached a terminal state (wakes long polls). */
-  jobFinished(uuid: string): void {
-    this.send('job-finished', uuid);
   }
 }

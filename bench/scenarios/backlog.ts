@@ -10,6 +10,7 @@
  * "0 queued" has MEASURED + 200 jobs, the fewest that can be measured; the bigger backlogs add theirs
  * in front of them in the same owner's queue.
  */
+import { MOVES } from '../../src/jobs/changes.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import SQLite from 'better-sqlite3';
@@ -93,6 +94,7 @@ async function claimP50(store: BenchStore): Promise<number> {
     for (let i = 0; i < 100; i++) {
       const t = performance.now();
       await claimJobs(s.db, s.dialect, {
+        move: MOVES.claim,
         leaseOwner: `bench/${i}`,
         leaseMs: 60_000,
         now: Date.now(),

@@ -33,7 +33,6 @@ export async function runMaintenance(deps: MaintenanceDeps): Promise<void> {
   }
 
   await lifecycle.recoverExpired();
-  await lifecycle.tunePlanner();
 }
 
 /** Runs maintenance now and then every `intervalMs`; returns a stop function. */

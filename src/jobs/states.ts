@@ -6,9 +6,10 @@ export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
 
 const NEXT: Record<JobStatus, readonly JobStatus[]> = {
   queued: ['processing', 'cancelled'],
-  // processing → processing: a lease that expired (dead worker) is claimed again.
-  // processing → queued: a worker shutting down hands the job back.
+  // processing → processing: the lease holder renews its lease.
+  // processing → queued: a worker hands the job back, retries it, or its lease ran out.
   // processing → failed also covers a job whose lease ran out too many times.
+  // Each move that uses these is described in changes.ts.
   processing: ['processing', 'queued', 'completed', 'failed', 'cancelled'],
   completed: [],
   failed: [],

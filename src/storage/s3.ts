@@ -9,7 +9,7 @@ export interface S3Options {
   region: string;
   forcePathStyle: boolean;
   /** Test seam; normally the clock is the SDK's. */
-  clockMs?: () => number;
+  clockMs: () => number;
 }
 
 /**
@@ -45,7 +45,7 @@ export class S3ResultStore implements ResultStore {
   }
 
   async signedUrl(key: string, expiresAtMs: number): Promise<string> {
-    const now = this.opts.clockMs?.() ?? Date.now();
+    const now = this.opts.clockMs();
     const expiresIn = Math.max(1, Math.min(7 * 86_400, Math.round((expiresAtMs - now) / 1000)));
     return getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.opts.bucket, Key: this.key(key) }), {
       expiresIn,

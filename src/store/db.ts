@@ -37,7 +37,7 @@ export async function openStore(databaseUrl: string, opts: OpenOptions = {}): Pr
     store = openSqlite(databaseUrl.slice('sqlite:'.length));
   } else if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
     const { openPostgres } = await import('./postgres.js');
-    store = await openPostgres(databaseUrl, {
+    store = openPostgres(databaseUrl, {
       poolSize: opts.poolSize ?? 10,
       connectTimeoutMs: opts.connectTimeoutMs,
       log: opts.log,

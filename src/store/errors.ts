@@ -38,3 +38,12 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * A transaction that lost to a concurrent one (deadlock, serialization failure): the same work
+ * succeeds when retried, alone. Also counted as unavailable above, for single statements.
+ */
+export function isTransactionConflict(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '40P01' || code === '40001';
+}

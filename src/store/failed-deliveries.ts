@@ -46,7 +46,7 @@ export async function recentFailedDeliveries(db: Kysely<Database>, limit: number
   const last = new Map<string, (typeof attempts)[number]>();
   for (const a of attempts) {
     const prev = last.get(a.event_id);
-    if (!prev || Number(a.id) > Number(prev.id)) last.set(a.event_id, a);
+    if (!prev || a.id > prev.id) last.set(a.event_id, a);
   }
   return events.map((e) => ({
     event_id: e.event_id,
@@ -54,8 +54,8 @@ export async function recentFailedDeliveries(db: Kysely<Database>, limit: number
     owner: e.owner,
     event_type: e.event_type,
     url: e.url,
-    attempts: Number(e.attempts),
-    failed_at: Number(e.updated_at),
+    attempts: e.attempts,
+    failed_at: e.updated_at,
     last_status: last.get(e.event_id)?.http_status ?? null,
     last_error: last.get(e.event_id)?.error ?? null,
   }));

@@ -8,7 +8,7 @@ import {
   type Updateable,
 } from 'kysely';
 import type { Dialect } from './db.js';
-import type { Database, JobStatus, JobsTable, WebhookEventsTable } from './schema.js';
+import type { Database, JobStatus, JobsTable } from './schema.js';
 
 /**
  * Every job query lives here; callers never write SQL for jobs. Each query's cost is bounded by
@@ -101,9 +101,24 @@ export async function getJobView(db: Kysely<Database>, uuid: string, owner: stri
   return res.rows[0];
 }
 
-export interface TransitionSpec {
+/** A move between statuses, as jobs/changes.ts describes it (the store only writes what it is given). */
+export interface StatusMove {
   from: readonly JobStatus[];
   to: JobStatus;
+}
+
+/**
+ * A status as an SQL literal: the hot statements' partial indexes (`WHERE status = 'queued'`) are
+ * chosen only when the planner sees the literal, not a parameter.
+ */
+const statusLit = (s: JobStatus) => sql.lit(s);
+const onlyFrom = (move: StatusMove): JobStatus => {
+  if (move.from.length !== 1)
+    throw new Error(`a claim or renewal leaves exactly one status (got ${move.from.join(', ')})`);
+  return move.from[0]!;
+};
+
+export interface TransitionSpec extends StatusMove {
   owner?: string;
   /** When set, only the holder of this lease may make the change. */
   leaseOwner?: string;
@@ -141,14 +156,9 @@ export function updateState(
   return q.returningAll().executeTakeFirst();
 }
 
-export async function insertWebhookEvents(
-  db: Kysely<Database>,
-  events: Insertable<WebhookEventsTable>[],
-): Promise<void> {
-  if (events.length > 0) await db.insertInto('webhook_events').values(events).execute();
-}
-
 export interface ClaimSpec {
+  /** queued → processing, from the transition table. */
+  move: StatusMove;
   /** The lease token written on every claimed job (unique per claim). */
   leaseOwner: string;
   leaseMs: number;
@@ -159,7 +169,7 @@ export interface ClaimSpec {
   limit: number;
 }
 
-const claimSet = (spec: ClaimSpec) => sql`status = 'processing', status_detail = 'starting',
+const claimSet = (spec: ClaimSpec) => sql`status = ${statusLit(spec.move.to)}, status_detail = 'starting',
   lease_owner = ${spec.leaseOwner}, lease_expires_at = ${spec.now + spec.leaseMs}, attempts = attempts + 1,
   started_at = coalesce(started_at, ${spec.now}), updated_at = ${spec.now}`;
 
@@ -172,12 +182,11 @@ const claimSet = (spec: ClaimSpec) => sql`status = 'processing', status_detail =
 export async function claimJobs(db: Kysely<Database>, dialect: Dialect, spec: ClaimSpec): Promise<JobRow[]> {
   if (spec.jobTypes.length === 0 || spec.limit <= 0) return [];
   const k = spec.limit;
+  const from = statusLit(onlyFrom(spec.move));
   if (dialect === 'postgres') {
     const arms = spec.jobTypes.map(
-      (
-        t,
-        i,
-      ) => sql`${sql.raw(`c${i}`)} AS (SELECT uuid, vtime, created_at FROM jobs WHERE status = 'queued' AND job_type = ${t}
+      (t, i) => sql`${sql.raw(`c${i}`)} AS (SELECT uuid, vtime, created_at FROM jobs
+        WHERE status = ${from} AND job_type = ${t}
         ORDER BY vtime, created_at, uuid LIMIT ${k} FOR UPDATE SKIP LOCKED)`,
     );
     const union = sql.join(
@@ -192,22 +201,27 @@ export async function claimJobs(db: Kysely<Database>, dialect: Dialect, spec: Cl
   // SQLite has one writer: the pick and the update cannot interleave with another claim.
   const union = sql.join(
     spec.jobTypes.map(
-      (t) => sql`SELECT * FROM (SELECT uuid, vtime, created_at FROM jobs WHERE status = 'queued' AND job_type = ${t}
+      (t) => sql`SELECT * FROM (SELECT uuid, vtime, created_at FROM jobs WHERE status = ${from} AND job_type = ${t}
         ORDER BY vtime, created_at, uuid LIMIT ${k})`,
     ),
     sql` UNION ALL `,
   );
   const res = await sql<JobRow>`UPDATE jobs SET ${claimSet(spec)}
-    WHERE status = 'queued' AND uuid IN (SELECT uuid FROM (${union}) ORDER BY vtime, created_at, uuid LIMIT ${k})
+    WHERE status = ${from} AND uuid IN (SELECT uuid FROM (${union}) ORDER BY vtime, created_at, uuid LIMIT ${k})
     RETURNING *`.execute(db);
   return sortClaimed(res.rows);
 }
 
+/** Claim order, as the indexes hold it: (vtime, created_at, uuid). */
+function claimOrder(
+  a: Pick<JobRow, 'vtime' | 'created_at' | 'uuid'>,
+  b: Pick<JobRow, 'vtime' | 'created_at' | 'uuid'>,
+) {
+  return a.vtime - b.vtime || a.created_at - b.created_at || (a.uuid < b.uuid ? -1 : 1);
+}
+
 function sortClaimed(rows: JobRow[]): JobRow[] {
-  return rows.sort(
-    (a, b) =>
-      Number(a.vtime) - Number(b.vtime) || Number(a.created_at) - Number(b.created_at) || (a.uuid < b.uuid ? -1 : 1),
-  );
+  return rows.sort(claimOrder);
 }
 
 /** Queued jobs near the head of the given types' queues, in claim order (OWNER_MAX_RUNNING's path). */
@@ -226,13 +240,7 @@ export async function queueHead(db: Kysely<Database>, jobTypes: readonly string[
         .execute(),
     ),
   );
-  return rows
-    .flat()
-    .sort(
-      (a, b) =>
-        Number(a.vtime) - Number(b.vtime) || Number(a.created_at) - Number(b.created_at) || (a.uuid < b.uuid ? -1 : 1),
-    )
-    .slice(0, window);
+  return rows.flat().sort(claimOrder).slice(0, window);
 }
 
 /** Running jobs per owner, for owners in `owners` (bounded by the number of running jobs). */
@@ -245,14 +253,14 @@ export async function runningByOwner(db: Kysely<Database>, owners: readonly stri
     .where('owner', 'in', owners)
     .groupBy('owner')
     .execute();
-  return new Map(rows.map((r) => [r.owner, Number(r.n)]));
+  return new Map(rows.map((r) => [r.owner, r.n]));
 }
 
 /** Claims exactly these queued jobs (those still queued); the limited path's second step. */
 export async function claimByUuid(db: Kysely<Database>, uuids: readonly string[], spec: ClaimSpec): Promise<JobRow[]> {
   if (uuids.length === 0) return [];
   const res = await sql<JobRow>`UPDATE jobs SET ${claimSet(spec)}
-    WHERE status = 'queued' AND uuid IN (${sql.join(uuids)}) RETURNING *`.execute(db);
+    WHERE status = ${statusLit(onlyFrom(spec.move))} AND uuid IN (${sql.join(uuids)}) RETURNING *`.execute(db);
   return sortClaimed(res.rows);
 }
 
@@ -277,10 +285,10 @@ export async function lockLimitedClaims(db: Kysely<Database>, dialect: Dialect):
   if (dialect === 'postgres') await sql`SELECT pg_advisory_xact_lock(727274001)`.execute(db);
 }
 
-/** Extends a lease (and sets status_detail); false when the job is no longer this lease's. */
 /** Renews a lease (and sets the detail); the job's type when this lease still holds it, else undefined. */
 export async function renewLease(
   db: Kysely<Database>,
+  move: StatusMove,
   uuid: string,
   leaseOwner: string,
   until: number,
@@ -288,9 +296,9 @@ export async function renewLease(
 ): Promise<string | undefined> {
   const row = await db
     .updateTable('jobs')
-    .set({ lease_expires_at: until, ...(detail !== undefined ? { status_detail: detail } : {}) })
+    .set({ status: move.to, lease_expires_at: until, ...(detail !== undefined ? { status_detail: detail } : {}) })
     .where('uuid', '=', uuid)
-    .where('status', '=', 'processing')
+    .where('status', '=', onlyFrom(move))
     .where('lease_owner', '=', leaseOwner)
     .returning('job_type')
     .executeTakeFirst();
@@ -359,8 +367,8 @@ export async function jobsAhead(
   job: Pick<JobRow, 'vtime' | 'created_at' | 'uuid'>,
   cap: number,
 ): Promise<number> {
-  const v = Number(job.vtime);
-  const c = Number(job.created_at);
+  const v = job.vtime;
+  const c = job.created_at;
   const row = await sql<{ n: number | string }>`SELECT count(*) AS n FROM (
       SELECT 1 FROM jobs WHERE status = 'queued' AND (vtime, created_at, uuid) < (${v}, ${c}, ${job.uuid})
       ORDER BY vtime, created_at, uuid LIMIT ${cap}) AS ahead`.execute(db);
@@ -371,7 +379,10 @@ export async function jobsAhead(
 export async function countActive(db: Kysely<Database>): Promise<Record<'queued' | 'processing', number>> {
   const row = await db
     .selectFrom('queue_counts')
-    .select((eb) => [eb.fn.sum<number>('queued').as('queued'), eb.fn.sum<number>('processing').as('processing')])
+    .select((eb) => [
+      eb.fn.sum<number | string>('queued').as('queued'),
+      eb.fn.sum<number | string>('processing').as('processing'),
+    ])
     .executeTakeFirst();
   return { queued: Number(row?.queued ?? 0), processing: Number(row?.processing ?? 0) };
 }

@@ -79,7 +79,7 @@ export async function countKeys(db: Kysely<Database>): Promise<number> {
     .selectFrom('api_keys')
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .executeTakeFirstOrThrow();
-  return Number(row.n);
+  return row.n;
 }
 
 /** The id and owner of the active key with this hash (hashKey), or undefined. */

@@ -332,7 +332,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
 }
 
 export function createMigrator(db: Kysely<unknown>, dialect: Dialect): Migrator {
-  const provider: MigrationProvider = { getMigrations: async () => migrations(dialect) };
+  const provider: MigrationProvider = { getMigrations: () => Promise.resolve(migrations(dialect)) };
   return new Migrator({
     db,
     provider,
@@ -344,7 +344,7 @@ export function createMigrator(db: Kysely<unknown>, dialect: Dialect): Migrator 
 /** Applies pending migrations; throws with the failing migration's error. */
 export async function migrateToLatest(db: Kysely<unknown>, dialect: Dialect): Promise<string[]> {
   const { error, results } = await createMigrator(db, dialect).migrateToLatest();
-  if (error) throw error instanceof Error ? error : new Error(String(error));
+  if (error) throw error instanceof Error ? error : new Error('migration failed', { cause: error });
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 

@@ -20,14 +20,14 @@ export class OutageLog {
 
   failed(err: unknown): void {
     if (this.since !== undefined) return;
-    // Wall time on purpose: the outage's duration is an operator's figure, not the service clock's.
-    this.since = Date.now();
+    // A duration for the log: monotonic time, not the service clock.
+    this.since = performance.now();
     this.log?.warn({ err }, `${this.what} unavailable; ${this.effect}: retrying until it is back`);
   }
 
   succeeded(): void {
     if (this.since === undefined) return;
-    this.log?.info({ down_ms: Date.now() - this.since }, `${this.what} available again`);
+    this.log?.info({ down_ms: Math.round(performance.now() - this.since) }, `${this.what} available again`);
     this.since = undefined;
   }
 }

@@ -48,7 +48,7 @@ export async function bridgeSignals(
     client = undefined;
     c.end().catch(() => {});
     if (lostAt === undefined) {
-      lostAt = Date.now();
+      lostAt = performance.now();
       log.warn({ err }, 'LISTEN connection lost; reconnecting with backoff (polling covers the gap)');
     }
     schedule();
@@ -84,7 +84,7 @@ export async function bridgeSignals(
     client = c;
     failures = 0;
     if (lostAt !== undefined) {
-      log.info({ down_ms: Date.now() - lostAt }, 'LISTEN connection restored');
+      log.info({ down_ms: Math.round(performance.now() - lostAt) }, 'LISTEN connection restored');
       lostAt = undefined;
       // Whatever was submitted meanwhile sent no notification we heard: look now, not at the next poll.
       signals.deliver('job-queued', '');
@@ -112,9 +112,9 @@ export async function bridgeSignals(
     const delay = Math.min(maxBackoffMs, backoffMs * 2 ** failures++) * (0.5 + Math.random() / 2);
     retry = setTimeout(() => {
       retry = undefined;
-      connect().catch((err) => {
+      connect().catch((err: unknown) => {
         if (lostAt === undefined) {
-          lostAt = Date.now();
+          lostAt = performance.now();
           log.warn({ err }, 'LISTEN connection failed; retrying with backoff (polling covers the gap)');
         }
         schedule();
@@ -135,8 +135,10 @@ export async function bridgeSignals(
       (c as unknown as { connection: { stream: { destroy(e: Error): void } } }).connection.stream.destroy(err);
     }, connectTimeoutMs);
     c.query('SELECT 1').then(
-      () => clearTimeout(dead),
-      (err) => {
+      () => {
+        clearTimeout(dead);
+      },
+      (err: unknown) => {
         clearTimeout(dead);
         lost(c, err);
       },
@@ -148,7 +150,7 @@ export async function bridgeSignals(
     await connect();
   } catch (err) {
     // The service works without it (workers poll); keep trying in the background.
-    lostAt = Date.now();
+    lostAt = performance.now();
     log.warn({ err }, 'LISTEN connection failed; retrying with backoff (polling covers the gap)');
     schedule();
   }
@@ -157,7 +159,7 @@ export async function bridgeSignals(
   // pool logs the outage once; a failed NOTIFY adds nothing.
   signals.transport = {
     publish(name, arg) {
-      sql`SELECT pg_notify(${CHANNEL}, ${`${origin} ${name} ${arg}`})`.execute(store.db).catch((err) => {
+      sql`SELECT pg_notify(${CHANNEL}, ${`${origin} ${name} ${arg}`})`.execute(store.db).catch((err: unknown) => {
         if (!isDatabaseUnavailable(err)) log.warn({ err }, 'NOTIFY failed');
       });
     },

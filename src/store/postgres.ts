@@ -8,11 +8,12 @@ import type { Database } from './schema.js';
 
 // Times are BIGINT milliseconds: well inside 2^53, so read int8 as a JS number (per pool,
 // not by changing pg's global parsers).
+type Oid = Parameters<typeof pg.types.getTypeParser>[0];
 const types = {
-  getTypeParser: ((oid: number, format?: string) =>
+  getTypeParser: ((oid: Oid, format?: 'text') =>
     oid === pg.types.builtins.INT8
       ? (v: string) => Number(v)
-      : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+      : (pg.types.getTypeParser(oid, format) as (v: string) => unknown)) as typeof pg.types.getTypeParser,
 };
 
 export interface PostgresOptions {
@@ -41,22 +42,36 @@ function guardedClient(outage: OutageLog, bound: { queryTimeoutMs: number }) {
       this.on('error', (err) => outage.failed(err));
     }
 
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- pg's connect and query are overloaded (callback and promise forms): a subclass can restate them only with any
     override connect(...args: any[]): any {
-      const done = (err?: Error | null) => (err ? outage.failed(err) : outage.succeeded());
+      const done = (err?: Error | null) => {
+        if (err) outage.failed(err);
+        else outage.succeeded();
+      };
       const callback = args[0] as ((err: Error | null, c?: unknown) => void) | undefined;
-      if (callback)
-        return super.connect(((err: Error | null) => (done(err), callback(err, this))) as (err: Error) => void);
-      return super.connect().then(
-        (c) => (done(), c),
-        (err: Error) => {
+      if (callback) {
+        super.connect(((err: Error | null) => {
           done(err);
+          callback(err, this);
+        }) as (err: Error) => void);
+        return;
+      }
+      return super.connect().then(
+        (c) => {
+          done();
+          return c;
+        },
+        (err: unknown) => {
+          done(err as Error);
           throw err;
         },
       );
     }
 
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the overloads again (see connect)
     override query(...args: any[]): any {
-      const result = (super.query as (...a: unknown[]) => unknown)(...args) as Promise<unknown> | undefined;
+      const result = (super.query as (...a: unknown[]) => unknown)(...(args as unknown[])) as
+        Promise<unknown> | undefined;
       if (!(result instanceof Promise)) return result;
       // A blackholed connection (no RST, no FIN) would otherwise wait for TCP's retransmission
       // limit (~15 min): drop the connection, which rejects the query as "unavailable".
@@ -88,7 +103,7 @@ function guardedClient(outage: OutageLog, bound: { queryTimeoutMs: number }) {
   };
 }
 
-export async function openPostgres(url: string, opts: PostgresOptions): Promise<Store> {
+export function openPostgres(url: string, opts: PostgresOptions): Store {
   const outage = new OutageLog(opts.log, 'database');
   const bound = { queryTimeoutMs: 0 };
   const pool = new pg.Pool({

@@ -1,11 +1,11 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
 import type { Dialect } from './db.js';
 import type { Database, WebhookAttemptsTable, WebhookEventsTable } from './schema.js';
 
 /**
- * Every webhook query lives here (the outbox rows themselves are written by transition() in
- * jobs.ts, in the terminal state change's transaction). Times are Unix milliseconds; BIGINT
- * columns come back as strings on PostgreSQL, so callers read them through Number().
+ * Every webhook query lives here, the outbox insert included (jobs/lifecycle.ts calls it in the
+ * terminal state change's transaction). Times are Unix milliseconds (BIGINT, parsed to numbers on
+ * PostgreSQL by store/postgres.ts).
  */
 
 export type WebhookEventRow = Selectable<WebhookEventsTable>;
@@ -161,7 +161,7 @@ export async function nextDueAt(db: Kysely<Database>, now: number): Promise<numb
     .orderBy('next_attempt_at')
     .limit(1)
     .executeTakeFirst();
-  return row?.next_attempt_at === null || row?.next_attempt_at === undefined ? undefined : Number(row.next_attempt_at);
+  return row?.next_attempt_at ?? undefined;
 }
 
 export interface AttemptRecord {
@@ -371,4 +371,15 @@ export async function listEventsWithAttempts(
     .orderBy('id')
     .execute();
   return events.map((event) => ({ event, attempts: attempts.filter((a) => a.event_id === event.event_id) }));
+}
+
+export type NewWebhookEvent = Insertable<WebhookEventsTable>;
+
+/** Outbox rows, written in the transaction of the terminal state they announce. */
+export async function insertWebhookEvents(db: Kysely<Database>, events: readonly NewWebhookEvent[]): Promise<void> {
+  if (events.length > 0)
+    await db
+      .insertInto('webhook_events')
+      .values([...events])
+      .execute();
 }

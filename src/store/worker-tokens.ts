@@ -88,9 +88,9 @@ export async function listWorkerTokens(db: Kysely<Database>): Promise<WorkerToke
     name: r.name,
     prefix: r.prefix,
     job_types: r.job_types === null ? [] : (JSON.parse(r.job_types) as string[]),
-    created_at: Number(r.created_at),
-    revoked_at: r.revoked_at === null ? null : Number(r.revoked_at),
-    last_seen_at: r.last_seen_at === null ? null : Number(r.last_seen_at),
+    created_at: r.created_at,
+    revoked_at: r.revoked_at,
+    last_seen_at: r.last_seen_at,
   }));
 }
 

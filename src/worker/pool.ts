@@ -90,11 +90,9 @@ export class WorkerPool {
     if (this.jobTypes.length > 0) this.loopDone = this.loop();
     const every = Math.min(5_000, Math.max(200, Math.floor(this.deps.config.jobLeaseMs / 4)));
     this.reaper = setInterval(() => {
-      this.reaping = Promise.all([this.deps.lifecycle.recoverExpired(), this.deps.lifecycle.tunePlanner()]).catch(
-        (err) => {
-          if (!isDatabaseUnavailable(err)) this.deps.log.error({ err }, 'recovering expired leases failed');
-        },
-      );
+      this.reaping = Promise.all([this.deps.lifecycle.recoverExpired()]).catch((err) => {
+        if (!isDatabaseUnavailable(err)) this.deps.log.error({ err }, 'recovering expired leases failed');
+      });
     }, every);
     this.reaper.unref();
   }

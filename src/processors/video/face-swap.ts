@@ -251,7 +251,7 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
         await writeFrame(encoder.child.stdin, out.frame.data);
       };
       let index = 0;
-      let lastProgress = 0;
+      let lastProgress = -Infinity;
       const total = v.frames;
       try {
         for await (const data of readFrames(decoder.child.stdout, frameBytes)) {
@@ -260,7 +260,7 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
             throw new JobError('invalid_media', `input.target: more than ${maxFrames} frames, over the frame limit`);
           }
           const frame: RgbImage = { data, width, height };
-          const now = Date.now();
+          const now = performance.now();
           if (now - lastProgress >= PROGRESS_EVERY_MS) {
             lastProgress = now;
             ctx.progress(`swapping faces: frame ${index + 1} of ${Math.max(total, index + 1)}`);

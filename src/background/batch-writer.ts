@@ -1,0 +1,137 @@
+import type { Logger } from 'pino';
+import { isDatabaseUnavailable, isTransactionConflict } from '../store/errors.js';
+import { Backoff } from './backoff.js';
+
+export interface BatchWriterOptions<I, O> {
+  /** Writes `items` in one transaction; answers one output per item, in order. */
+  write(items: readonly I[]): Promise<O[]>;
+  /** Runs after a batch's commit, with the items and what `write` answered. */
+  afterCommit?(items: readonly I[], out: readonly O[]): void;
+  /** How long an item may wait out a database outage (ms); 0 fails it at the first one. */
+  patience(item: I): number;
+  /** Wall time, to age items against their patience. */
+  now(): number;
+  log?: Logger;
+  /** Says what waits during an outage, for the log ("job changes"). */
+  what: string;
+  maxBatch?: number;
+}
+
+interface Pending<I, O> {
+  item: I;
+  since: number;
+  resolve(out: O): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * Natural batching (graphile-worker's `batch()`): while one batch's transaction is written, the next
+ * one accumulates, so an idle writer adds no latency and a busy one shares a transaction (and its
+ * commit) among everything that arrived meanwhile. A database outage keeps the batch and retries it
+ * with the one Backoff, answering each item that has no patience left; any other error splits the
+ * batch, so one bad item (or a deadlock with another process) never fails the others.
+ */
+export class BatchWriter<I, O> {
+  private pending: Pending<I, O>[] = [];
+  private flushing: Promise<void> | undefined;
+  private wakeRetry: (() => void) | undefined;
+  private readonly backoff: Backoff;
+
+  constructor(private readonly opts: BatchWriterOptions<I, O>) {
+    this.backoff = new Backoff(opts.log, opts.what);
+  }
+
+  submit(item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.pending.push({ item, since: this.opts.now(), resolve, reject });
+      // An arrival during an outage's pause is tried at once (and answered at once if it is still down).
+      this.wakeRetry?.();
+      this.kick();
+    });
+  }
+
+  /** Resolves when everything submitted so far has been written or answered. */
+  async drain(): Promise<void> {
+    while (this.flushing) await this.flushing;
+  }
+
+  private kick(): void {
+    if (this.flushing || this.pending.length === 0) return;
+    this.flushing = this.flush().finally(() => {
+      this.flushing = undefined;
+      this.kick();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    const max = this.opts.maxBatch ?? 200;
+    const batch = this.pending.splice(0, max);
+    for (;;) {
+      try {
+        const out = await this.opts.write(batch.map((p) => p.item));
+        this.backoff.succeeded();
+        this.settle(batch, out);
+        return;
+      } catch (err) {
+        // A deadlock with another process's batch is no outage: the items go again, one by one.
+        if (!isDatabaseUnavailable(err) || (isTransactionConflict(err) && batch.length > 1)) {
+          await this.oneByOne(batch, err);
+          return;
+        }
+        const waitMs = this.backoff.failed(err);
+        const now = this.opts.now();
+        for (const p of [...batch]) {
+          if (now - p.since >= this.opts.patience(p.item)) {
+            batch.splice(batch.indexOf(p), 1);
+            p.reject(err);
+          }
+        }
+        if (batch.length === 0) return;
+        await this.pause(waitMs);
+        // Whatever arrived meanwhile joins the retry (and is answered by it).
+        batch.push(...this.pending.splice(0, Math.max(0, max - batch.length)));
+      }
+    }
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        if (this.wakeRetry === done) this.wakeRetry = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.wakeRetry = done;
+    });
+  }
+
+  private async oneByOne(batch: Pending<I, O>[], err: unknown): Promise<void> {
+    if (batch.length === 1) {
+      batch[0]!.reject(err);
+      return;
+    }
+    for (const p of batch) {
+      try {
+        this.settle([p], await this.opts.write([p.item]));
+      } catch (e) {
+        p.reject(e);
+      }
+    }
+  }
+
+  private settle(batch: Pending<I, O>[], out: O[]): void {
+    try {
+      this.opts.afterCommit?.(
+        batch.map((p) => p.item),
+        out,
+      );
+    } catch (err) {
+      // Committed is committed: a failing after-step (a listener's bug) must not fail the callers.
+      this.opts.log?.error({ err }, `after-commit step of ${this.opts.what} failed`);
+    }
+    batch.forEach((p, i) => {
+      p.resolve(out[i]!);
+    });
+  }
+}
