@@ -75,7 +75,7 @@ async function serve(args: string[]): Promise<void> {
     }, config.shutdownGraceMs + 15_000).unref();
     app.stop(config.shutdownGraceMs).then(
       () => process.exit(0),
-      (err) => {
+      (err: unknown) => {
         app.log.error({ err }, 'shutdown failed');
         process.exit(1);
       },
@@ -102,10 +102,8 @@ async function keys(args: string[]): Promise<void> {
       const rows = await listKeys(store.db);
       if (rows.length === 0) process.stdout.write('no keys\n');
       for (const r of rows) {
-        const state = r.revoked_at ? `revoked ${new Date(Number(r.revoked_at)).toISOString()}` : 'active';
-        process.stdout.write(
-          `${r.id}\t${r.prefix}…\t${r.owner}\t${new Date(Number(r.created_at)).toISOString()}\t${state}\n`,
-        );
+        const state = r.revoked_at ? `revoked ${new Date(r.revoked_at).toISOString()}` : 'active';
+        process.stdout.write(`${r.id}\t${r.prefix}…\t${r.owner}\t${new Date(r.created_at).toISOString()}\t${state}\n`);
       }
     } else if (sub === 'revoke') {
       const id = rest[0];

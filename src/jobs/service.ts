@@ -282,7 +282,7 @@ export class JobService {
       url: await this.deps.results.signedUrl(row.result_key, expiresAt),
       expires_at: new Date(Math.floor(expiresAt / 1000) * 1000).toISOString(),
       content_type: row.result_content_type ?? 'application/octet-stream',
-      size_bytes: Number(row.result_size ?? 0),
+      size_bytes: row.result_size ?? 0,
     };
   }
 }

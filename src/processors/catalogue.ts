@@ -27,7 +27,11 @@ export class Catalogue {
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.list().map((t) => t.close?.()));
+    await Promise.all(
+      this.list().map(async (t) => {
+        await t.close?.();
+      }),
+    );
   }
 }
 
@@ -51,10 +55,10 @@ export function defaultJobTypes(opts: DefaultTypesOptions): JobType[] {
       FFPROBE_PATH: opts.video?.ffprobePath ?? process.env.FFPROBE_PATH,
     }));
   return [
-    createImageTransformJobType() as unknown as JobType,
+    createImageTransformJobType(),
     // Threads start on the first swap, so API-only processes never load the face models.
-    createFaceSwapJobType({ threads }) as unknown as JobType,
-    createVideoFaceSwapJobType({ threads, limits, binaries }) as unknown as JobType,
-    createVideoFromImageAudioJobType({ limits, binaries }) as unknown as JobType,
+    createFaceSwapJobType({ threads }),
+    createVideoFaceSwapJobType({ threads, limits, binaries }),
+    createVideoFromImageAudioJobType({ limits, binaries }),
   ];
 }

@@ -36,10 +36,10 @@ export class LocalResultStore implements ResultStore {
     await fsp.rm(this.file(key), { force: true });
   }
 
-  async signedUrl(key: string, expiresAtMs: number): Promise<string> {
+  signedUrl(key: string, expiresAtMs: number): Promise<string> {
     const expires = Math.floor(expiresAtMs / 1000);
     const sig = signResultPath(this.secret, key, expires);
-    return `${this.publicBaseUrl}/results/${key}?expires=${expires}&signature=${sig}`;
+    return Promise.resolve(`${this.publicBaseUrl}/results/${key}?expires=${expires}&signature=${sig}`);
   }
 
   /** Opens a blob for the download route; undefined when the key is malformed or missing. */

@@ -83,7 +83,7 @@ export class WebhookSender {
     });
 
     const signal = controller.signal;
-    let timedOut = false;
+    let timedOut = false as boolean; // set by the timer callback
     const timer = setTimeout(() => {
       timedOut = true;
       controller.abort(new Error('webhook attempt timed out'));

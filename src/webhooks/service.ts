@@ -39,13 +39,13 @@ const iso = (ms: number | string | null) => (ms === null ? null : new Date(Numbe
 
 function toApiAttempt(a: WebhookAttemptRow): ApiDeliveryAttempt {
   return {
-    attempt: Number(a.attempt),
+    attempt: a.attempt,
     started_at: iso(a.started_at)!,
-    http_status: a.http_status === null ? null : Number(a.http_status),
+    http_status: a.http_status,
     error: a.error,
-    duration_ms: Number(a.duration_ms),
-    ok: Number(a.ok) === 1,
-    manual: Number(a.manual) === 1,
+    duration_ms: a.duration_ms,
+    ok: a.ok === 1,
+    manual: a.manual === 1,
   };
 }
 

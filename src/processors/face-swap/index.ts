@@ -89,6 +89,7 @@ export function createFaceSwapJobType(opts: FaceSwapJobTypeOptions = {}): FaceSw
     const aborted = new Promise<never>((_, reject) => {
       onAbort = () => {
         Atomics.store(control, 0, CONTROL_CANCELLED);
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the signal's own reason (an Error) is what the worker inspects
         reject(ctx.signal.reason ?? new Error('aborted'));
       };
       ctx.signal.addEventListener('abort', onAbort, { once: true });
@@ -163,7 +164,7 @@ export function createFaceSwapJobType(opts: FaceSwapJobTypeOptions = {}): FaceSw
     options: faceSwapOptionsSchema,
     run,
     checkInput: checkFaceInput,
-    warmup: threadPool.warmup,
-    close: threadPool.close,
+    warmup: () => threadPool.warmup(),
+    close: () => threadPool.close(),
   };
 }

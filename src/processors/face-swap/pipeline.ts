@@ -51,7 +51,7 @@ export function checkInputs(options: Pick<FaceSwapOptions, 'faces'>, hasReferenc
 /** checkInputs at submit time (JobType.checkInput): the offending field under `input` and why, or undefined. */
 export function checkFaceInput(input: Record<string, unknown>): { field: string; message: string } | undefined {
   try {
-    checkInputs(input as Pick<FaceSwapOptions, 'faces'>, input.reference !== undefined);
+    checkInputs(input, input.reference !== undefined);
     return undefined;
   } catch (err) {
     // checkInputs phrases its messages as "input.reference: …" for failed jobs.

@@ -37,7 +37,7 @@ import {
 } from './options.js';
 import { probeMedia } from './probe.js';
 import { FaceTracker, type Track } from './tracker.js';
-import type { FoundFace, VideoReply, VideoTask } from './worker.js';
+import type { VideoReply, VideoTask } from './worker.js';
 
 /** Key frames (full detection) this often, in seconds; tracking in between. */
 const KEY_FRAME_SECONDS = 1 / 3;
@@ -66,20 +66,18 @@ export interface VideoFaceSwapJobType extends JobType<typeof videoFaceSwapOption
 /** Rejects as soon as `signal` aborts, whatever `p` does (the late result is ignored). */
 function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   p.catch(() => {});
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
+  // The signal's own reason (an Error) is what the worker inspects, so it is the rejection.
+  const reason = () => signal.reason as Error;
+  if (signal.aborted) return Promise.reject(reason());
+  let onAbort = () => {};
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => {
+      reject(reason());
+    };
     signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
+  });
+  return Promise.race([p, aborted]).finally(() => {
+    signal.removeEventListener('abort', onAbort);
   });
 }
 
@@ -219,7 +217,7 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
         {
           detect: async (frame) =>
             (await call({ kind: 'detect', frame, minConfidence: options.min_confidence, descriptors: false }, 'faces'))
-              .faces as FoundFace[],
+              .faces,
           landmarks: async (crop: RgbImage, box: Box) =>
             (await call({ kind: 'landmarks', crop, boxes: [box] }, 'landmarks', [crop.data.buffer as ArrayBuffer]))
               .landmarks[0]!,
@@ -394,7 +392,7 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
     options: videoFaceSwapOptionsSchema,
     run,
     checkInput: checkFaceInput,
-    warmup: threadPool.warmup,
-    close: threadPool.close,
+    warmup: () => threadPool.warmup(),
+    close: () => threadPool.close(),
   };
 }

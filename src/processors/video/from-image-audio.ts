@@ -146,7 +146,7 @@ export function createVideoFromImageAudioJobType(
         signal.throwIfAborted();
         if (err instanceof JobError) throw err;
         if (err instanceof FfmpegError)
-          throw new Error(`encoding failed: ${err.stderr.trim().split('\n').pop() ?? err.message}`);
+          throw new Error(`encoding failed: ${err.stderr.trim().split('\n').pop() ?? err.message}`, { cause: err });
         throw err;
       }
       return videoResult(outFile, options.format);

@@ -113,7 +113,7 @@ export class FaceTracker {
   /** Active tracks for frame `index`, with smoothed landmarks in frame coordinates. */
   async analyse(frame: RgbImage, index: number): Promise<Track[]> {
     const active = this.tracks.filter((t) => t.active);
-    let suspicious = false;
+    let suspicious = false as boolean; // set inside the callback below
     const tracked = await Promise.all(active.map((t) => this.follow(frame, t)));
     active.forEach((t, k) => {
       const lm = tracked[k]!;
