@@ -3,8 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
+import { Housekeeping } from './background/housekeeping.js';
 import { buildServer } from './http/server.js';
-import { scheduleMaintenance } from './jobs/maintenance.js';
 import { JobLifecycle } from './jobs/lifecycle.js';
 import { JobService } from './jobs/service.js';
 import { createLogger } from './log.js';
@@ -47,6 +47,8 @@ export interface App {
   workers?: WorkerPool;
   /** The service side of the remote worker protocol. */
   remote: RemoteWork;
+  /** Lease recovery, retention, sweeps and planner statistics (every role). */
+  housekeeping: Housekeeping;
   /** The webhook outbox dispatcher (worker role). */
   webhooks?: WebhookDispatcher;
   signals: Signals;
@@ -194,7 +196,15 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
           concurrency: config.webhookConcurrency,
         })
       : undefined;
-  let stopMaintenance: (() => Promise<void>) | undefined;
+  const housekeeping = new Housekeeping({
+    store,
+    config,
+    clock,
+    results,
+    lifecycle,
+    sweepStaged: () => remote.sweep(),
+    log,
+  });
   const pending = new Set<string>();
 
   return {
@@ -205,26 +215,30 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     lifecycle,
     workers,
     remote,
+    housekeeping,
     webhooks,
     signals,
     metrics,
     log,
+    // Started from the bottom up (the store and the NOTIFY bridge are already open), stopped from
+    // the top down: nothing is stopped while something started after it still uses it.
     async start() {
-      if (role !== 'worker') await server.listen({ host: config.host, port: config.port });
-      else await server.ready();
+      housekeeping.start();
+      remote.start();
       workers?.start();
       webhooks?.start();
-      stopMaintenance = scheduleMaintenance({ store, config, clock, results, lifecycle, log });
+      if (role !== 'worker') await server.listen({ host: config.host, port: config.port });
+      else await server.ready();
     },
     pendingShutdownPhases: () => [...pending],
     async stop(graceMs = 10_000) {
       // Each phase is logged, so a slow shutdown says where it waits.
       const phase = async (name: string, work: Promise<unknown> | undefined) => {
-        const t0 = Date.now();
+        const t0 = performance.now();
         pending.add(name);
         await work;
         pending.delete(name);
-        log.debug({ phase: name, ms: Date.now() - t0 }, 'shutdown phase done');
+        log.debug({ phase: name, ms: Math.round(performance.now() - t0) }, 'shutdown phase done');
       };
       // Node closes idle keep-alive connections once, when close() is called; a connection busy at
       // that moment would then idle for keepAliveTimeout (72 s) and hold the close open. Sweep idle
@@ -239,8 +253,8 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
         phase('webhooks', webhooks?.stop(Math.min(graceMs, config.webhookTimeoutMs))),
       ]);
       await phase('webhook-sender', webhookSender.close());
-      await phase('remote', remote.close());
-      await phase('maintenance', stopMaintenance?.());
+      await phase('remote', remote.stop());
+      await phase('housekeeping', housekeeping.stop());
       await phase('job-finishes', lifecycle.drain());
       await phase('processors', catalogue.close());
       await phase('notify', unbridge?.());

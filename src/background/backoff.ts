@@ -14,12 +14,18 @@ export class Backoff {
   private ms = 0;
   private readonly outage: OutageLog;
 
+  /** `who` names the loop in the log ("workers", "webhook dispatcher"). */
   constructor(
     private readonly log: Logger | undefined,
-    private readonly what: string,
+    private readonly who: string,
     private readonly otherMs = 1_000,
   ) {
-    this.outage = new OutageLog(log, 'database', what);
+    this.outage = new OutageLog(log, 'database', `${who} pause`);
+  }
+
+  /** The current pause of an outage (0 when there is none). */
+  get currentMs(): number {
+    return this.ms;
   }
 
   /** True while the last attempt met an outage. */
@@ -30,7 +36,7 @@ export class Backoff {
   /** Records a failed attempt; answers how long to wait before the next one. */
   failed(err: unknown): number {
     if (!isDatabaseUnavailable(err)) {
-      this.log?.error({ err }, `${this.what} failed`);
+      this.log?.error({ err }, `${this.who}: unexpected error; retrying`);
       return this.otherMs;
     }
     this.outage.failed(err);

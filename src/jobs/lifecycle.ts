@@ -96,7 +96,7 @@ export class JobLifecycle {
       patience: (c) => (FINISHES.has(c.move) ? FINISH_PATIENCE_MS : 0),
       now: () => deps.clock.now(),
       log: deps.log,
-      what: 'job finishes are kept and written when it is back',
+      what: 'job changes (finishes are kept and written later)',
     });
   }
 

@@ -1,3 +1,4 @@
+import { wakeOn } from '../background/wake.js';
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
@@ -199,14 +200,21 @@ export class JobService {
    * the job-finished signal (from any process on PostgreSQL) and re-reads at least every second.
    */
   async status(owner: string, uuid: string, waitMs = 0): Promise<ApiJob> {
-    let row = await getJobView(this.db, uuid, owner);
-    if (!row) throw notFound(NOT_FOUND);
-    const deadline = Date.now() + waitMs;
-    while (!isTerminal(row.status) && Date.now() < deadline) {
-      await this.nextFinish(uuid, Math.min(1000, deadline - Date.now()));
-      row = (await getJobView(this.db, uuid, owner))!;
+    // Listening before the first read: a finish between the read and the wait is not missed.
+    const finished = waitMs > 0 ? wakeOn(this.deps.signals, 'job-finished', (u) => u === uuid) : undefined;
+    try {
+      let row = await getJobView(this.db, uuid, owner);
+      if (!row) throw notFound(NOT_FOUND);
+      // A wait is an interval of real time (monotonic), whatever the service clock says.
+      const deadline = performance.now() + waitMs;
+      for (let left = waitMs; finished && !isTerminal(row.status) && left > 0; left = deadline - performance.now()) {
+        await finished.wait(Math.min(1000, left));
+        row = (await getJobView(this.db, uuid, owner))!;
+      }
+      return await this.view(row);
+    } finally {
+      finished?.close();
     }
-    return this.view(row);
   }
 
   /**
@@ -223,19 +231,6 @@ export class JobService {
           : `${row.status_detail} (more than ${POSITION_CAP.toLocaleString('en-US')} jobs ahead in the queue)`;
     }
     return job;
-  }
-
-  private nextFinish(uuid: string, ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.deps.signals.off('job-finished', onFinish);
-        resolve();
-      };
-      const onFinish = (u: string) => u === uuid && done();
-      const timer = setTimeout(done, ms);
-      this.deps.signals.on('job-finished', onFinish);
-    });
   }
 
   async list(owner: string, q: { status?: JobStatus; jobType?: string; limit: number; cursor?: string }) {

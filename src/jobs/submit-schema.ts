@@ -55,7 +55,7 @@ export function submitSchema(type: JobType, opts: SchemaOptions) {
     slots[name] = spec.required ? s : s.optional();
   }
   const input = z.strictObject({ ...slots, ...type.options.shape }).superRefine((value, ctx) => {
-    const problem = type.checkInput?.(value as Record<string, unknown>);
+    const problem = type.checkInput?.(value);
     if (problem) ctx.addIssue({ code: 'custom', path: [problem.field], message: problem.message });
   });
   return z.strictObject({
@@ -82,13 +82,13 @@ export function toJsonSchema(schema: z.ZodType, io: 'input' | 'output' = 'input'
       const slot = slotSchemas.get(ctx.zodSchema as unknown as z.ZodType);
       if (!slot) return;
       const url = { type: 'string', format: 'uri' };
-      for (const k of Object.keys(ctx.jsonSchema)) delete (ctx.jsonSchema as Record<string, unknown>)[k];
+      for (const k of Object.keys(ctx.jsonSchema)) Reflect.deleteProperty(ctx.jsonSchema, k);
       Object.assign(ctx.jsonSchema, {
         anyOf: [url, { type: 'array', items: url, minItems: Math.max(1, slot.min), maxItems: slot.max }],
         description: (ctx.zodSchema as unknown as z.ZodType).description,
       });
     },
-  }) as Record<string, unknown>;
+  });
 }
 
 /** Field path in the style of the messages: input.source[1]. */

@@ -18,7 +18,7 @@ export interface ApiJob {
   finished_at: string | null;
 }
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 export function isResultReady(row: Pick<JobRow, 'status' | 'result_key' | 'result_deleted_at'>): boolean {
   return row.status === 'completed' && row.result_key !== null && row.result_deleted_at === null;

@@ -13,7 +13,6 @@ import type { Catalogue } from '../processors/catalogue.js';
 import { SLOT_NAMES, type SlotName } from '../processors/types.js';
 import type { Signals } from '../signals.js';
 import type { ResultStore } from '../storage/types.js';
-import { isDatabaseUnavailable } from '../store/errors.js';
 import { getJob, type JobRow } from '../store/jobs.js';
 import {
   blobsOfJob,
@@ -25,6 +24,7 @@ import {
 } from '../store/staged-blobs.js';
 import type { Database } from '../store/schema.js';
 import { fetchInputs } from '../worker/inputs.js';
+import { wakeOn, type Wakeable } from '../background/wake.js';
 import { extensionOf } from '../media/extensions.js';
 import type { OutputType } from './output-type.js';
 import type { ClaimedJob } from './protocol.js';
@@ -61,7 +61,6 @@ function claimedAtOf(lease: string): number | undefined {
 
 const NOT_HELD =
   'the lease is no longer held (it expired and the job was claimed again, or the job was cancelled or has ended): drop the job';
-const SWEEP_EVERY_MS = 30_000;
 
 /**
  * The service side of the remote worker protocol (docs/workers.md): claims with staged inputs,
@@ -70,14 +69,8 @@ const SWEEP_EVERY_MS = 30_000;
  */
 export class RemoteWork {
   private readonly dispatcher: Dispatcher;
-  private waiters = new Set<() => void>();
-  private readonly onQueued = () => {
-    const ws = this.waiters;
-    this.waiters = new Set();
-    for (const w of ws) w();
-  };
-  private sweeper: NodeJS.Timeout | undefined;
-  private reaper: NodeJS.Timeout | undefined;
+  /** The long polls waiting for a job right now (stop ends them). */
+  private readonly waits = new Set<Wakeable>();
   private closing = false;
 
   constructor(private readonly deps: RemoteWorkDeps) {
@@ -86,42 +79,26 @@ export class RemoteWork {
       lookup: deps.lookup,
       isPublic: deps.isPublic,
     });
-    deps.signals.on('job-queued', this.onQueued);
-    // Staged blobs of attempts that ended without the worker saying so (cancel, lease expiry, a
-    // crash between writes) are removed by a sweep whose cost is the number of staged blobs.
-    this.sweeper = setInterval(() => {
-      this.sweep().catch((err) => {
-        if (!isDatabaseUnavailable(err)) deps.log.warn({ err }, 'sweeping staged remote-job blobs failed');
-      });
-    }, SWEEP_EVERY_MS);
-    this.sweeper.unref();
-    // Remote jobs' expired leases must come back even where no in-process worker pool runs its
-    // reaper (API processes with remote workers only); the same cheap index range, same rule.
-    if (this.remoteTypes().length > 0) {
-      this.reaper = setInterval(
-        () => {
-          deps.lifecycle.recoverExpired().catch((err) => {
-            if (!isDatabaseUnavailable(err)) deps.log.warn({ err }, 'recovering expired leases failed');
-          });
-        },
-        Math.min(5_000, Math.max(200, Math.floor(deps.config.jobLeaseMs / 4))),
-      );
-      this.reaper.unref();
-    }
+  }
+
+  /** Nothing runs in the background here (housekeeping recovers leases and sweeps staged blobs). */
+  start(): void {
+    this.closing = false;
+  }
+
+  /** Claims (long polls) waiting for a job right now. */
+  get waitingClaims(): number {
+    return this.waits.size;
   }
 
   /** Ends every waiting long poll with no job (the server is closing: in-flight requests must finish). */
   stopWaiting(): void {
     this.closing = true;
-    this.onQueued();
+    for (const w of this.waits) w.wake();
   }
 
-  async close(): Promise<void> {
+  async stop(): Promise<void> {
     this.stopWaiting();
-    clearInterval(this.sweeper);
-    clearInterval(this.reaper);
-    this.deps.signals.off('job-queued', this.onQueued);
-    this.onQueued();
     await this.dispatcher.close();
   }
 
@@ -138,33 +115,24 @@ export class RemoteWork {
    * one to be queued. A job whose media cannot be fetched fails here and the claim goes on.
    */
   async claim(jobTypes: string[], waitMs: number, signal: AbortSignal): Promise<ClaimedJob | null> {
-    const deadline = Date.now() + waitMs;
-    for (;;) {
-      // Listen before claiming, so a submit between an empty claim and the wait is not missed.
-      let wake!: () => void;
-      const woken = new Promise<void>((r) => (wake = r));
-      this.waiters.add(wake);
-      try {
+    // Listen before claiming, so a submit between an empty claim and the wait is not missed.
+    const queued = wakeOn(this.deps.signals, 'job-queued');
+    this.waits.add(queued);
+    try {
+      const deadline = performance.now() + waitMs;
+      for (;;) {
         const job = await this.claimOne(jobTypes, signal);
         if (job !== 'empty') {
           if (job) return job;
           continue; // the claimed job failed at staging: take the next one
         }
-        const left = deadline - Date.now();
+        const left = deadline - performance.now();
         if (left <= 0 || signal.aborted || this.closing) return null;
-        await new Promise<void>((resolve) => {
-          const done = () => {
-            clearTimeout(t);
-            signal.removeEventListener('abort', done);
-            resolve();
-          };
-          const t = setTimeout(done, Math.min(left, this.deps.config.queuePollIntervalMs));
-          signal.addEventListener('abort', done);
-          void woken.then(done);
-        });
-      } finally {
-        this.waiters.delete(wake);
+        await queued.wait(Math.min(left, this.deps.config.queuePollIntervalMs), signal);
       }
+    } finally {
+      queued.close();
+      this.waits.delete(queued);
     }
   }
 
@@ -196,7 +164,7 @@ export class RemoteWork {
         uuid: row.uuid,
         job_type: row.job_type,
         model: row.model,
-        attempt: Number(row.attempts),
+        attempt: row.attempts,
         input: { ...input, ...staged },
         lease_token: row.lease_owner!,
         lease_expires_at: new Date(clock.now() + this.deps.config.jobLeaseMs).toISOString(),
@@ -212,7 +180,7 @@ export class RemoteWork {
         );
       } else {
         // The worker went away or something broke on our side: the job goes back, uncounted.
-        await lifecycle.handBack(held, Number(row.attempts), 'waiting for a worker');
+        await lifecycle.handBack(held, row.attempts, 'waiting for a worker');
         if (!signal.aborted) log.error({ err, job_uuid: row.uuid }, 'staging a remote job failed');
       }
       await this.sweepJob(row.uuid);
@@ -362,7 +330,7 @@ export class RemoteWork {
     const done = await lifecycle.complete(held, {
       key: out.key,
       contentType: out.content_type,
-      size: Number(out.size),
+      size: out.size,
     });
     await this.sweepJob(uuid);
     if (!done) throw conflict(NOT_HELD);
@@ -381,7 +349,7 @@ export class RemoteWork {
   ): Promise<'failed' | 'queued'> {
     const { lifecycle, config } = this.deps;
     const { row, held } = await this.held(uuid, lease);
-    const again = retryable && Number(row.attempts) < config.jobMaxAttempts;
+    const again = retryable && row.attempts < config.jobMaxAttempts;
     const done = again
       ? await lifecycle.retry(held, `waiting for a worker (attempt ${row.attempts} failed: ${message.slice(0, 200)})`)
       : await lifecycle.fail(held, { errorType, message });
@@ -395,7 +363,7 @@ export class RemoteWork {
     const { row, held } = await this.held(uuid, lease);
     const done = await this.deps.lifecycle.handBack(
       held,
-      Number(row.attempts),
+      row.attempts,
       'waiting for a worker (handed back by a stopping worker)',
     );
     await this.sweepJob(uuid);

@@ -6,6 +6,8 @@ import type { Metrics } from '../metrics.js';
 import type { SignalName, Signals } from '../signals.js';
 import type { Store } from '../store/db.js';
 import { isDatabaseUnavailable } from '../store/errors.js';
+import { Backoff } from '../background/backoff.js';
+import { Wakeable } from '../background/wake.js';
 import {
   claimDueEvents,
   MAX_RECORD_BATCH,
@@ -83,8 +85,6 @@ const LEASE_RESERVE_MS = 5_000;
 const DESTINATIONS_PER_CLAIM = 64;
 /** While busy, how often to look for destinations not yet held (a wake-up signal looks at once). */
 const LOOK_AROUND_MS = 250;
-const BACKOFF_MIN_MS = 100;
-const BACKOFF_MAX_MS = 5_000;
 /** While attempts are in flight, a finished one waits up to this long for others to share its write. */
 const RECORD_GATHER_MS = 20;
 /** ... or until this many have finished. */
@@ -128,8 +128,11 @@ export class WebhookDispatcher {
   private lookAround = true;
   private stopping = false;
   private loopDone: Promise<void> = Promise.resolve();
-  private wake: (() => void) | undefined;
-  private woken = false;
+  /** Woken by WAKE_SIGNAL, room freed for a destination with due events, the database's return, or stop. */
+  private readonly wake = new Wakeable();
+  /** Ends the outage backoff's pause (which wake-ups do not cut short). */
+  private readonly stopped = new AbortController();
+  private readonly backoff: Backoff;
 
   private finished: Finished[] = [];
   /** The batch being written right now. */
@@ -139,7 +142,6 @@ export class WebhookDispatcher {
   /** Cancels the scheduled (not yet running) flush. */
   private cancelFlush: (() => void) | undefined;
   private draining = false;
-  private outage: { since: number; backoffMs: number } | undefined;
 
   private readonly onWake = () => {
     this.lookAround = true;
@@ -151,6 +153,7 @@ export class WebhookDispatcher {
     this.perDestination = Math.max(1, opts.perDestination ?? Math.min(4, Math.ceil(opts.concurrency / 4)));
     this.pollMs = opts.pollMs ?? DEFAULT_POLL_MS;
     this.leaseMs = opts.leaseMs ?? opts.timeoutMs + LEASE_MARGIN_MS;
+    this.backoff = new Backoff(opts.log, 'webhook dispatcher', this.pollMs);
   }
 
   start(): void {
@@ -166,7 +169,8 @@ export class WebhookDispatcher {
   async stop(graceMs = 5_000): Promise<void> {
     this.stopping = true;
     this.opts.signals.off(WAKE_SIGNAL, this.onWake);
-    this.poke();
+    this.stopped.abort();
+    this.wake.wake();
     await this.loopDone;
     for (const d of this.held.values()) this.toRelease.push(...d.queue.splice(0).map((e) => e.event_id));
     const all = Promise.all([...this.inFlight.values()].map((f) => f.done));
@@ -192,29 +196,7 @@ export class WebhookDispatcher {
   }
 
   private poke(): void {
-    this.woken = true;
-    const w = this.wake;
-    this.wake = undefined;
-    w?.();
-  }
-
-  /** Sleeps `ms`; a poke cuts it short unless `wakeable` is false (backing off from an outage). */
-  private sleep(ms: number, wakeable = true): Promise<void> {
-    if (this.stopping || (wakeable && this.woken)) return Promise.resolve();
-    return new Promise((resolve) => {
-      const t = setTimeout(done, Math.max(0, ms));
-      const onPoke = () => {
-        if (wakeable || this.stopping) done();
-        else this.wake = onPoke; // backing off: only stop() cuts it short
-      };
-      const self = this;
-      function done() {
-        clearTimeout(t);
-        if (self.wake === onPoke) self.wake = undefined;
-        resolve();
-      }
-      this.wake = onPoke;
-    });
+    this.wake.wake();
   }
 
   private destination(name: string): Destination {
@@ -250,19 +232,19 @@ export class WebhookDispatcher {
 
   private async loop(): Promise<void> {
     while (!this.stopping) {
-      this.woken = false;
+      this.wake.clear(); // the claim pass below looks anyway
       let sleepMs = this.pollMs;
       try {
         sleepMs = await this.claimPass();
         this.databaseBack();
       } catch (err) {
         if (isDatabaseUnavailable(err)) {
-          await this.sleep(this.databaseDown(err), false);
+          await new Wakeable().wait(this.databaseDown(err), this.stopped.signal);
           continue;
         }
         this.opts.log.error({ err }, 'webhook dispatcher: claiming deliveries failed');
       }
-      await this.sleep(sleepMs);
+      await this.wake.wait(sleepMs, this.stopped.signal);
     }
   }
 
@@ -345,7 +327,7 @@ export class WebhookDispatcher {
     const controller = new AbortController();
     d.inFlight++;
     const done = this.attempt(event, d, controller)
-      .catch((err) =>
+      .catch((err: unknown) =>
         this.opts.log.error(
           { err, event_id: event.event_id, job_uuid: event.job_uuid },
           'webhook delivery bookkeeping failed',
@@ -362,7 +344,7 @@ export class WebhookDispatcher {
 
   private async attempt(event: WebhookEventRow, d: Destination, controller: AbortController): Promise<void> {
     const { clock, sender, scheduleMs, metrics } = this.opts;
-    const claimedAttempts = Number(event.attempts);
+    const claimedAttempts = event.attempts;
     const number = claimedAttempts + 1;
     let result: AttemptResult;
     try {
@@ -414,7 +396,7 @@ export class WebhookDispatcher {
   private scheduleFlush(): void {
     if (this.flushing || this.draining) return;
     if (this.cancelFlush) {
-      if (this.finished.length < RECORD_GATHER_COUNT || this.outage) return;
+      if (this.finished.length < RECORD_GATHER_COUNT || this.backoff.down) return;
       this.cancelFlush(); // enough gathered: write now
       this.cancelFlush = undefined;
     }
@@ -425,8 +407,8 @@ export class WebhookDispatcher {
         if (this.finished.length > 0 || this.toRelease.length > 0) this.scheduleFlush();
       });
     };
-    const wait = this.outage
-      ? this.outage.backoffMs
+    const wait = this.backoff.down
+      ? this.backoff.currentMs
       : this.inFlight.size > 0 && this.finished.length < RECORD_GATHER_COUNT
         ? RECORD_GATHER_MS
         : 0;
@@ -503,7 +485,7 @@ export class WebhookDispatcher {
       this.flushing = undefined;
       if (this.finished.length === 0 && this.toRelease.length === 0) return;
       if (this.opts.clock.now() >= deadline) break;
-      await new Promise((r) => setTimeout(r, this.outage?.backoffMs ?? BACKOFF_MIN_MS));
+      await new Promise((r) => setTimeout(r, this.backoff.currentMs || this.pollMs));
     }
     this.opts.log.warn(
       { unrecorded: this.finished.length, unreleased: this.toRelease.length },
@@ -511,25 +493,15 @@ export class WebhookDispatcher {
     );
   }
 
-  /** Notes an outage (one warning per outage) and returns how long to back off. */
+  /** Notes an outage (one warning per outage, by the Backoff) and returns how long to back off. */
   private databaseDown(err: unknown): number {
-    if (!this.outage) {
-      this.outage = { since: this.opts.clock.now(), backoffMs: BACKOFF_MIN_MS };
-      this.opts.log.warn({ err }, 'webhook dispatcher: database unavailable; backing off until it returns');
-    } else {
-      this.outage.backoffMs = Math.min(this.outage.backoffMs * 2, BACKOFF_MAX_MS);
-    }
-    return this.outage.backoffMs;
+    return this.backoff.failed(err);
   }
 
+  /** The database answered: ends an outage (one line), records what waited, and looks again at once. */
   private databaseBack(): void {
-    if (!this.outage) return;
-    const downMs = this.opts.clock.now() - this.outage.since;
-    this.outage = undefined;
-    this.opts.log.info(
-      { down_ms: downMs, unrecorded: this.finished.length },
-      'webhook dispatcher: database is back; resuming',
-    );
+    if (!this.backoff.down) return;
+    this.backoff.succeeded();
     this.lookAround = true;
     if (!this.flushing) {
       this.cancelFlush?.();

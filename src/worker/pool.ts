@@ -16,6 +16,8 @@ import type { Signals } from '../signals.js';
 import type { ResultStore } from '../storage/types.js';
 import type { Store } from '../store/db.js';
 import { isDatabaseUnavailable } from '../store/errors.js';
+import { Backoff } from '../background/backoff.js';
+import { Wakeable } from '../background/wake.js';
 
 export interface WorkerPoolDeps {
   store: Store;
@@ -44,7 +46,6 @@ interface Running {
   done: Promise<void>;
 }
 
-const MAX_BACKOFF_MS = 5_000;
 const CLAIM_COALESCE_MS = 5;
 const MAX_COALESCE_MS = 50;
 
@@ -52,7 +53,7 @@ const MAX_COALESCE_MS = 50;
  * In-process workers: one claim loop fills WORKER_CONCURRENCY slots, taking as many jobs per
  * claim (one statement) as there are free slots; each job keeps its lease alive while it runs
  * and is finished only if it is still its own. A job whose worker died goes back to the queue
- * when its lease runs out (recoverExpired, on a timer here and in maintenance).
+ * when its lease runs out (background/housekeeping.ts, in every process).
  */
 export class WorkerPool {
   readonly id = `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
@@ -60,14 +61,13 @@ export class WorkerPool {
   private loopDone: Promise<void> = Promise.resolve();
   private stopping = false;
   private claims = 0;
-  private wake: (() => void) | undefined;
-  private woken = false;
-  private reaper: NodeJS.Timeout | undefined;
-  private reaping: Promise<unknown> = Promise.resolve();
+  /** Woken by a submit (any process), a cancel's free slot, a finished job, or stop. */
+  private readonly wake = new Wakeable();
+  private readonly backoff: Backoff;
   private readonly jobTypes: string[];
   private readonly dispatcher: Dispatcher;
   private readonly onQueued = () => {
-    if (this.running.size < this.deps.config.workerConcurrency) this.poke();
+    if (this.running.size < this.deps.config.workerConcurrency) this.wake.wake();
   };
   private readonly onCancelled = (uuid: string) => this.running.get(uuid)?.controller.abort(new Stop('cancelled'));
 
@@ -78,6 +78,7 @@ export class WorkerPool {
       isPublic: deps.isPublic,
     });
     // Declared (remote) types are served by remote workers over HTTP, never in process.
+    this.backoff = new Backoff(deps.log, 'workers', deps.config.queuePollIntervalMs);
     this.jobTypes = deps.catalogue
       .list()
       .filter((t) => !t.remote)
@@ -85,30 +86,22 @@ export class WorkerPool {
   }
 
   start(): void {
+    this.stopping = false;
     this.deps.signals.on('job-queued', this.onQueued);
     this.deps.signals.on('job-cancelled', this.onCancelled);
     if (this.jobTypes.length > 0) this.loopDone = this.loop();
-    const every = Math.min(5_000, Math.max(200, Math.floor(this.deps.config.jobLeaseMs / 4)));
-    this.reaper = setInterval(() => {
-      this.reaping = Promise.all([this.deps.lifecycle.recoverExpired()]).catch((err) => {
-        if (!isDatabaseUnavailable(err)) this.deps.log.error({ err }, 'recovering expired leases failed');
-      });
-    }, every);
-    this.reaper.unref();
   }
 
   /** Stops claiming, lets running jobs finish for up to `graceMs`, then hands the rest back. */
   async stop(graceMs = 10_000): Promise<void> {
     this.stopping = true;
-    clearInterval(this.reaper);
-    this.poke();
+    this.wake.wake();
     await this.loopDone;
     const all = Promise.all([...this.running.values()].map((r) => r.done));
     const grace = new Promise<void>((r) => setTimeout(r, graceMs).unref());
     await Promise.race([all, grace]);
     for (const r of this.running.values()) r.controller.abort(new Stop('shutdown'));
     await all;
-    await this.reaping;
     await this.deps.lifecycle.drain();
     this.deps.signals.off('job-queued', this.onQueued);
     this.deps.signals.off('job-cancelled', this.onCancelled);
@@ -119,37 +112,15 @@ export class WorkerPool {
     return this.running.size;
   }
 
-  private poke(): void {
-    this.woken = true;
-    const w = this.wake;
-    this.wake = undefined;
-    w?.();
-  }
-
-  private sleep(ms: number): Promise<void> {
-    if (this.woken || this.stopping) return Promise.resolve();
-    return new Promise((resolve) => {
-      const t = setTimeout(done, ms);
-      const self = this;
-      function done() {
-        clearTimeout(t);
-        if (self.wake === done) self.wake = undefined;
-        resolve();
-      }
-      this.wake = done;
-    });
-  }
-
   private async loop(): Promise<void> {
-    const { config, log, lifecycle } = this.deps;
-    let backoff = 0;
+    const { config, lifecycle } = this.deps;
     let emptyClaims = 0;
     while (!this.stopping) {
-      this.woken = false;
+      this.wake.clear(); // the claim below looks anyway
       const free = config.workerConcurrency - this.running.size;
       if (free <= 0) {
-        // A finishing job pokes; the timeout is only a backstop.
-        await this.sleep(config.queuePollIntervalMs);
+        // A finishing job wakes the loop; the timeout is only a backstop.
+        await this.wake.wait(config.queuePollIntervalMs);
         continue;
       }
       let jobs: JobRow[];
@@ -162,24 +133,17 @@ export class WorkerPool {
           jobTypes: this.jobTypes,
           limit: free,
         });
-        if (backoff > 0) log.info('database is back: claiming jobs again');
-        backoff = 0;
+        this.backoff.succeeded();
       } catch (err) {
-        if (isDatabaseUnavailable(err)) {
-          if (backoff === 0) log.warn({ err }, 'database unavailable: workers pause and retry');
-          backoff = Math.min(MAX_BACKOFF_MS, Math.max(100, backoff * 2));
-        } else {
-          log.error({ err }, 'claiming jobs failed');
-          backoff = config.queuePollIntervalMs;
-        }
-        this.woken = false;
-        await this.sleep(backoff);
+        const waitMs = this.backoff.failed(err);
+        this.wake.clear();
+        await this.wake.wait(waitMs);
         continue;
       }
       for (const job of jobs) this.launch(job);
       // A full claim may have left more behind: go again at once if slots are free.
       if (jobs.length < free) {
-        await this.sleep(config.queuePollIntervalMs);
+        await this.wake.wait(config.queuePollIntervalMs); // stop() wakes it
         // Every submit wakes every worker process. Under a stream of submits, claim at most every
         // CLAIM_COALESCE_MS: one claim then takes what arrived meanwhile, instead of one (mostly
         // empty, contended) claim per submit per process. An idle queue's first job is not delayed.
@@ -196,10 +160,10 @@ export class WorkerPool {
   private launch(job: JobRow): void {
     const controller = new AbortController();
     const done = this.execute(job, controller)
-      .catch((err) => this.deps.log.error({ err, job_uuid: job.uuid }, 'job bookkeeping failed'))
+      .catch((err: unknown) => this.deps.log.error({ err, job_uuid: job.uuid }, 'job bookkeeping failed'))
       .finally(() => {
         this.running.delete(job.uuid);
-        this.poke();
+        this.wake.wake();
       });
     this.running.set(job.uuid, { controller, done });
   }
@@ -224,7 +188,7 @@ export class WorkerPool {
         .then((ours) => {
           if (!ours && !signal.aborted) controller.abort(new Stop('cancelled'));
         })
-        .catch((err) => {
+        .catch((err: unknown) => {
           if (!isDatabaseUnavailable(err)) jlog.warn({ err }, 'lease renewal failed');
         });
     };
@@ -272,7 +236,7 @@ export class WorkerPool {
         jlog.info({ why }, 'job stopped');
       } else if (why === 'shutdown') {
         // Handed back; this attempt does not count against JOB_MAX_ATTEMPTS.
-        await lifecycle.handBack(held, Number(job.attempts));
+        await lifecycle.handBack(held, job.attempts);
         jlog.info('job handed back at shutdown');
       } else if (why === 'timeout') {
         await lifecycle.fail(held, {

@@ -217,13 +217,13 @@ describe('runWorker', () => {
   });
 
   it('stop() abandons an idle long poll at once: a job submitted afterwards waits for another worker', async () => {
-    const remote = svc.app.remote as unknown as { waiters: Set<unknown> };
+    const remote = svc.app.remote;
     const worker = start({
       jobTypes: ['sdk-idle'],
       waitSeconds: 30,
       handle: async () => ({ bytes: Buffer.from('no'), contentType: 'text/plain' }),
     });
-    await waitFor(() => remote.waiters.size > 0, 'the long poll to reach the service');
+    await waitFor(() => remote.waitingClaims > 0, 'the long poll to reach the service');
     const stopping = Date.now();
     await worker.stop();
     // Generous: a poll left to run would have held stop() for its whole 30 s wait.
@@ -231,7 +231,7 @@ describe('runWorker', () => {
     await expect(worker.done).resolves.toBeUndefined();
     // The service sees the hang-up a moment after the worker made it; a job queued in between
     // would go to the dead poll (see the report to the service's side), so wait for it to notice.
-    await waitFor(() => remote.waiters.size === 0, 'the service to see the poll end');
+    await waitFor(() => remote.waitingClaims === 0, 'the service to see the poll end');
     const uuid = await client.submit('sdk-idle', { text: 'after the stop' });
     const job = await waitFor(() => rawClaim(['sdk-idle']), 'another worker to claim the job');
     expect(job).toMatchObject({ uuid, attempt: 1 });

@@ -10,6 +10,7 @@ import type { Signals } from '../../signals.js';
 import { ApiError } from '../api-error.js';
 import { fail } from '../envelope.js';
 import { COMMON_ERRORS, responses, uuidParam } from '../schemas.js';
+import { Wakeable, wakeOn } from '../../background/wake.js';
 
 /**
  * GET /api/v1/jobs/{uuid}/events: the job's state as Server-Sent Events.
@@ -22,7 +23,7 @@ import { COMMON_ERRORS, responses, uuidParam } from '../schemas.js';
  * `job-progress` signals (from any process on PostgreSQL; a claim signals only in its own process);
  * queue-position moves and what a signal missed are caught by re-reading the job (one primary-key
  * read, plus the bounded queue-position count) every `pollMs`. The cost is bounded per connection
- * (one timer, one listener, one read per interval) and connections are capped per owner; a client
+ * (one wait, one listener, one read per interval) and connections are capped per owner; a client
  * that disconnects releases all three at once.
  */
 export interface EventStreamOptions {
@@ -61,8 +62,9 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
   });
   const closers = new Set<() => void>();
   // Server shutdown ends every stream (they would otherwise hold close() open).
-  app.addHook('onClose', async () => {
+  app.addHook('onClose', (_app, done) => {
     for (const close of [...closers]) close();
+    done();
   });
 
   app.get(
@@ -105,17 +107,20 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
       let seq = 0;
       let last: ApiJob | undefined;
       let closed = false;
-      let busy = false;
-      let again = false;
-      let timer: NodeJS.Timeout | undefined;
+      // Read through a function: the stream may close during any await (TS would keep `closed` narrowed).
+      const isClosed = () => closed;
+      // Woken by this job's finish or progress; a signal during a read makes the next wait return at once.
+      const changed = deps.signals
+        ? wakeOn(deps.signals, ['job-finished', 'job-progress'], (u) => u === uuid)
+        : Object.assign(new Wakeable(), { close() {} });
+      const gone = new AbortController();
 
       const release = () => {
         if (closed) return;
         closed = true;
-        clearTimeout(timer);
+        gone.abort();
         clearInterval(keepAlive);
-        deps.signals?.off('job-finished', onFinished);
-        deps.signals?.off('job-progress', onFinished);
+        changed.close();
         closers.delete(end);
         const n = (perOwner.get(owner) ?? 1) - 1;
         if (n > 0) perOwner.set(owner, n);
@@ -132,41 +137,32 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
         stream.write(message(++seq, event, job));
         last = job;
       };
-      // Reads are serialised: a signal arriving during a read asks for one more read after it.
-      const tick = async (): Promise<void> => {
-        if (closed) return;
-        if (busy) {
-          again = true;
-          return;
-        }
-        busy = true;
-        clearTimeout(timer);
-        try {
-          do {
-            again = false;
-            const job = await deps.service.status(owner, uuid);
-            if (closed) return;
-            emit(job);
-            if (isTerminal(job.status)) return end();
-          } while (again);
-        } catch (err) {
-          request.log.warn({ err, job_uuid: uuid }, 'event stream read failed');
-          if (!closed) {
-            stream.write(message(++seq, 'error', fail('the job could not be read; reconnect to resume')));
-            return end();
+      // One read per wake-up or per pollMs (queue positions move without a signal), until the end.
+      const follow = async (): Promise<void> => {
+        while (!isClosed()) {
+          await changed.wait(pollMs, gone.signal);
+          if (isClosed()) return;
+          let job: ApiJob;
+          try {
+            job = await deps.service.status(owner, uuid);
+          } catch (err) {
+            request.log.warn({ err, job_uuid: uuid }, 'event stream read failed');
+            if (!isClosed()) {
+              stream.write(message(++seq, 'error', fail('the job could not be read; reconnect to resume')));
+              end();
+            }
+            return;
           }
-        } finally {
-          busy = false;
+          if (isClosed()) return;
+          emit(job);
+          if (isTerminal(job.status)) {
+            end();
+            return;
+          }
         }
-        if (!closed) timer = setTimeout(() => void tick(), pollMs);
-      };
-      const onFinished = (u: string) => {
-        if (u === uuid) void tick();
       };
       const keepAlive = setInterval(() => stream.write(': keep-alive\n\n'), keepAliveMs);
       closers.add(end);
-      deps.signals?.on('job-finished', onFinished);
-      deps.signals?.on('job-progress', onFinished);
       // The response closes when we end it or when the client goes away: release either way.
       reply.raw.on('close', () => {
         release();
@@ -177,7 +173,7 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
       stream.write(`retry: ${Math.max(1000, pollMs)}\n\n`);
       emit(first);
       if (isTerminal(first.status)) end();
-      else timer = setTimeout(() => void tick(), pollMs);
+      else void follow();
 
       return reply
         .code(200)

@@ -1,0 +1,123 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import type { JobLifecycle } from '../jobs/lifecycle.js';
+import type { ResultStore } from '../storage/types.js';
+import type { Store } from '../store/db.js';
+import { purgeIdempotencyKeys } from '../store/idempotency.js';
+import { countActive, expiredResults, markResultDeleted, refreshPlannerStats } from '../store/jobs.js';
+import { Backoff } from './backoff.js';
+import { Wakeable } from './wake.js';
+
+export interface HousekeepingDeps {
+  store: Store;
+  config: Config;
+  clock: Clock;
+  results: ResultStore;
+  lifecycle: JobLifecycle;
+  /** Deletes the staged blobs of ended remote attempts (RemoteWork.sweep). */
+  sweepStaged(): Promise<number>;
+  log: Logger;
+}
+
+/** Staged blobs of ended attempts are swept this often. */
+const SWEEP_EVERY_MS = 30_000;
+
+/**
+ * The one housekeeping loop of a process, in every role (safe to run in every process at once):
+ * - every tick (JOB_LEASE/4, between 200 ms and 5 s): jobs whose lease expired go back to the
+ *   queue or fail (an index range over expired leases: free while every worker is alive), and the
+ *   planner statistics are refreshed when the queue has doubled (one read of the counters);
+ * - every 30 s: staged blobs of ended remote attempts are deleted;
+ * - every MAINTENANCE_INTERVAL: results past RESULT_RETENTION are deleted, and expired
+ *   idempotency keys purged.
+ * A database outage backs off quietly (Backoff: one warning per outage); other errors are logged.
+ */
+export class Housekeeping {
+  readonly tickMs: number;
+  private readonly wake = new Wakeable();
+  private readonly backoff: Backoff;
+  private stopping = false;
+  private loopDone: Promise<void> = Promise.resolve();
+  private lastSweep = -Infinity;
+  private lastMaintenance = -Infinity;
+  /** Queued jobs at the last planner-statistics refresh. */
+  private analyzedAt = 0;
+
+  constructor(private readonly deps: HousekeepingDeps) {
+    this.tickMs = Math.min(5_000, Math.max(200, Math.floor(deps.config.jobLeaseMs / 4)));
+    this.backoff = new Backoff(deps.log, 'housekeeping (lease recovery, retention, sweeps)');
+  }
+
+  start(): void {
+    this.stopping = false;
+    this.loopDone = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wake.wake();
+    await this.loopDone;
+  }
+
+  /** Runs every step now, whatever their cadence (tests, and the first tick). */
+  async runOnce(): Promise<void> {
+    await this.tick(true);
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopping) {
+      let waitMs = this.tickMs;
+      try {
+        await this.tick(false);
+        this.backoff.succeeded();
+      } catch (err) {
+        waitMs = Math.max(waitMs, this.backoff.failed(err));
+      }
+      await this.wake.wait(waitMs); // stop() wakes it
+    }
+  }
+
+  private async tick(all: boolean): Promise<void> {
+    const { lifecycle } = this.deps;
+    // Intervals of real time (monotonic): tests move the service clock by days.
+    const t = performance.now();
+    await lifecycle.recoverExpired();
+    await this.tunePlanner();
+    if (all || t - this.lastSweep >= SWEEP_EVERY_MS) {
+      await this.deps.sweepStaged();
+      this.lastSweep = t;
+    }
+    if (all || t - this.lastMaintenance >= this.deps.config.maintenanceIntervalMs) {
+      await this.maintain();
+      this.lastMaintenance = t;
+    }
+  }
+
+  /** Results past retention are deleted (their result then answers 410); expired idempotency keys purged. */
+  private async maintain(): Promise<void> {
+    const { store, config, clock, results, log } = this.deps;
+    const now = clock.now();
+    const purged = await purgeIdempotencyKeys(store.db, now);
+    if (purged > 0) log.info({ purged }, 'purged expired idempotency keys');
+    for (const r of await expiredResults(store.db, now - config.resultRetentionMs)) {
+      await results.delete(r.result_key!);
+      await markResultDeleted(store.db, r.uuid, now);
+    }
+  }
+
+  /**
+   * Keeps PostgreSQL's planner statistics in step with the queue: when the number of queued jobs
+   * has grown past twice what it was at the last refresh (and past 1,000), analyze the jobs table
+   * now rather than when autovacuum gets to it (without statistics the planner may sort the whole
+   * queue instead of seeking its partial index). One read of the counters otherwise.
+   */
+  private async tunePlanner(): Promise<void> {
+    const { store, log } = this.deps;
+    if (store.dialect !== 'postgres') return;
+    const { queued } = await countActive(store.db);
+    if (queued < 1000 || queued < 2 * this.analyzedAt) return;
+    if (await refreshPlannerStats(store.db, store.dialect)) log.info({ queued }, 'refreshed planner statistics');
+    this.analyzedAt = queued;
+  }
+}

@@ -1,0 +1,72 @@
+import type { SignalName, Signals } from '../signals.js';
+
+/**
+ * The one wait of every background loop and long poll: until a wake-up, a timeout, or an abort,
+ * whichever comes first. A wake-up that arrives while the owner is busy (between "looked, found
+ * nothing" and "started waiting") is kept, and makes the next wait return at once: none is lost.
+ */
+export class Wakeable {
+  private woken = false;
+  private release: (() => void) | undefined;
+
+  wake(): void {
+    this.woken = true;
+    const r = this.release;
+    this.release = undefined;
+    r?.();
+  }
+
+  /** Forgets a kept wake-up (the owner is about to look anyway). */
+  clear(): void {
+    this.woken = false;
+  }
+
+  /** Waits up to `ms`; answers true when woken (the wake-up is consumed), false on timeout or abort. */
+  wait(ms: number, signal?: AbortSignal): Promise<boolean> {
+    if (this.woken) {
+      this.woken = false;
+      return Promise.resolve(true);
+    }
+    if (signal?.aborted) return Promise.resolve(false);
+    return new Promise<boolean>((resolve) => {
+      const finish = (woken: boolean) => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        if (this.release === onWake) this.release = undefined;
+        if (woken) this.woken = false;
+        resolve(woken);
+      };
+      const onWake = () => {
+        finish(true);
+      };
+      const onAbort = () => {
+        finish(false);
+      };
+      const timer = setTimeout(onAbort, Math.max(0, ms));
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.release = onWake;
+    });
+  }
+}
+
+/**
+ * A Wakeable woken by a signal (only those whose argument `match`es, when given), until `close()`.
+ * Subscribe before looking at the database, so a signal between the look and the wait is kept.
+ */
+export function wakeOn(
+  signals: Signals,
+  names: SignalName | readonly SignalName[],
+  match?: (arg: string) => boolean,
+): Wakeable & { close(): void } {
+  const w = new Wakeable();
+  const list = typeof names === 'string' ? [names] : names;
+  const onSignal = (arg: string) => {
+    if (!match || match(arg)) w.wake();
+  };
+  for (const n of list) signals.on(n, onSignal);
+  return Object.assign(w, {
+    close() {
+      for (const n of list) signals.off(n, onSignal);
+    },
+  });
+}
