@@ -1,4 +1,5 @@
 import { EventSourceParserStream } from 'eventsource-parser/stream';
+import { JOB_STATUSES } from '../../src/contract.js';
 
 /** Credentials live in this tab's sessionStorage only and travel as Bearer headers, never cookies. */
 const KEY = 'media-jobs.api-key';
@@ -20,12 +21,12 @@ import type {
   JobTypeInfo,
   ResultLink,
   SlotSpec,
-} from '../../src/client/types.js';
+} from '../../src/contract.js';
 
 export type { Delivery, JobStatus, ResultLink, SlotSpec };
 export type Job = ApiJob;
 export type Attempt = DeliveryAttempt;
-export const STATUSES: JobStatus[] = ['queued', 'processing', 'completed', 'failed', 'cancelled'];
+export const STATUSES: readonly JobStatus[] = JOB_STATUSES;
 export const isTerminal = (s: JobStatus) => s === 'completed' || s === 'failed' || s === 'cancelled';
 
 export interface JobDetail extends Job {

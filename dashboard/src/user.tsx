@@ -1,4 +1,5 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
+import { isSlotName } from '../../src/contract.js';
 import {
   api,
   ApiError,
@@ -298,7 +299,7 @@ export function JobPage({ uuid }: { uuid: string }) {
     );
   const type = types.find((t) => t.name === job.job_type);
   const slots = Object.entries(job.input).filter(([k]) => type?.slots[k]);
-  const options = Object.entries(job.input).filter(([k]) => !['source', 'target', 'reference', 'audio'].includes(k));
+  const options = Object.entries(job.input).filter(([k]) => !isSlotName(k));
   return (
     <section>
       <h1 tabIndex={-1}>

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { JOB_STATUSES } from '../contract.js';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import {
   MediaJobsClient,
@@ -107,7 +108,7 @@ function parseInput(raw: unknown): Record<string, unknown> {
 }
 
 const EVENTS: readonly string[] = ['job.completed', 'job.failed', 'job.cancelled'];
-const STATUSES: readonly string[] = ['queued', 'processing', 'completed', 'failed', 'cancelled'];
+const STATUSES: readonly string[] = JOB_STATUSES;
 
 function jobBlock(j: ApiJob): string {
   const rows: Array<[string, string]> = [

@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { parseDuration } from '../config.js';
 import { runWorker, WorkerJobError, type JobContext, type JobOutput, type WorkerJob } from '../worker-sdk/index.js';
 import { extensionOf } from '../media/extensions.js';
+import { SLOT_NAMES } from '../contract.js';
 
 export const WORKER_USAGE = `usage: media-jobs worker [--url URL] [--token TOKEN] --job-type NAME [--job-type NAME…]
                          [--concurrency N] [--grace 30s] -- COMMAND [ARG…]
@@ -26,7 +27,7 @@ const KILL_GRACE_MS = 5_000;
 /** EX_TEMPFAIL (sysexits.h): "try again later", so another attempt may succeed. */
 const EX_TEMPFAIL = 75;
 const STDERR_LINES = 8;
-const SLOTS = ['source', 'target', 'reference', 'audio'] as const;
+const SLOTS = SLOT_NAMES;
 const PLACEHOLDER = /\{(source|target|reference|audio|output|input_json|dir|model|uuid)\}/g;
 
 class UsageError extends Error {}

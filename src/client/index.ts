@@ -8,9 +8,9 @@ import {
   type JobTypeInfo,
   type ResultLink,
   type SubmitBody,
-} from './types.js';
+} from '../contract.js';
 
-export * from './types.js';
+export * from '../contract.js';
 
 /**
  * A typed client of the media-jobs API V1.

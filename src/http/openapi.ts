@@ -4,7 +4,7 @@ import { createJsonSchemaTransform, createJsonSchemaTransformObject } from 'fast
 import { submitSchema, toJsonSchema, webhookSchema } from '../jobs/submit-schema.js';
 import type { Catalogue } from '../processors/catalogue.js';
 import { SLOT_NAMES, type JobType } from '../processors/types.js';
-import { EVENT_TYPES } from '../webhooks/events.js';
+import { EVENT_TYPES } from '../contract.js';
 import { COMPONENT_IDS, componentRegistry, ERROR_RESPONSES } from './schemas.js';
 
 /**

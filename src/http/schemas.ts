@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { JOB_STATUSES } from '../jobs/states.js';
-import { EVENT_TYPES } from '../webhooks/events.js';
+import { ERROR_TYPES, EVENT_TYPES, JOB_STATUSES, SLOT_NAMES } from '../contract.js';
+import { notFound } from '../errors.js';
+import { JOB_NOT_FOUND } from '../jobs/service.js';
 
 /**
  * Zod schemas of the response data shapes (DESIGN.md §2). They are the source of the OpenAPI
@@ -13,13 +14,7 @@ import { EVENT_TYPES } from '../webhooks/events.js';
 const isoTime = (what: string) => z.iso.datetime().describe(`${what} (ISO 8601, UTC).`);
 const uuid = (what: string) => z.uuid().describe(what);
 
-export const ERROR_TYPES = [
-  'media_fetch_failed',
-  'invalid_media',
-  'processing_error',
-  'timeout',
-  'internal_error',
-] as const;
+export { ERROR_TYPES };
 
 export const jobStatusSchema = z
   .enum(JOB_STATUSES)
@@ -87,9 +82,7 @@ export const jobTypeInfoSchema = z
     name: z.string().describe('The {jobType} path segment.'),
     description: z.string(),
     submit_path: z.string().describe('Where to POST a job of this type.'),
-    slots: z
-      .partialRecord(z.enum(['source', 'target', 'reference', 'audio']), slotSpecSchema)
-      .describe('Media slots under `input`.'),
+    slots: z.partialRecord(z.enum(SLOT_NAMES), slotSpecSchema).describe('Media slots under `input`.'),
     models: z.array(z.looseObject({ name: z.string(), description: z.string() })),
     options: jsonSchemaObject.describe('JSON Schema of the non-media fields of `input`.'),
     body_schema: jsonSchemaObject.describe('JSON Schema of the whole submit body.'),
@@ -253,3 +246,14 @@ export const COMMON_ERRORS: ErrorStatus[] = [401, 429, 500];
 
 /** A path parameter holding a job or event uuid: documented as one, checked by the handler (malformed → 404). */
 export const uuidParam = (description: string) => z.string().meta({ format: 'uuid', description });
+
+/** The `{uuid}` of every job route. */
+export const jobParams = z.object({ uuid: uuidParam("The job's uuid.") });
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A path's job uuid, normalised; a malformed one is a job that does not exist (the same 404, word for word). */
+export function jobUuid(raw: string): string {
+  if (!UUID_RE.test(raw)) throw notFound(JOB_NOT_FOUND);
+  return raw.toLowerCase();
+}

@@ -160,7 +160,8 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     const seconds = reply.elapsedTime / 1000;
     deps.metrics.httpSeconds.observe({ method: request.method, route, status_code: reply.statusCode }, seconds);
     if (route === '/metrics' || route === '/healthz' || route === '/readyz') return;
-    const uuid = (request.params as { uuid?: string } | undefined)?.uuid;
+    const params: unknown = request.params;
+    const uuid = params && typeof params === 'object' && 'uuid' in params ? params.uuid : undefined;
     request.log.info(
       {
         method: request.method,

@@ -11,7 +11,7 @@
 import type { Kysely } from 'kysely';
 import type { JobRow, NewJob } from '../store/jobs.js';
 import type { Database } from '../store/schema.js';
-import type { ErrorType } from './errors.js';
+import type { ErrorType } from '../contract.js';
 import { assertTransitions, type JobStatus } from './states.js';
 
 /** A move between states: the statuses a job may be in, the status it gets. */

@@ -23,7 +23,7 @@ import {
 } from '../store/jobs.js';
 import type { Database } from '../store/schema.js';
 import { insertWebhookEvents, type NewWebhookEvent } from '../store/webhooks.js';
-import { terminalEvent } from '../webhooks/events.js';
+import { terminalEvent } from './outbox.js';
 import {
   MOVES,
   columnsOf,

@@ -60,7 +60,8 @@ export interface JobServiceDeps {
   lookup?: LookupAll;
 }
 
-const NOT_FOUND = 'job not found';
+/** What a missing job and another owner's job both answer (no difference visible). */
+export const JOB_NOT_FOUND = 'job not found';
 /** Queue position is exact up to this many jobs ahead; beyond it the status says "more than". */
 export const POSITION_CAP = 1000;
 
@@ -204,7 +205,7 @@ export class JobService {
     const finished = waitMs > 0 ? wakeOn(this.deps.signals, 'job-finished', (u) => u === uuid) : undefined;
     try {
       let row = await getJobView(this.db, uuid, owner);
-      if (!row) throw notFound(NOT_FOUND);
+      if (!row) throw notFound(JOB_NOT_FOUND);
       // A wait is an interval of real time (monotonic), whatever the service clock says.
       const deadline = performance.now() + waitMs;
       for (let left = waitMs; finished && !isTerminal(row.status) && left > 0; left = deadline - performance.now()) {
@@ -254,7 +255,7 @@ export class JobService {
     const row = await this.deps.lifecycle.cancel(owner, uuid);
     if (!row) {
       const current = await getJobView(this.db, uuid, owner);
-      if (!current) throw notFound(NOT_FOUND);
+      if (!current) throw notFound(JOB_NOT_FOUND);
       throw conflict(`job is already ${current.status}; only queued or processing jobs can be cancelled`);
     }
     return toApiJob(row);
@@ -262,7 +263,7 @@ export class JobService {
 
   async result(owner: string, uuid: string): Promise<ResultLink> {
     const row = await getJobView(this.db, uuid, owner);
-    if (!row) throw notFound(NOT_FOUND);
+    if (!row) throw notFound(JOB_NOT_FOUND);
     if (row.status !== 'completed' || !row.result_key) {
       throw conflict(
         isTerminal(row.status) ? `job is ${row.status}; it has no result` : `result is not ready: job is ${row.status}`,

@@ -1,8 +1,7 @@
 /** Job states and the one table of legal transitions (DESIGN.md §2). */
-import { ACTIVE_STATUSES, JOB_STATUSES, TERMINAL_STATUSES, type JobStatus } from '../store/schema.js';
+import { ACTIVE_STATUSES, JOB_STATUSES, TERMINAL_STATUSES, type JobStatus, type TerminalStatus } from '../contract.js';
 
-export { ACTIVE_STATUSES, JOB_STATUSES, TERMINAL_STATUSES, type JobStatus };
-export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
+export { ACTIVE_STATUSES, JOB_STATUSES, TERMINAL_STATUSES, type JobStatus, type TerminalStatus };
 
 const NEXT: Record<JobStatus, readonly JobStatus[]> = {
   queued: ['processing', 'cancelled'],

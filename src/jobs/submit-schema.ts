@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { checkUrlSyntax } from '../media/policy.js';
 import { SLOT_NAMES, type JobType, type SlotName } from '../processors/types.js';
-import { EVENT_TYPES } from '../webhooks/events.js';
+import { EVENT_TYPES } from '../contract.js';
 
 /**
  * The submit body schema of one job type, built from its catalogue entry. The same schema

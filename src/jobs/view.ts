@@ -1,22 +1,7 @@
 import type { JobRow, JobView } from '../store/jobs.js';
-import type { JobStatus } from './states.js';
+import type { ApiJob, ErrorType } from '../contract.js';
 
-export type { JobRow, JobView };
-
-/** The job object of the public API (DESIGN.md §2): `data` of submit, status and cancel. */
-export interface ApiJob {
-  uuid: string;
-  job_type: string;
-  model: string;
-  status: JobStatus;
-  status_detail: string;
-  error_type: string | null;
-  error_message: string | null;
-  result_ready: boolean;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-}
+export type { ApiJob, JobRow, JobView };
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -48,7 +33,8 @@ export function toApiJob(row: ApiJobSource): ApiJob {
     model: row.model,
     status: row.status,
     status_detail: row.status_detail,
-    error_type: row.error_type,
+    // The column holds only ERROR_TYPES values (written by jobs/changes.ts from typed failures).
+    error_type: row.error_type as ErrorType | null,
     error_message: row.error_message,
     result_ready: isResultReady(row),
     created_at: iso(row.created_at)!,

@@ -9,8 +9,7 @@
  */
 import { fileTypeFromBuffer } from 'file-type';
 import { request, type Dispatcher } from 'undici';
-import { JobError } from '../jobs/errors.js';
-import type { FetchedMedia } from '../processors/types.js';
+import { JobError } from '../errors.js';
 import { createGuardedAgent } from './guarded-agent.js';
 import { describeNetworkError, formatDuration, networkErrorCode } from './net-errors.js';
 import { checkUrlSyntax, REASON_PRIVATE, type IsPublic, type LookupAll } from './policy.js';
@@ -43,6 +42,14 @@ function describeFetchError(err: unknown, isRedirect: boolean): string {
     return isRedirect ? 'redirect to a private address is not allowed' : 'host resolves to a private address';
   }
   return describeNetworkError(err, 'server');
+}
+
+/** A downloaded media item. */
+export interface FetchedMedia {
+  url: string;
+  bytes: Buffer;
+  /** e.g. `image/jpeg`; `undefined` when the bytes match no known type. */
+  mime: string | undefined;
 }
 
 export async function fetchMedia(url: string, opts: FetchMediaOptions): Promise<FetchedMedia> {

@@ -1,6 +1,6 @@
 import sharp from 'sharp';
 import { z } from 'zod';
-import { JobError } from '../jobs/errors.js';
+import { JobError } from '../errors.js';
 import type { JobType } from './types.js';
 
 export const IMAGE_FORMATS = ['jpeg', 'png', 'webp', 'avif'] as const;

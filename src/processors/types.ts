@@ -1,8 +1,9 @@
 import type { z } from 'zod';
 
-/** The media slots the seed names; they live under `input`. */
-export const SLOT_NAMES = ['source', 'target', 'reference', 'audio'] as const;
-export type SlotName = (typeof SLOT_NAMES)[number];
+import { SLOT_NAMES, type SlotName } from '../contract.js';
+
+/** The media slots the seed names (the contract's); they live under `input`. */
+export { SLOT_NAMES, type SlotName };
 
 export interface SlotSpec {
   required: boolean;
@@ -15,12 +16,9 @@ export interface SlotSpec {
 }
 
 /** A downloaded input: bytes plus the type sniffed from the bytes (never from headers). */
-export interface FetchedMedia {
-  url: string;
-  bytes: Buffer;
-  /** e.g. `image/jpeg`; `undefined` when the bytes match no known type. */
-  mime: string | undefined;
-}
+/** What processors get for each media item: downloaded and sniffed by media/fetch.ts. */
+export type { FetchedMedia } from '../media/fetch.js';
+import type { FetchedMedia } from '../media/fetch.js';
 
 export interface RunContext<O> {
   model: string;

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { z } from 'zod';
 import { ConfigError, parseDuration } from '../config.js';
-import { JobError } from '../jobs/errors.js';
+import { JobError } from '../errors.js';
 import { SLOT_NAMES, type JobType } from '../processors/types.js';
 
 /**

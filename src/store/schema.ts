@@ -1,10 +1,9 @@
 import type { Generated } from 'kysely';
 
-/** The job states, as stored; jobs/states.ts owns which transitions between them are legal. */
-export const JOB_STATUSES = ['queued', 'processing', 'completed', 'failed', 'cancelled'] as const;
-export type JobStatus = (typeof JOB_STATUSES)[number];
-export const ACTIVE_STATUSES = ['queued', 'processing'] as const satisfies readonly JobStatus[];
-export const TERMINAL_STATUSES = ['completed', 'failed', 'cancelled'] as const satisfies readonly JobStatus[];
+import type { JobStatus } from '../contract.js';
+
+/** The job states are stored as the contract's strings; jobs/states.ts owns which transitions are legal. */
+export type { JobStatus };
 
 /** Times are Unix milliseconds in BIGINT columns on both dialects; JSON is stored as TEXT. */
 export interface ApiKeysTable {

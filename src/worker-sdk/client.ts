@@ -3,19 +3,13 @@
  * HTTP status so the runner can tell "stop for good" (401/403), "drop this job" (409) and
  * "back off and retry" (network errors, 5xx) apart.
  */
+import { ERROR_TYPES, type ErrorType } from '../contract.js';
 import type { ClaimedJob } from '../remote/protocol.js';
 
 export type { ClaimedJob };
 
-/** The error types a job can fail with (the protocol's `error_type`). */
-export const ERROR_TYPES = [
-  'media_fetch_failed',
-  'invalid_media',
-  'processing_error',
-  'timeout',
-  'internal_error',
-] as const;
-export type ErrorType = (typeof ERROR_TYPES)[number];
+/** The error types a job can fail with (the protocol's `error_type`), from the contract. */
+export { ERROR_TYPES, type ErrorType };
 
 export class WorkerHttpError extends Error {
   constructor(

@@ -1,3 +1,4 @@
+import { SLOT_NAMES, type SlotName } from '../contract.js';
 import {
   ERROR_TYPES,
   isTransient,
@@ -8,8 +9,8 @@ import {
   type ErrorType,
 } from './client.js';
 
-const SLOTS = ['source', 'target', 'reference', 'audio'] as const;
-export type MediaSlot = (typeof SLOTS)[number];
+const SLOTS = SLOT_NAMES;
+export type MediaSlot = SlotName;
 
 /** Backoff of transient failures: 100 ms doubling to 5 s. */
 const BACKOFF_MIN_MS = 100;

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { Config } from '../config.js';
-import { JobError } from '../jobs/errors.js';
+import { JobError } from '../errors.js';
 import { fetchMedia, type IsPublic, type LookupAll } from '../media/index.js';
 import { mediaFits, SLOT_NAMES, type FetchedMedia, type JobType, type SlotName } from '../processors/types.js';
 

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
-import { JobError } from '../jobs/errors.js';
+import { JobError } from '../errors.js';
 import type { Held, JobLifecycle } from '../jobs/lifecycle.js';
 import type { JobRow } from '../jobs/view.js';
 import { createGuardedAgent, type IsPublic, type LookupAll } from '../media/index.js';

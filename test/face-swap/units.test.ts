@@ -2,7 +2,7 @@
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { JobError } from '../../src/jobs/errors.js';
+import { JobError } from '../../src/errors.js';
 import { solveMembrane } from '../../src/processors/face-swap/blend.js';
 import { channelStats, labToRgb, rgbToLab, transferStats } from '../../src/processors/face-swap/color.js';
 import { boundingRegion, convexHull, polygonArea } from '../../src/processors/face-swap/geometry.js';

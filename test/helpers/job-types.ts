@@ -26,7 +26,7 @@ export function sleepJobType(): JobType {
       else await sleep(ctx.options.ms, undefined, { signal: ctx.signal });
       if (ctx.options.fail === 'crash') throw new TypeError('boom: a bug in the processor');
       if (ctx.options.fail === 'processing_error') {
-        const { JobError } = await import('../../src/jobs/errors.js');
+        const { JobError } = await import('../../src/errors.js');
         throw new JobError('processing_error', 'the test processor failed on purpose');
       }
       const bytes = Buffer.from(JSON.stringify({ slept: ctx.options.ms }));

@@ -1,6 +1,6 @@
 import sharp from 'sharp';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { JobError } from '../../src/jobs/errors.js';
+import { JobError } from '../../src/errors.js';
 import { fetchMedia, type FetchMediaOptions } from '../../src/media/fetch.js';
 import { createGuardedAgent } from '../../src/media/guarded-agent.js';
 import { checkUrl } from '../../src/media/policy.js';

@@ -1,7 +1,7 @@
 /** video-from-image-audio end to end: real images, a real tone, ffmpeg, and the checks a client would make. */
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { JobError } from '../../src/jobs/errors.js';
+import { JobError } from '../../src/errors.js';
 import { createVideoFromImageAudioJobType } from '../../src/processors/video/from-image-audio.js';
 import { videoFromImageAudioOptionsSchema } from '../../src/processors/video/options.js';
 import type { FetchedMedia } from '../../src/processors/types.js';

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Clock } from '../../clock.js';
 import type { Signals } from '../../signals.js';
@@ -57,7 +58,8 @@ const hidden = { hide: true };
  * /admin/api/…: the operator's routes, in their own scope with their own auth hook (no API-key
  * hook, no per-key rate limits). Same envelope as the public API.
  */
-export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
+export async function adminRoutes(scope: FastifyInstance, deps: AdminDeps): Promise<void> {
+  const app = scope.withTypeProvider<ZodTypeProvider>();
   const meter = new ThroughputMeter(deps.signals, () => deps.clock.now());
   app.addHook('onClose', async () => meter.close());
   app.addHook('onRequest', adminAuth(deps));
@@ -105,13 +107,13 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   });
 
   app.post('/keys', { schema: { ...hidden, body: createKeyBody } }, async (request) => {
-    const { owner } = request.body as z.output<typeof createKeyBody>;
+    const { owner } = request.body;
     const k = await createKey(deps.store.db, owner, deps.clock.now());
     return ok({ id: k.id, owner: k.owner, prefix: k.prefix, key: k.key });
   });
 
   app.post('/keys/:id/revoke', { schema: { ...hidden, params: keyParams } }, async (request) => {
-    const { id } = request.params as z.output<typeof keyParams>;
+    const { id } = request.params;
     if (!(await revokeKey(deps.store.db, id, deps.clock.now()))) throw new ApiError(404, 'no active key with this id');
     return ok({ id, revoked: true });
   });

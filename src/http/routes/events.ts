@@ -1,5 +1,6 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { Gauge } from 'prom-client';
 import { z } from 'zod';
 import type { JobService } from '../../jobs/service.js';
@@ -9,7 +10,7 @@ import type { Metrics } from '../../metrics.js';
 import type { Signals } from '../../signals.js';
 import { ApiError } from '../api-error.js';
 import { fail } from '../envelope.js';
-import { COMMON_ERRORS, responses, uuidParam } from '../schemas.js';
+import { COMMON_ERRORS, jobParams, jobUuid, responses } from '../schemas.js';
 import { Wakeable, wakeOn } from '../../background/wake.js';
 
 /**
@@ -41,9 +42,6 @@ export interface EventRouteDeps {
   metrics: Metrics;
 }
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const jobParams = z.object({ uuid: uuidParam("The job's uuid.") });
-
 /** One SSE message; `data` is one line of JSON (JSON.stringify never emits a raw newline). */
 function message(id: number, event: string, data: unknown): string {
   return `id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
@@ -67,7 +65,7 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
     done();
   });
 
-  app.get(
+  app.withTypeProvider<ZodTypeProvider>().get(
     '/jobs/:uuid/events',
     {
       schema: {
@@ -88,9 +86,7 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
       },
     },
     async (request, reply) => {
-      const raw = (request.params as { uuid: string }).uuid;
-      if (!UUID_RE.test(raw)) throw new ApiError(404, 'job not found');
-      const uuid = raw.toLowerCase();
+      const uuid = jobUuid(request.params.uuid);
       const owner = request.owner;
       const first = await deps.service.status(owner, uuid); // another owner's job: the same 404
       const count = perOwner.get(owner) ?? 0;

@@ -1,14 +1,12 @@
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { JobService } from '../../jobs/service.js';
 import type { Store } from '../../store/db.js';
 import { getJob } from '../../store/jobs.js';
 import { ApiError } from '../api-error.js';
 import { ok } from '../envelope.js';
-import { apiJobSchema, COMMON_ERRORS, okEnvelope, responses, uuidParam } from '../schemas.js';
-
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const jobParams = z.object({ uuid: uuidParam("The job's uuid.") });
+import { apiJobSchema, COMMON_ERRORS, jobParams, jobUuid, okEnvelope, responses } from '../schemas.js';
 
 export const jobDetailSchema = apiJobSchema
   .extend({
@@ -27,8 +25,8 @@ export const jobDetailSchema = apiJobSchema
  * webhook secret). The status route stays the hot, narrow read; this one is for pages that show
  * a job (the dashboard), by primary key.
  */
-export function jobDetailRoutes(app: FastifyInstance, service: JobService, store: Store): void {
-  app.get(
+export function jobDetailRoutes(scope: FastifyInstance, service: JobService, store: Store): void {
+  scope.withTypeProvider<ZodTypeProvider>().get(
     '/jobs/:uuid',
     {
       schema: {
@@ -43,9 +41,7 @@ export function jobDetailRoutes(app: FastifyInstance, service: JobService, store
       },
     },
     async (request) => {
-      const raw = (request.params as { uuid: string }).uuid;
-      if (!UUID_RE.test(raw)) throw new ApiError(404, 'job not found');
-      const uuid = raw.toLowerCase();
+      const uuid = jobUuid(request.params.uuid);
       const job = await service.status(request.owner, uuid);
       const row = await getJob(store.db, uuid, request.owner);
       if (!row) throw new ApiError(404, 'job not found');

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { checkIdempotencyKey } from '../../jobs/idempotency.js';
 import type { JobService } from '../../jobs/service.js';
@@ -12,19 +13,12 @@ import {
   jobListEnvelopeSchema,
   resultLinkEnvelopeSchema,
   responses,
-  uuidParam,
+  jobParams,
+  jobUuid,
 } from '../schemas.js';
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Long polls hold a request open at most this long. */
 export const MAX_WAIT_SECONDS = 60;
-
-/** A malformed uuid is just a job that does not exist: same 404, same words. */
-function jobId(params: unknown): string {
-  const uuid = (params as { uuid: string }).uuid;
-  if (!UUID_RE.test(uuid)) throw new ApiError(404, 'job not found');
-  return uuid.toLowerCase();
-}
 
 function header(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
@@ -43,7 +37,6 @@ export const statusQuery = z.strictObject({
     .default(0)
     .describe('Long-poll: hold the request up to this many seconds until the job is terminal.'),
 });
-const jobParams = z.object({ uuid: uuidParam("The job's uuid.") });
 
 /** Route validation (server.ts's validator compiler) answers with these words: the first three issues. */
 export function validationMessage(issues: readonly z.core.$ZodIssue[], value: unknown): string {
@@ -62,7 +55,8 @@ function preferWait(prefer: string | undefined): number {
   return m ? Math.min(MAX_WAIT_SECONDS, Number(m[1])) : 0;
 }
 
-export function jobRoutes(app: FastifyInstance, service: JobService): void {
+export function jobRoutes(scope: FastifyInstance, service: JobService): void {
+  const app = scope.withTypeProvider<ZodTypeProvider>();
   // The body is validated by the service against the job type's catalogue schema (its messages);
   // the document expands this route into one operation per job type (openapi.ts).
   app.post(
@@ -70,6 +64,7 @@ export function jobRoutes(app: FastifyInstance, service: JobService): void {
     {
       schema: {
         ...doc('submit', ['Jobs']),
+        params: z.object({ jobType: z.string().describe('The job type (GET /job-types lists them).') }),
         response: responses(
           {
             200: {
@@ -86,7 +81,7 @@ export function jobRoutes(app: FastifyInstance, service: JobService): void {
       },
     },
     async (request, reply) => {
-      const { jobType } = request.params as { jobType: string };
+      const { jobType } = request.params;
       const idempotencyKey = checkIdempotencyKey(header(request.headers['idempotency-key']));
       const outcome = await service.submit({
         owner: request.owner,
@@ -127,7 +122,7 @@ export function jobRoutes(app: FastifyInstance, service: JobService): void {
       },
     },
     async (request) => {
-      const q = request.query as z.output<typeof listQuery>;
+      const q = request.query;
       return ok(
         await service.list(request.owner, { status: q.status, jobType: q.job_type, limit: q.limit, cursor: q.cursor }),
       );
@@ -150,8 +145,8 @@ export function jobRoutes(app: FastifyInstance, service: JobService): void {
       },
     },
     async (request) => {
-      const uuid = jobId(request.params);
-      const q = request.query as z.output<typeof statusQuery>;
+      const uuid = jobUuid(request.params.uuid);
+      const q = request.query;
       return ok(await service.status(request.owner, uuid, q.wait * 1000));
     },
   );
@@ -171,7 +166,7 @@ export function jobRoutes(app: FastifyInstance, service: JobService): void {
         ),
       },
     },
-    async (request) => ok(await service.cancel(request.owner, jobId(request.params))),
+    async (request) => ok(await service.cancel(request.owner, jobUuid(request.params.uuid))),
   );
 
   app.get(
@@ -189,6 +184,6 @@ export function jobRoutes(app: FastifyInstance, service: JobService): void {
         ),
       },
     },
-    async (request) => ok(await service.result(request.owner, jobId(request.params))),
+    async (request) => ok(await service.result(request.owner, jobUuid(request.params.uuid))),
   );
 }

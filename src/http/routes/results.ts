@@ -53,6 +53,7 @@ export function resultRoutes(app: FastifyInstance, store: LocalResultStore, secr
       validatorCompiler: () => (value) => ({ value }),
     },
     async (request, reply) => {
+      // Unvalidated on purpose (validatorCompiler above): verifyResultPath checks whatever came.
       const { key } = request.params as { key: string };
       const q = request.query as Record<string, unknown>;
       const check = verifyResultPath(secret, key, q.expires, q.signature, clock.now());

@@ -1,29 +1,34 @@
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { WebhookService } from '../../webhooks/service.js';
 import { ApiError } from '../api-error.js';
 import { z } from 'zod';
 import { ok } from '../envelope.js';
-import { COMMON_ERRORS, deliveryEnvelopeSchema, deliveryListEnvelopeSchema, responses, uuidParam } from '../schemas.js';
+import {
+  COMMON_ERRORS,
+  deliveryEnvelopeSchema,
+  deliveryListEnvelopeSchema,
+  jobParams,
+  jobUuid,
+  responses,
+  uuidParam,
+} from '../schemas.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** Malformed ids are ids that do not exist: same 404, same words. */
-function ids(params: unknown): { uuid: string; eventId?: string } {
-  const p = params as { uuid: string; event_id?: string };
-  if (!UUID_RE.test(p.uuid)) throw new ApiError(404, 'job not found');
-  if (p.event_id !== undefined && !UUID_RE.test(p.event_id)) return { uuid: p.uuid.toLowerCase(), eventId: '' };
-  return { uuid: p.uuid.toLowerCase(), eventId: p.event_id?.toLowerCase() };
-}
+/** A malformed event id is an event that does not exist ('' matches none). */
+const eventIdOf = (raw: string) => (UUID_RE.test(raw) ? raw.toLowerCase() : '');
 
 /** Delivery history and manual redelivery of a job's webhook events (inside the authenticated /api/v1 scope). */
-export function webhookRoutes(app: FastifyInstance, webhooks: WebhookService): void {
+export function webhookRoutes(scope: FastifyInstance, webhooks: WebhookService): void {
+  const app = scope.withTypeProvider<ZodTypeProvider>();
   app.get(
     '/jobs/:uuid/webhook-deliveries',
     {
       schema: {
         operationId: 'listWebhookDeliveries',
         tags: ['Webhooks'],
-        params: z.object({ uuid: uuidParam("The job's uuid.") }),
+        params: jobParams,
         response: responses(
           {
             200: {
@@ -37,7 +42,7 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhookService): v
       },
     },
     async (request) => {
-      const { uuid } = ids(request.params);
+      const uuid = jobUuid(request.params.uuid);
       return ok(await webhooks.list(request.owner, uuid));
     },
   );
@@ -58,8 +63,9 @@ export function webhookRoutes(app: FastifyInstance, webhooks: WebhookService): v
       },
     },
     async (request) => {
-      const { uuid, eventId } = ids(request.params);
-      return ok(await webhooks.redeliver(request.owner, uuid, eventId!));
+      const uuid = jobUuid(request.params.uuid);
+      const eventId = eventIdOf(request.params.event_id);
+      return ok(await webhooks.redeliver(request.owner, uuid, eventId));
     },
   );
 }

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Clock } from '../../clock.js';
-import { ERROR_TYPES } from '../../jobs/errors.js';
+import { ERROR_TYPES } from '../../contract.js';
 import { outputType } from '../../remote/output-type.js';
 import type { RemoteWork } from '../../remote/service.js';
 import type { Store } from '../../store/db.js';
@@ -13,7 +14,7 @@ import {
 } from '../../store/worker-tokens.js';
 import { ApiError } from '../api-error.js';
 import { ok } from '../envelope.js';
-import { okEnvelope, responses, uuidParam } from '../schemas.js';
+import { jobUuid, okEnvelope, responses, uuidParam } from '../schemas.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -35,18 +36,11 @@ const TOKEN_RE = new RegExp(`^Bearer +(${WORKER_TOKEN_PREFIX}[A-Za-z0-9_-]{1,100
 const TOUCH_EVERY_MS = 10_000;
 const MAX_WAIT_S = 30;
 const security = [{ workerToken: [] }];
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** The job uuid of the path; a malformed one is a job that does not exist. */
-function jobUuid(request: FastifyRequest): string {
-  const { uuid } = request.params as { uuid: string };
-  if (!UUID_RE.test(uuid)) throw new ApiError(404, 'job not found');
-  return uuid.toLowerCase();
-}
 const tags = ['Remote workers'];
 
 const leaseBody = z.strictObject({ lease_token: z.string().min(1).max(200).describe("The claim's `lease_token`.") });
 const jobParams = z.object({ uuid: uuidParam('The claimed job.') });
+const uuidOf = (request: { params: z.output<typeof jobParams> }) => jobUuid(request.params.uuid);
 const claimedJobSchema = z
   .looseObject({
     uuid: z.uuid(),
@@ -69,7 +63,8 @@ const claimedJobSchema = z
  * /api/v1/worker/…: the remote worker protocol (docs/workers.md), in its own scope with its own
  * auth hook (worker tokens only: API keys are refused here, and worker tokens everywhere else).
  */
-export async function workerRoutes(app: FastifyInstance, deps: WorkerRouteDeps): Promise<void> {
+export async function workerRoutes(scope: FastifyInstance, deps: WorkerRouteDeps): Promise<void> {
+  const app = scope.withTypeProvider<ZodTypeProvider>();
   const touched = new Map<string, number>();
   // Long polls would hold the server's close() open for up to 30 s: end them first.
   app.addHook('preClose', async () => deps.remote.stopWaiting());
@@ -141,7 +136,7 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRouteDeps):
       },
     },
     async (request, reply) => {
-      const body = request.body as { job_types?: string[]; wait: number };
+      const body = request.body;
       const declared = deps.remote.remoteTypes();
       const allowed = request.workerToken.jobTypes ?? declared;
       const wanted = body.job_types ?? allowed;
@@ -208,15 +203,16 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRouteDeps):
       },
     },
     async (request) => {
-      const uuid = jobUuid(request);
-      const b = request.body as { lease_token: string; status_detail?: string; progress?: number };
+      const uuid = uuidOf(request);
+      const b = request.body;
       const r = await deps.remote.heartbeat(uuid, b.lease_token, b.status_detail, b.progress);
       return ok({ lease_expires_at: new Date(r.leaseExpiresAt).toISOString(), cancel_requested: r.cancelRequested });
     },
   );
 
   // Raw bytes of any type: its own scope, so no JSON parsing of a JSON result, and its own size limit.
-  app.register(async (raw) => {
+  app.register(async (rawScope) => {
+    const raw = rawScope.withTypeProvider<ZodTypeProvider>();
     raw.removeAllContentTypeParsers();
     raw.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: deps.maxOutputBytes }, (_req, body, done) =>
       done(null, body),
@@ -252,8 +248,8 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRouteDeps):
         },
       },
       async (request) => {
-        const uuid = jobUuid(request);
-        const { lease_token } = request.query as { lease_token: string };
+        const uuid = uuidOf(request);
+        const { lease_token } = request.query;
         const bytes = request.body;
         if (!Buffer.isBuffer(bytes) || bytes.length === 0)
           throw new ApiError(400, 'the output is empty: send the result bytes as the request body');
@@ -291,8 +287,8 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRouteDeps):
       },
     },
     async (request) => {
-      const uuid = jobUuid(request);
-      await deps.remote.complete(uuid, (request.body as { lease_token: string }).lease_token);
+      const uuid = uuidOf(request);
+      await deps.remote.complete(uuid, request.body.lease_token);
       return ok({ status: 'completed' as const });
     },
   );
@@ -328,13 +324,8 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRouteDeps):
       },
     },
     async (request) => {
-      const uuid = jobUuid(request);
-      const b = request.body as {
-        lease_token: string;
-        error_type: (typeof ERROR_TYPES)[number];
-        error_message: string;
-        retryable: boolean;
-      };
+      const uuid = uuidOf(request);
+      const b = request.body;
       const status = await deps.remote.fail(uuid, b.lease_token, b.error_type, b.error_message, b.retryable);
       return ok({ status });
     },
@@ -367,8 +358,8 @@ export async function workerRoutes(app: FastifyInstance, deps: WorkerRouteDeps):
       },
     },
     async (request) => {
-      const uuid = jobUuid(request);
-      await deps.remote.release(uuid, (request.body as { lease_token: string }).lease_token);
+      const uuid = uuidOf(request);
+      await deps.remote.release(uuid, request.body.lease_token);
       return ok({ status: 'queued' as const });
     },
   );

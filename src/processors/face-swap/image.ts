@@ -1,5 +1,5 @@
 import sharp from 'sharp';
-import { JobError } from '../../jobs/errors.js';
+import { JobError } from '../../errors.js';
 import type { OutputFormat } from './options.js';
 import type { RgbImage } from './types.js';
 

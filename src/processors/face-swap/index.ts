@@ -8,7 +8,7 @@ import { MessageChannel } from 'node:worker_threads';
 // sharp must be loaded by the main thread before any worker thread loads it (lovell/sharp#2263:
 // otherwise glibc may unload libvips when a worker exits, and the next worker crashes).
 import 'sharp';
-import { JobError } from '../../jobs/errors.js';
+import { JobError } from '../../errors.js';
 import type { FetchedMedia, JobType, ProcessorResult, RunContext } from '../types.js';
 import {
   DEFAULT_MAX_PIXELS,

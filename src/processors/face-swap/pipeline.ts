@@ -2,7 +2,7 @@
  * The whole job, in whatever thread calls it (the worker thread in production): decode, find faces,
  * pick the target faces, swap, encode. Failures the client can fix are JobError('invalid_media').
  */
-import { JobError } from '../../jobs/errors.js';
+import { JobError } from '../../errors.js';
 import { computeDescriptor, descriptorDistance, detectLandmarks, locateFaces } from './detect.js';
 import { CONTENT_TYPES, EXTENSIONS, decodeImage, encodeImage } from './image.js';
 import type { FaceMode, FaceSwapOptions } from './options.js';

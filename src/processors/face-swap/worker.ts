@@ -4,7 +4,8 @@
  * because structured cloning would turn it into a plain Error.
  */
 import type { MessagePort } from 'node:worker_threads';
-import { JobError, type ErrorType } from '../../jobs/errors.js';
+import { type ErrorType } from '../../contract.js';
+import { JobError } from '../../errors.js';
 import { loadFaceModels } from './detect.js';
 import { runFaceSwap, type SwapJobInput } from './pipeline.js';
 

@@ -2,7 +2,7 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { JobError } from '../../jobs/errors.js';
+import { JobError } from '../../errors.js';
 import type { FetchedMedia, ProcessorResult } from '../types.js';
 import { crfFor, MAX_FPS, type VideoFormat, type VideoLimits } from './options.js';
 import type { MediaInfo, VideoStreamInfo } from './probe.js';

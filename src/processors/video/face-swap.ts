@@ -7,7 +7,7 @@
  */
 import path from 'node:path';
 import 'sharp'; // loaded by the main thread before any worker thread (see face-swap/index.ts)
-import { JobError } from '../../jobs/errors.js';
+import { JobError } from '../../errors.js';
 import { checkFaceInput, checkInputs, effectiveFaceMode } from '../face-swap/pipeline.js';
 import { lazyThreadPool, workerBeside } from '../thread-pool.js';
 import type { ColorStats } from '../face-swap/swap.js';

@@ -7,7 +7,7 @@
  */
 import path from 'node:path';
 import sharp from 'sharp';
-import { JobError } from '../../jobs/errors.js';
+import { JobError } from '../../errors.js';
 import type { JobType, ProcessorResult, RunContext } from '../types.js';
 import {
   audioArgs,

@@ -1,5 +1,5 @@
 /** What ffprobe says about a media file, reduced to what the video jobs need. */
-import { JobError } from '../../jobs/errors.js';
+import { JobError } from '../../errors.js';
 import { FfmpegError, runToEnd } from './ffmpeg.js';
 
 export interface VideoStreamInfo {

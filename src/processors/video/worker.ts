@@ -4,7 +4,8 @@
  * cancelled job frees its thread within one task. Models load once per thread. A JobError travels
  * back as data, since structured cloning would turn it into a plain Error.
  */
-import { JobError, type ErrorType } from '../../jobs/errors.js';
+import { type ErrorType } from '../../contract.js';
+import { JobError } from '../../errors.js';
 import {
   computeDescriptor,
   detectLandmarks,

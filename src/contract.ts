@@ -1,16 +1,37 @@
 /**
- * The shapes the media-jobs API answers with, for client code. Kept free of the service's
- * runtime; test/openapi checks at compile time that they match what the server builds.
+ * The contract: the wire's constants and shapes, stated once (DESIGN.md §2). The server, the
+ * TypeScript client, the worker SDK, the CLI and the dashboard all import them from here. A leaf
+ * module (it imports nothing), so a client or a worker loads none of the service with it;
+ * test/openapi checks at compile time that the shapes match what the server builds.
  */
 
-export type JobStatus = 'queued' | 'processing' | 'completed' | 'failed' | 'cancelled';
-export type TerminalStatus = 'completed' | 'failed' | 'cancelled';
-export type ErrorType = 'media_fetch_failed' | 'invalid_media' | 'processing_error' | 'timeout' | 'internal_error';
-export type EventType = 'job.completed' | 'job.failed' | 'job.cancelled';
-export type SlotName = 'source' | 'target' | 'reference' | 'audio';
+/** Job statuses; `queued` and `processing` are active, the other three terminal (never change again). */
+export const JOB_STATUSES = ['queued', 'processing', 'completed', 'failed', 'cancelled'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+export const ACTIVE_STATUSES = ['queued', 'processing'] as const satisfies readonly JobStatus[];
+export const TERMINAL_STATUSES = ['completed', 'failed', 'cancelled'] as const satisfies readonly JobStatus[];
+export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
+export const isTerminalStatus = (s: string): s is TerminalStatus =>
+  (TERMINAL_STATUSES as readonly string[]).includes(s);
 
-export const TERMINAL: readonly TerminalStatus[] = ['completed', 'failed', 'cancelled'];
-export const isTerminalStatus = (s: string): s is TerminalStatus => (TERMINAL as readonly string[]).includes(s);
+/** The `error_type` values a failed job can carry. */
+export const ERROR_TYPES = [
+  'media_fetch_failed',
+  'invalid_media',
+  'processing_error',
+  'timeout',
+  'internal_error',
+] as const;
+export type ErrorType = (typeof ERROR_TYPES)[number];
+
+/** Webhook event types: one per terminal status. */
+export const EVENT_TYPES = ['job.completed', 'job.failed', 'job.cancelled'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** The media slots under `input`. */
+export const SLOT_NAMES = ['source', 'target', 'reference', 'audio'] as const;
+export type SlotName = (typeof SLOT_NAMES)[number];
+export const isSlotName = (k: string): k is SlotName => (SLOT_NAMES as readonly string[]).includes(k);
 
 /** A job (`data` of submit, status and cancel). More fields may be added. */
 export interface ApiJob {
@@ -20,7 +41,7 @@ export interface ApiJob {
   status: JobStatus;
   status_detail: string;
   /** Set when the job failed (e.g. `media_fetch_failed`), else null. */
-  error_type: string | null;
+  error_type: ErrorType | null;
   error_message: string | null;
   result_ready: boolean;
   created_at: string;
