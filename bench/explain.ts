@@ -65,7 +65,7 @@ async function plans(db: Db): Promise<string[]> {
           await fn(t);
           throw new Rollback();
         })
-        .catch((e) => {
+        .catch((e: unknown) => {
           if (!(e instanceof Rollback)) throw e;
         });
     };

@@ -221,7 +221,7 @@ export function killAll(): void {
 }
 
 export async function stopAll(children: Array<Child | undefined>): Promise<void> {
-  await Promise.all(children.map((c) => c?.stop()));
+  await Promise.all(children.map(async (c) => c?.stop()));
 }
 
 // ---------------------------------------------------------------- the service under benchmark
@@ -368,6 +368,7 @@ export function authHeaders(key: string, json = false): Record<string, string> {
 export function httpClient(base: string, key: string, connections = 32) {
   const pool = new Pool(base, { connections, pipelining: 1 });
   return {
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- the caller names the response shape it expects
     async call<T = any>(
       method: 'GET' | 'POST',
       p: string,

@@ -16,5 +16,5 @@ export function noopJobType(): JobType {
       return { bytes: RESULT, contentType: 'application/json', extension: 'json' };
     },
   };
-  return t as unknown as JobType;
+  return t;
 }

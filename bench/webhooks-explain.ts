@@ -68,7 +68,7 @@ async function claimOnce(dests: Array<{ destination: string; limit: number }>) {
       n = rows.length;
       throw new Rollback();
     })
-    .catch((e) => {
+    .catch((e: unknown) => {
       if (!(e instanceof Rollback)) throw e;
     });
   return n;
@@ -117,11 +117,11 @@ await db
       ],
     })!.compile(db);
     const prefix = pg ? 'EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ' : 'EXPLAIN QUERY PLAN ';
-    const rows = (await trx.executeQuery({ ...q, sql: prefix + q.sql } as any)).rows as any[];
+    const rows = (await trx.executeQuery({ ...q, sql: prefix + q.sql })).rows as any[];
     for (const r of rows) console.log('   ', pg ? r['QUERY PLAN'] : `${r.id}/${r.parent} ${r.detail}`);
     throw new Rollback();
   })
-  .catch((e) => {
+  .catch((e: unknown) => {
     if (!(e instanceof Rollback)) throw e;
   });
 console.log('--- record');
@@ -138,7 +138,7 @@ console.log('--- record');
     'X',
     rows.map((r) => ({
       eventId: r.event_id,
-      claimedAttempts: Number(r.attempts),
+      claimedAttempts: r.attempts,
       attempt: { startedAt: NOW, durationMs: 1, httpStatus: 200, error: null, ok: true, manual: false },
       state: 'delivered' as const,
       nextAttemptAt: null,

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+/* global process, console -- a Node script */
 // Serves sample photographs on http://127.0.0.1:9000/ for the README walk-through:
 // sample1.jpg … sample6.jpg ship with @vladmandic/face-api (MIT). Local use only.
 import { createReadStream, existsSync } from 'node:fs';

@@ -174,7 +174,7 @@ async function startPgBoss(workers: number): Promise<System> {
                FROM pgboss.job WHERE name = 'bench' AND created_on >= to_timestamp($1::double precision / 1000)`,
             [from],
           )
-        ).rows.map((r) => ({ c: Number(r.c), s: Number(r.s ?? NaN), f: Number(r.f ?? NaN) })),
+        ).rows.map((r) => ({ c: r.c, s: r.s ?? NaN, f: r.f ?? NaN })),
       close: once(async () => {
         try {
           await closeDb();

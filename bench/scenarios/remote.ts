@@ -66,7 +66,7 @@ function remoteWorker(base: string, token: string, slots: number, onStart: (uuid
       return { bytes: Buffer.from('"ok"'), contentType: 'application/json' };
     },
   });
-  worker.done.catch((err: Error) => (failure = err));
+  worker.done.catch((err: unknown) => (failure = err as Error));
   return {
     async stop() {
       await worker.stop(10_000);
@@ -163,7 +163,7 @@ async function runCase(db: Db): Promise<RemoteCase> {
       .select(['created_at', 'started_at'])
       .where('uuid', 'in', paced)
       .execute();
-    const pickups = rows.map((r) => Number(r.started_at) - Number(r.created_at));
+    const pickups = rows.map((r) => Number(r.started_at) - r.created_at);
     const builtinJobsPerSecond = await drain('bench-noop');
     await c.close();
     await s.close();

@@ -112,7 +112,7 @@ export async function submitScenario(): Promise<Row[]> {
   }
 
   raw.submit = results;
-  const b = summary(results.bare!);
+  const b = summary(results.bare);
   for (const db of ['sqlite', 'postgres'] as Db[]) {
     const plain = summary(results[`${db}-plain`]!);
     const idem = summary(results[`${db}-idempotent`]!);

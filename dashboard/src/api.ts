@@ -123,6 +123,7 @@ export async function watchJob(
         if (isTerminal(job.status)) return;
       }
     } catch (err) {
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the stream was awaited: the caller may have aborted meanwhile
       if (signal.aborted) return;
       if (err instanceof ApiError && err.status >= 400 && err.status < 500 && err.status !== 429) return;
     }

@@ -16,6 +16,11 @@ import {
   type ResultLink,
 } from './api';
 
+/** An error's message for the page (whatever was thrown). */
+const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+/** A form value as text: strings as they are, numbers and booleans as JSON writes them. */
+const text = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v));
+
 export function Status({ status }: { status: string }) {
   return <span class={`status status-${status}`}>{status}</span>;
 }
@@ -246,10 +251,8 @@ export function JobPage({ uuid }: { uuid: string }) {
           ctrl.signal,
         );
       },
-      (err) =>
-        setError(
-          err instanceof ApiError && err.status === 404 ? 'No such job (or not yours).' : String(err.message ?? err),
-        ),
+      (err: unknown) =>
+        setError(err instanceof ApiError && err.status === 404 ? 'No such job (or not yours).' : errorText(err)),
     );
     void loadDeliveries();
     return () => ctrl.abort();
@@ -257,7 +260,7 @@ export function JobPage({ uuid }: { uuid: string }) {
 
   useEffect(() => {
     if (job?.result_ready && !result)
-      api<ResultLink>(`/jobs/${uuid}/result`).then(setResult, (e) => setError(e.message));
+      api<ResultLink>(`/jobs/${uuid}/result`).then(setResult, (e: unknown) => setError(errorText(e)));
   }, [job?.result_ready]);
 
   // Deliveries move on their own schedule (retries): refresh while one is pending.
@@ -456,10 +459,10 @@ function OptionField({
       <select
         id={id}
         aria-describedby={described}
-        value={value === undefined ? '' : String(value)}
+        value={value === undefined ? '' : text(value)}
         onChange={(e) => onChange(e.currentTarget.value === '' ? undefined : e.currentTarget.value)}
       >
-        <option value="">default{s.default !== undefined ? ` (${String(s.default)})` : ''}</option>
+        <option value="">default{s.default !== undefined ? ` (${text(s.default)})` : ''}</option>
         {s.enum.map((v) => (
           <option value={String(v)}>{String(v)}</option>
         ))}
@@ -484,8 +487,8 @@ function OptionField({
         min={s.minimum}
         max={s.maximum}
         step={type === 'integer' ? 1 : 'any'}
-        placeholder={s.default !== undefined ? String(s.default) : ''}
-        value={value === undefined ? '' : String(value)}
+        placeholder={s.default !== undefined ? text(s.default) : ''}
+        value={value === undefined ? '' : text(value)}
         onInput={(e) => onChange(e.currentTarget.value === '' ? undefined : Number(e.currentTarget.value))}
       />
     );
@@ -495,7 +498,7 @@ function OptionField({
         id={id}
         type="text"
         aria-describedby={described}
-        value={value === undefined ? '' : String(value)}
+        value={value === undefined ? '' : text(value)}
         onInput={(e) => onChange(e.currentTarget.value === '' ? undefined : e.currentTarget.value)}
       />
     );
@@ -516,7 +519,7 @@ function OptionField({
 export function NewJob() {
   const types = useJobTypes();
   const [typeName, setTypeName] = useState('');
-  const type = useMemo(() => types.find((t) => t.name === typeName) ?? types[0], [types, typeName]);
+  const type = useMemo(() => types.find((t) => t.name === typeName) ?? types.at(0), [types, typeName]);
   const [model, setModel] = useState('');
   const [slots, setSlots] = useState<Record<string, string>>({});
   const [options, setOptions] = useState<Record<string, unknown>>({});

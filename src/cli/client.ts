@@ -82,13 +82,14 @@ function parseSeconds(v: unknown, flag: string): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
   if (typeof v !== 'string' || !/^\d+(\.\d+)?$/.test(v) || !Number.isFinite(n))
-    throw new UsageError(`${flag} takes a number of seconds (got "${String(v)}")`);
+    throw new UsageError(`${flag} takes a number of seconds (got "${JSON.stringify(v)}")`);
   return n * 1000;
 }
 
 function parseInput(raw: unknown): Record<string, unknown> {
   if (raw === undefined) return {};
-  let text = String(raw);
+  if (typeof raw !== 'string') throw new UsageError('--input takes JSON or @file');
+  let text = raw;
   if (text.startsWith('@')) {
     try {
       text = fs.readFileSync(text.slice(1), 'utf8');
@@ -171,7 +172,7 @@ class Progress {
     }
     this.draw();
     this.timer ??= setInterval(() => this.draw(), 100);
-    this.timer.unref?.();
+    this.timer.unref();
   }
 
   private draw(): void {

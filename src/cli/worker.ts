@@ -343,8 +343,8 @@ function execute(command: string, args: string[], env: NodeJS.ProcessEnv, cwd: s
         }
       });
     };
-    watch(child.stdout!, false);
-    watch(child.stderr!, true);
+    watch(child.stdout, false);
+    watch(child.stderr, true);
     child.on('error', (err) => {
       ctx.signal.removeEventListener('abort', onAbort);
       clearTimeout(killTimer);

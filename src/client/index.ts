@@ -145,14 +145,18 @@ interface CallSpec extends RequestOptions {
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
+    const reason = () => (signal?.reason instanceof Error ? signal.reason : new Error('aborted'));
+    if (signal?.aborted) {
+      reject(reason());
+      return;
+    }
     const t = setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);
       resolve();
     }, ms);
     const onAbort = () => {
       clearTimeout(t);
-      reject(signal!.reason);
+      reject(reason());
     };
     signal?.addEventListener('abort', onAbort, { once: true });
   });
@@ -165,9 +169,10 @@ function parseRetryAfter(v: string | null, now = Date.now()): number | undefined
 }
 
 const describeCause = (err: unknown): string => {
-  const e = err as { message?: string; cause?: { code?: string; message?: string } };
+  const e = err as { message?: string; cause?: { code?: string; message?: string } } | null | undefined;
   const inner = e?.cause?.code ?? e?.cause?.message;
-  return inner ? `${e.message ?? String(err)} (${inner})` : (e?.message ?? String(err));
+  const message = e?.message ?? String(err);
+  return inner ? `${message} (${inner})` : message;
 };
 
 export class MediaJobsClient {

@@ -547,8 +547,8 @@ export function swaggerOptions(deps: OpenApiDeps): SwaggerOptions {
     openapi: base(),
     hideUntagged: false,
     transform,
-    transformObject: (input) => finish(transformObject(input) as Json, deps),
-  } as SwaggerOptions;
+    transformObject: (input) => finish(transformObject(input), deps),
+  };
 }
 
 function finish(doc: Json, deps: OpenApiDeps): Json {
@@ -573,7 +573,7 @@ function finish(doc: Json, deps: OpenApiDeps): Json {
     }
   }
   const template = paths[SUBMIT_TEMPLATE]?.post;
-  delete paths[SUBMIT_TEMPLATE];
+  Reflect.deleteProperty(paths, SUBMIT_TEMPLATE);
   if (template) Object.assign(paths, submitOperations(types, template));
   doc.webhooks = webhookOperations();
   // The transform renders an input twin (`JobInput`…) of every component; only request bodies would use them.
@@ -582,7 +582,8 @@ function finish(doc: Json, deps: OpenApiDeps): Json {
     ...doc,
     components: { ...components, schemas: Object.fromEntries(Object.entries(schemas).filter(([k]) => !twins.has(k))) },
   });
-  if (![...twins].some((t) => used.includes(`"#/components/schemas/${t}"`))) for (const t of twins) delete schemas[t];
+  if (![...twins].some((t) => used.includes(`"#/components/schemas/${t}"`)))
+    for (const t of twins) Reflect.deleteProperty(schemas, t);
   return doc;
 }
 

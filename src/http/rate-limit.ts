@@ -100,7 +100,8 @@ export async function registerRateLimits(api: FastifyInstance, opts: RateLimitOp
   }
 
   api.addHook('onRoute', (route) => {
-    const handler = handlers[ratePolicyOf([route.method].flat()[0]!, route.url)];
+    const handler = handlers[ratePolicyOf([route.method].flat()[0]!, route.url)] as
+      (typeof handlers)[keyof typeof handlers] | undefined;
     if (!handler) return;
     route.onRequest = [...[route.onRequest ?? []].flat(), handler];
   });
@@ -110,8 +111,8 @@ export async function registerRateLimits(api: FastifyInstance, opts: RateLimitOp
 function structuredHeaders(reply: FastifyReply, policy: RatePolicy): void {
   const q = reply.getHeader('ratelimit-limit');
   if (q === undefined) return;
-  const r = reply.getHeader('ratelimit-remaining') ?? 0;
+  const r = String(reply.getHeader('ratelimit-remaining') ?? 0);
   const t = Math.max(1, Number(reply.getHeader('ratelimit-reset') ?? 0));
-  reply.header('ratelimit-policy', `"${policy}";q=${q};w=${WINDOW_MS / 1000}`);
+  reply.header('ratelimit-policy', `"${policy}";q=${String(q)};w=${WINDOW_MS / 1000}`);
   reply.header('ratelimit', `"${policy}";r=${r};t=${t}`);
 }

@@ -75,6 +75,7 @@ function describeFastifyError(err: FastifyError, maxBodyBytes: number): [number,
 
 export function buildServer(deps: HttpDeps): FastifyInstance {
   const app = Fastify({
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- without it Fastify infers pino's Logger and the instance no longer fits FastifyInstance
     loggerInstance: deps.log as FastifyBaseLogger,
     logController: new Fastify.LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
     bodyLimit: deps.maxBodyBytes,
@@ -90,8 +91,8 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     frameworkErrors: (err, request, rawReply) => {
       const reply = rawReply as unknown as FastifyReply;
       reply.header('x-request-id', request.id);
-      if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return reply.code(414).send(fail('a path segment is too long'));
-      return reply.code(400).send(fail('the path is not valid percent-encoding'));
+      if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') void reply.code(414).send(fail('a path segment is too long'));
+      else void reply.code(400).send(fail('the path is not valid percent-encoding'));
     },
     // Requests the HTTP parser rejects: answer with the envelope, then close.
     clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {
@@ -102,10 +103,10 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
           : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
             ? [408, 'request timed out']
             : [400, 'malformed HTTP request'];
-      const body = JSON.stringify(fail(message as string));
+      const body = JSON.stringify(fail(message));
       if (socket.writable) {
         socket.write(
-          `HTTP/1.1 ${status} ${STATUS_CODES[status as number]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
+          `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
         );
       }
       socket.destroy(err);
@@ -120,15 +121,21 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(/^application\/([^;]+\+)?json(;|$)/, { parseAs: 'string' }, (_req, body, done) => {
     const text = body as string;
-    if (text.trim() === '') return done(null, undefined);
+    if (text.trim() === '') {
+      done(null, undefined);
+      return;
+    }
     let value: unknown;
     try {
       value = JSON.parse(text);
     } catch {
-      return done(new ApiError(400, 'body is not valid JSON'), undefined);
+      done(new ApiError(400, 'body is not valid JSON'), undefined);
+      return;
     }
-    if (nestedDeeperThan(value, 64))
-      return done(new ApiError(400, 'body is nested more than 64 levels deep'), undefined);
+    if (nestedDeeperThan(value, 64)) {
+      done(new ApiError(400, 'body is nested more than 64 levels deep'), undefined);
+      return;
+    }
     done(null, value);
   });
 
@@ -183,7 +190,11 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
       return reply.code(STATUS_OF_KIND[err.kind]).send(fail(err.message));
     }
     if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
-      const [status, message] = describeFastifyError(err, request.routeOptions.bodyLimit ?? deps.maxBodyBytes);
+      const [status, message] = describeFastifyError(
+        err,
+        // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- unset when no route matched
+        request.routeOptions.bodyLimit ?? deps.maxBodyBytes,
+      );
       return reply.code(status).send(fail(message));
     }
     // The database is down, restarting, locked or full: not a bug, and a retry may succeed (no log line per

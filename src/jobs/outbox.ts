@@ -17,7 +17,7 @@ import { isResultReady, type JobRow } from './view.js';
 export function terminalEvent(job: JobRow, now: number, firstDelayMs = 0): NewWebhookEvent | null {
   if (!job.webhook || !isTerminal(job.status)) return null;
   const settings = JSON.parse(job.webhook) as WebhookSettings;
-  const eventType = `job.${job.status}` as EventType;
+  const eventType: EventType = `job.${job.status}`;
   if (!(settings.events ?? EVENT_TYPES).includes(eventType)) return null;
   const payload: WebhookPayload = {
     event_id: randomUUID(),

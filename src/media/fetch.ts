@@ -59,7 +59,7 @@ export async function fetchMedia(url: string, opts: FetchMediaOptions): Promise<
 
   // One controller for the whole download: fired by the deadline or by the caller's signal.
   const controller = new AbortController();
-  let timedOut = false;
+  let timedOut = false as boolean; // set by the deadline's timer
   const timer = setTimeout(() => {
     timedOut = true;
     controller.abort(new Error('download timed out'));

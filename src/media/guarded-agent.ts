@@ -52,17 +52,26 @@ function guardedLookup(lookupAll: LookupAll, isPublic: IsPublic | undefined): Lo
         if (options.family === 4 || options.family === 6) {
           addresses = addresses.filter((a) => a.family === options.family);
         }
-        if (addresses.length === 0) return callback(new UnresolvableHostError(hostname), '');
+        if (addresses.length === 0) {
+          callback(new UnresolvableHostError(hostname), '');
+          return;
+        }
         // All-or-nothing: a name with any non-public address is refused, whichever one
         // net.connect (or happy eyeballs) would have picked.
         const bad = isPublic ? addresses.find((a) => !isPublic(a.address)) : undefined;
-        if (bad) return callback(new BlockedAddressError(hostname, bad.address), '');
+        if (bad) {
+          callback(new BlockedAddressError(hostname, bad.address), '');
+          return;
+        }
         // With autoSelectFamily (default on Node 20) net asks for all addresses.
-        if (options.all) return callback(null, addresses);
+        if (options.all) {
+          callback(null, addresses);
+          return;
+        }
         const first = addresses[0]!;
         callback(null, first.address, first.family);
       },
-      (err: NodeJS.ErrnoException) => callback(err, ''),
+      (err: unknown) => callback(err as NodeJS.ErrnoException, ''),
     );
   };
 }
@@ -82,14 +91,18 @@ export function createGuardedAgent(opts: GuardedAgentOptions): Agent {
       return;
     }
     base(options, (err, socket) => {
-      if (err) return callback(err, null);
-      // Defence in depth: judge the address the socket really reached.
-      const remote = socket!.remoteAddress;
-      if (remote === undefined || !isPublic(remote)) {
-        socket!.destroy();
-        return callback(new BlockedAddressError(options.hostname, remote ?? 'unknown'), null);
+      if (err) {
+        callback(err, null);
+        return;
       }
-      callback(null, socket!);
+      // Defence in depth: judge the address the socket really reached.
+      const remote = socket.remoteAddress;
+      if (remote === undefined || !isPublic(remote)) {
+        socket.destroy();
+        callback(new BlockedAddressError(options.hostname, remote ?? 'unknown'), null);
+        return;
+      }
+      callback(null, socket);
     });
   };
   return new Agent({ connect });

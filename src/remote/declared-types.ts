@@ -55,7 +55,7 @@ export function parseDeclaredTypes(raw: unknown, source = 'JOB_TYPES_FILE'): Job
     }
     let options: z.ZodObject;
     try {
-      const schema = z.fromJSONSchema(t.options as Parameters<typeof z.fromJSONSchema>[0]);
+      const schema = z.fromJSONSchema(t.options);
       if (!(schema instanceof z.ZodObject)) throw new Error('must be a JSON Schema of "type": "object"');
       options = schema;
     } catch (err) {
@@ -78,9 +78,7 @@ export function parseDeclaredTypes(raw: unknown, source = 'JOB_TYPES_FILE'): Job
       models: t.models,
       options,
       remote: { timeoutMs },
-      run: async () => {
-        throw new JobError('internal_error', `${t.name} is served by remote workers`);
-      },
+      run: () => Promise.reject(new JobError('internal_error', `${t.name} is served by remote workers`)),
     };
     return type;
   });

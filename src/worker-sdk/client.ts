@@ -44,6 +44,7 @@ export class WorkerClient {
     this.base = `${url.replace(/\/+$/, '')}/api/v1/worker`;
   }
 
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- the caller names the response shape it expects
   private async call<T>(
     method: string,
     path: string,

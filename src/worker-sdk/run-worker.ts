@@ -65,9 +65,7 @@ export class WorkerJobError extends Error {
     // Checked here (for JavaScript callers): the service would refuse it, and the job would only
     // come back after its lease ran out.
     if (!(ERROR_TYPES as readonly string[]).includes(errorType))
-      throw new TypeError(
-        `WorkerJobError: error_type must be one of ${ERROR_TYPES.join(', ')} (got "${String(errorType)}")`,
-      );
+      throw new TypeError(`WorkerJobError: error_type must be one of ${ERROR_TYPES.join(', ')} (got "${errorType}")`);
     super(message);
     this.name = 'WorkerJobError';
     this.retryable = opts.retryable ?? false;
@@ -118,7 +116,10 @@ const nextBackoff = (ms: number) => Math.min(BACKOFF_MAX_MS, Math.max(BACKOFF_MI
 /** Resolves after `ms`, or at once when `signal` aborts. */
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
+    if (signal.aborted) {
+      resolve();
+      return;
+    }
     const done = () => {
       clearTimeout(t);
       signal.removeEventListener('abort', done);
@@ -154,6 +155,7 @@ function linked(a: AbortSignal, b: AbortSignal): AbortSignal & { dispose(): void
  * (`done` rejects); a 409 drops the job (it is no longer this worker's).
  */
 export function runWorker(opts: RunWorkerOptions): RemoteWorker {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- checked at run time too: JavaScript callers have no types
   if (!/^https?:\/\//.test(opts.url ?? ''))
     throw new TypeError("runWorker: url must be the service's http(s) base URL");
   if (!opts.token) throw new TypeError('runWorker: token is required (a worker token, mjw_…)');
@@ -194,6 +196,7 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
         claim = await client.claim(opts.jobTypes, wait, stopping.signal);
         backoff = 0;
       } catch (err) {
+        // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- stop() may abort it during the awaited claim
         if (stopping.signal.aborted) return;
         if (!isTransient(err)) {
           fatal ??= err as Error;
@@ -210,6 +213,7 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
         if (wait === 0) await pause(IDLE_PAUSE_MS, stopping.signal);
         continue;
       }
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- stop() may abort it during the awaited claim
       if (stopping.signal.aborted) {
         // The answer raced the stop: hand the job straight back.
         await release(claim.job);
@@ -305,6 +309,7 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
     }
 
     async function deliver(j: ClaimedJob, out: JobOutput, until: AbortSignal): Promise<void> {
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a JavaScript handler may return nothing
       const bytes = out?.bytes;
       if (!(bytes instanceof Uint8Array) || bytes.length === 0 || typeof out.contentType !== 'string') {
         return failWith(j, new WorkerJobError('processing_error', 'the worker produced no output'), until);
@@ -386,7 +391,7 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
         if (stopped || controller.signal.aborted) return;
         const f =
           typeof fraction === 'number' && Number.isFinite(fraction) ? Math.min(1, Math.max(0, fraction)) : undefined;
-        detail = { text: String(text).slice(0, 200), fraction: f };
+        detail = { text: text.slice(0, 200), fraction: f };
         flushSoon();
       },
       stop() {

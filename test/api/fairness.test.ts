@@ -63,7 +63,7 @@ describe('fair queueing between owners', () => {
       .where('status', '=', 'queued')
       .where('vtime', '<=', mineRow.vtime)
       .execute();
-    expect(aheadOfB.filter((r) => Number(r.vtime) < Number(mineRow.vtime))).toEqual([]);
+    expect(aheadOfB.filter((r) => r.vtime < mineRow.vtime)).toEqual([]);
     const ties = aheadOfB.length;
     expect(ties).toBeLessThanOrEqual(16);
     const first = await svc.call('GET', `/api/v1/jobs/${uuid}/status`, { key: b });

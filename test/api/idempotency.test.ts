@@ -26,7 +26,7 @@ async function jobCount(): Promise<number> {
     .selectFrom('jobs')
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .executeTakeFirstOrThrow();
-  return Number(r.n);
+  return r.n;
 }
 
 describe('Idempotency-Key', () => {
@@ -106,7 +106,7 @@ describe('Idempotency-Key', () => {
             let text = '';
             res
               .setEncoding('utf8')
-              .on('data', (c) => (text += c))
+              .on('data', (c: Buffer) => (text += c.toString()))
               .on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
           },
         );

@@ -184,7 +184,9 @@ async function redisAvailable(): Promise<boolean> {
     return (await probe.ping()) === 'PONG';
   } catch (err) {
     if (process.env.REQUIRE_REDIS === 'true')
-      throw new Error(`REQUIRE_REDIS=true but Redis at ${REDIS_URL} is unreachable: ${(err as Error).message}`);
+      throw new Error(`REQUIRE_REDIS=true but Redis at ${REDIS_URL} is unreachable: ${(err as Error).message}`, {
+        cause: err,
+      });
     console.warn(
       `rate limits on Redis: SKIPPED, Redis at ${REDIS_URL} is unreachable (set REQUIRE_REDIS=true to fail instead)`,
     );
@@ -196,8 +198,9 @@ async function redisAvailable(): Promise<boolean> {
 const REDIS_URL = 'redis://127.0.0.1:6379';
 const redisUp = await redisAvailable();
 
+const NO_ENV: Record<string, string> = {};
 describe.each([
-  { store: 'local', env: {} as Record<string, string> },
+  { store: 'local', env: NO_ENV },
   // A unique key prefix per run: counters never leak between tests or runs.
   { store: 'redis', env: { REDIS_URL, REDIS_KEY_PREFIX: `media-jobs-test:${randomUUID()}:` } },
 ])('rate limits ($store store)', ({ store, env }) => {

@@ -66,7 +66,6 @@ describe('crash recovery (real process, kill -9)', () => {
 
   it('fails a job whose worker died JOB_MAX_ATTEMPTS times with internal_error', async () => {
     const base = await storeEnv();
-    const dataDir = base.DATA_DIR!;
     const env = { ...base, JOB_LEASE: '1s', JOB_MAX_ATTEMPTS: '1', MAINTENANCE_INTERVAL: '300ms' };
     const key = cli(['keys', 'create', '--owner', 'crash'], env).lastLine;
     const first = await spawnService(env, key);
@@ -87,7 +86,6 @@ describe('crash recovery (real process, kill -9)', () => {
 
   it('hands running jobs back on SIGTERM after the grace period, losing nothing', async () => {
     const base = await storeEnv();
-    const dataDir = base.DATA_DIR!;
     const env = { ...base, SHUTDOWN_GRACE: '300ms', JOB_LEASE: '30s' };
     const key = cli(['keys', 'create', '--owner', 'term'], env).lastLine;
     const first = await spawnService(env, key);

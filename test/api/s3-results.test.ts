@@ -24,7 +24,7 @@ afterAll(async () => {
   await media?.close();
   await s3?.close();
   for (const [k, v] of Object.entries(saved))
-    if (v === undefined) delete process.env[k];
+    if (v === undefined) Reflect.deleteProperty(process.env, k);
     else process.env[k] = v;
 });
 

@@ -27,7 +27,7 @@ async function jobCount(): Promise<number> {
     .selectFrom('jobs')
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .executeTakeFirstOrThrow();
-  return Number(row.n);
+  return row.n;
 }
 
 const submit = (body: unknown, path = 'image-transform') => svc.call('POST', `/api/v1/jobs/submit/${path}`, { body });

@@ -31,11 +31,15 @@ interface Seen {
   headers: Headers;
 }
 
+/** The URL of a fetch's first argument, whichever form it takes. */
+const urlOf = (input: string | URL | Request) =>
+  typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+
 /** A fetch that records requests and lets a test answer some of them itself. */
 function spyFetch(intercept?: (n: number, req: Seen) => Response | 'throw' | 'lose' | undefined) {
   const seen: Seen[] = [];
   const f: typeof fetch = async (input, init) => {
-    const req: Seen = { url: String(input), method: init?.method ?? 'GET', headers: new Headers(init?.headers) };
+    const req: Seen = { url: urlOf(input), method: init?.method ?? 'GET', headers: new Headers(init?.headers) };
     seen.push(req);
     const action = intercept?.(seen.length, req);
     if (action === 'throw')
@@ -257,7 +261,7 @@ describe('MediaJobsClient against a real service', () => {
     // A server that ignores it (answers at once): detected, then plain polling with backoff.
     let stripped = 0;
     const rewriting: typeof fetch = async (input, init) => {
-      const u = new URL(String(input));
+      const u = new URL(urlOf(input));
       if (u.searchParams.has('wait')) stripped++;
       u.searchParams.delete('wait');
       return fetch(u, init);

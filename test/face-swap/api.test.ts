@@ -67,7 +67,7 @@ describe('image-face-swap through the API', { timeout: LONG }, () => {
     expect(link.content_type).toBe('image/png');
     const bytes = Buffer.from(await (await fetch(link.url)).arrayBuffer());
     const meta = await sharp(bytes).metadata();
-    const targetMeta = await sharp(files.get('/target.jpg')!).metadata();
+    const targetMeta = await sharp(files.get('/target.jpg')).metadata();
     expect([meta.width, meta.height]).toEqual([targetMeta.width, targetMeta.height]);
 
     const decode = (b: Buffer) => decodeImage(b, 'test', 1e9);

@@ -63,7 +63,8 @@ describe.skipIf(!bin && !required)('PostgreSQL restart under submit load', () =>
             else if (down) outage.push({ status: r.status, code: r.body?.code, ms: Date.now() - t });
             else if (r.status !== 503) throw new Error(`unexpected ${r.status}: ${r.text}`);
           } catch (err) {
-            if (svc.proc.exitCode !== null) throw new Error(`the service died:\n${svc.output().slice(-3000)}`);
+            if (svc.proc.exitCode !== null)
+              throw new Error(`the service died:\n${svc.output().slice(-3000)}`, { cause: err });
             throw err;
           }
           await sleep(20);

@@ -32,9 +32,7 @@ describe.skipIf(process.env.TEST_DB === 'postgres')('SQLite disk full', () => {
       expect(r.status).toBe(200);
       acknowledged.push(r.body.data.uuid);
     }
-    const pages = Number(
-      ((await sql<{ page_count: number }>`PRAGMA page_count`.execute(db)).rows[0] as { page_count: number }).page_count,
-    );
+    const pages = (await sql<{ page_count: number }>`PRAGMA page_count`.execute(db)).rows[0]!.page_count;
     await sql.raw(`PRAGMA max_page_count = ${pages}`).execute(db);
 
     const answers: number[] = [];

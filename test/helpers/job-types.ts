@@ -33,5 +33,5 @@ export function sleepJobType(): JobType {
       return { bytes, contentType: 'application/json', extension: 'json' };
     },
   };
-  return t as unknown as JobType;
+  return t;
 }

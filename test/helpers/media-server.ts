@@ -36,11 +36,26 @@ export async function startMediaServer(): Promise<MediaServer> {
       res.writeHead(200, { 'content-type': type, 'content-length': body.length });
       res.end(body);
     };
-    if (p === '/photo.jpg') return send(photo, 'image/jpeg');
-    if (p === '/rotated.jpg') return send(rotated, 'image/jpeg');
-    if (p === '/small.png') return send(png, 'image/png');
-    if (p === '/corrupt.jpg') return send(corrupt, 'image/jpeg');
-    if (p === '/page.html') return send(Buffer.from('<!doctype html><html><body>hello</body></html>'), 'image/jpeg');
+    if (p === '/photo.jpg') {
+      send(photo, 'image/jpeg');
+      return;
+    }
+    if (p === '/rotated.jpg') {
+      send(rotated, 'image/jpeg');
+      return;
+    }
+    if (p === '/small.png') {
+      send(png, 'image/png');
+      return;
+    }
+    if (p === '/corrupt.jpg') {
+      send(corrupt, 'image/jpeg');
+      return;
+    }
+    if (p === '/page.html') {
+      send(Buffer.from('<!doctype html><html><body>hello</body></html>'), 'image/jpeg');
+      return;
+    }
     if (p.startsWith('/hold/')) {
       // Headers now, body only once released: the job sits in "downloading media".
       res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': photo.length });

@@ -24,7 +24,7 @@ beforeAll(async () => {
   media = await startMediaServer();
   hooks = await startServer((req, res) => {
     let body = '';
-    req.on('data', (c) => (body += c));
+    req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
       deliveries.push({ headers: req.headers, body });
       res.writeHead(204).end();
@@ -35,7 +35,7 @@ beforeAll(async () => {
   doc = (await (await fetch(`${docs.base}${OPENAPI_PATH}`)).json()) as Json;
   await docs.close();
   checker = responseChecker(doc);
-  check = checker.check;
+  check = (...args) => checker.check(...args);
 });
 afterAll(async () => {
   await svc?.stop();

@@ -192,7 +192,7 @@ describe('the OpenAPI document', () => {
 
   it('documents the webhook deliveries as OpenAPI 3.1 webhooks with the X-Service headers', () => {
     expect(Object.keys(doc.webhooks).sort()).toEqual(['job.cancelled', 'job.completed', 'job.failed']);
-    for (const w of Object.values(doc.webhooks) as Json[]) {
+    for (const w of Object.values<Json>(doc.webhooks)) {
       expect(w.post.parameters.map((p: Json) => p.name)).toEqual([
         'X-Service-Event-Id',
         'X-Service-Timestamp',

@@ -111,7 +111,7 @@ export function responseChecker(doc: Json) {
     compileAll(): number {
       let n = 0;
       for (const name of Object.keys(defs)) {
-        ajv.getSchema(`urn:media-jobs:components#/$defs/${name}`) ??
+        if (!ajv.getSchema(`urn:media-jobs:components#/$defs/${name}`))
           ajv.compile({ $ref: `urn:media-jobs:components#/$defs/${name}` });
         n++;
       }

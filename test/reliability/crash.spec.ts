@@ -208,7 +208,7 @@ describe.each(backends)('crash under load on %s', (backend) => {
         const p = await fetch(`${base}/api/v1/jobs?status=processing&limit=100`, {
           headers: { authorization: headers.authorization },
         });
-        processingAtKill.push(((await p.json()) as any).data.jobs.length);
+        processingAtKill.push((await p.json()).data.jobs.length);
       } catch {
         processingAtKill.push(-1);
       }

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/restrict-template-expressions -- the figures are JSON values the tests wrote; the summary prints them as they are */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -43,7 +44,7 @@ function cell(v: unknown): string {
   if (v === null || v === undefined) return '–';
   if (Array.isArray(v) && v.length === 0) return 'none';
   if (typeof v === 'object') return `\`${JSON.stringify(v)}\``;
-  return String(v).replace(/\|/g, '\\|').replace(/\n/g, ' ');
+  return (typeof v === 'string' ? v : JSON.stringify(v)).replace(/\|/g, '\\|').replace(/\n/g, ' ');
 }
 
 function render(fragments: Fragment[], started: Date): string {
@@ -62,7 +63,7 @@ function render(fragments: Fragment[], started: Date): string {
     for (const [k, v] of Object.entries(f.figures)) {
       if (Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string')) {
         lines.push(`| ${cell(k)} | ${v.length} (listed below) |`);
-        lists.push([k, v as string[]]);
+        lists.push([k, v]);
       } else lines.push(`| ${cell(k)} | ${cell(v)} |`);
     }
     lines.push('');

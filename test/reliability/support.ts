@@ -230,7 +230,7 @@ export function envelopeProblem(
   } else {
     if (b.code !== -1) return `HTTP ${status} error with code ${JSON.stringify(b.code)}`;
     if (typeof b.message !== 'string' || b.message.length === 0) return `HTTP ${status} error without a message`;
-    if (Object.keys(b.data as object).length !== 0) return `HTTP ${status} error with non-empty data`;
+    if (Object.keys(b.data).length !== 0) return `HTTP ${status} error with non-empty data`;
   }
   return undefined;
 }

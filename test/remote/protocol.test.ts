@@ -76,7 +76,7 @@ async function upload(uuid: string, lease: string, bytes: Buffer, type: string) 
     headers: { authorization: `Bearer ${token}`, 'content-type': type },
     body: new Uint8Array(bytes),
   });
-  return { status: res.status, body: (await res.json()) as any };
+  return { status: res.status, body: await res.json() };
 }
 
 describe('declared job types', () => {
@@ -93,7 +93,7 @@ describe('declared job types', () => {
     });
     expect(bad.status).toBe(400);
     expect(bad.body.message).toContain('scale');
-    const doc = (await (await fetch(`${svc.base}/api/v1/openapi.json`)).json()) as any;
+    const doc = await (await fetch(`${svc.base}/api/v1/openapi.json`)).json();
     expect(Object.keys(doc.paths)).toContain('/api/v1/jobs/submit/test-remote');
     expect(doc.paths['/api/v1/worker/claim'].post.security).toEqual([{ workerToken: [] }]);
     // Accepted while no worker is connected: it waits in the queue, and no in-process worker takes it.

@@ -92,7 +92,7 @@ describe('runWorker', () => {
         // Held until the progress is visible in the public status (it is sent at once, not on the next beat).
         await waitFor(() => sawProgress, 'the test to see the progress');
         returned = await sharp(bytes)
-          .resize({ width: meta.width! * (job.input.scale as number) })
+          .resize({ width: meta.width * (job.input.scale as number) })
           .png()
           .toBuffer();
         return { bytes: returned, contentType: 'image/png' };
@@ -171,6 +171,7 @@ describe('runWorker', () => {
   it('backs off and retries when the service answers 503, and never gives up', async () => {
     // A proxy in front of the service that answers the first three claims with 503.
     let refused = 0;
+    // eslint-disable-next-line @typescript-eslint/no-misused-promises -- a test proxy: its handler's rejections fail the test anyway
     const proxy: Server = createServer(async (req, res) => {
       if (req.url === '/api/v1/worker/claim' && refused < 3) {
         refused++;

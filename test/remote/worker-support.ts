@@ -54,8 +54,8 @@ export function startWorkerProcess(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  proc.stdout!.on('data', (d) => (out += d));
-  proc.stderr!.on('data', (d) => (out += d));
+  proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
   return Object.assign(proc, { log: () => out });
 }
 
@@ -116,7 +116,7 @@ export function api(svc: TestService) {
         .select('attempts')
         .where('uuid', '=', uuid)
         .executeTakeFirstOrThrow();
-      return Number(row.attempts);
+      return row.attempts;
     },
     cancel: (uuid: string) => svc.call('POST', `/api/v1/jobs/${uuid}/cancel`),
   };

@@ -77,7 +77,7 @@ describe('video-face-swap', () => {
     [clip, source] = await Promise.all([makeClip(), portrait('curlyBlonde')]);
     const run = context({ source, target: clip });
     stages = run.stages;
-    out = (await jt.run(run.ctx as never)).bytes;
+    out = (await jt.run(run.ctx)).bytes;
   }, LONG);
   afterAll(() => jt?.close());
 
@@ -157,7 +157,7 @@ describe('video-face-swap', () => {
       const short = await makeClip({ seconds: 1 });
       const tone = await makeTone(3);
       const run = context({ source, target: short, audio: tone });
-      const res = await jt.run(run.ctx as never);
+      const res = await jt.run(run.ctx);
       const p = await probe(res.bytes);
       const v = p.streams.find((s) => s.codec_type === 'video')!;
       expect(v.nb_read_frames).toBe('25');
@@ -174,7 +174,7 @@ describe('video-face-swap', () => {
     'keeps the rotation metadata and the stored orientation of a phone video',
     async () => {
       const rotated = await makeClip({ seconds: 1, rotate: 90 });
-      const res = await jt.run(context({ source, target: rotated }).ctx as never);
+      const res = await jt.run(context({ source, target: rotated }).ctx);
       const [a, b] = await Promise.all([probe(rotated), probe(res.bytes)]);
       const va = a.streams.find((s) => s.codec_type === 'video')!;
       const vb = b.streams.find((s) => s.codec_type === 'video')!;
@@ -230,7 +230,7 @@ describe('video-face-swap', () => {
       expect(aborted).toBe(true);
       // No ffmpeg child left behind (they were SIGKILLed; give the kernel a moment to reap them).
       const deadline = Date.now() + 10_000;
-      let children = '';
+      let children: string;
       do {
         try {
           children = execFileSync('ps', ['-o', 'comm=', '--ppid', String(process.pid)]).toString();
@@ -250,7 +250,7 @@ describe('video-face-swap', () => {
     'fails with invalid_media for a video with no face, naming the slot',
     async () => {
       const still = await makeClip({ seconds: 1, photo: 6, region: { left: 0, top: 1100, width: 480, height: 420 } });
-      const err = await errorOf(jt.run(context({ source, target: still }).ctx as never));
+      const err = await errorOf(jt.run(context({ source, target: still }).ctx));
       expect(err.errorType).toBe('invalid_media');
       expect(err.message).toBe('input.target: no face found in any frame');
     },
@@ -260,7 +260,7 @@ describe('video-face-swap', () => {
   it(
     'fails with invalid_media for a source image with no face',
     async () => {
-      const err = await errorOf(jt.run(context({ source: await landscape(400, 300), target: clip }).ctx as never));
+      const err = await errorOf(jt.run(context({ source: await landscape(400, 300), target: clip }).ctx));
       expect(err.message).toBe('input.source: no face found');
     },
     LONG,
@@ -271,16 +271,16 @@ describe('video-face-swap', () => {
     async () => {
       const small = createVideoFaceSwapJobType({ threads: 1, limits: { maxSeconds: 1, maxPixels: 100_000 } });
       try {
-        let err = await errorOf(small.run(context({ source, target: clip }).ctx as never));
+        let err = await errorOf(small.run(context({ source, target: clip }).ctx));
         expect(err.message).toBe('input.target: 2 s long, over the 1 s limit');
-        err = await errorOf(jt.run(context({ source, target: clip }, { max_duration: 1.5 }).ctx as never));
+        err = await errorOf(jt.run(context({ source, target: clip }, { max_duration: 1.5 }).ctx));
         expect(err.message).toBe('input.target: 2 s long, over the 1.5 s max_duration');
         const tiny = createVideoFaceSwapJobType({ threads: 1, limits: { maxSeconds: 60, maxPixels: 50_000 } });
-        err = await errorOf(tiny.run(context({ source, target: clip }).ctx as never));
+        err = await errorOf(tiny.run(context({ source, target: clip }).ctx));
         expect(err.message).toBe('input.target: video is 320x280 (0.09 MP), over the 0.05 MP limit');
         await tiny.close();
         err = await errorOf(
-          jt.run(context({ source, target: Buffer.from('not a video at all, just text'.repeat(50)) }).ctx as never),
+          jt.run(context({ source, target: Buffer.from('not a video at all, just text'.repeat(50)) }).ctx),
         );
         expect(err.message).toBe('input.target: not a decodable media file');
       } finally {

@@ -39,7 +39,7 @@ describe('video-from-image-audio', () => {
     async () => {
       const image = await portrait('brunette', 0.5);
       const tone = await makeTone(1.5);
-      const out = await jt.run(ctx([image], tone) as never);
+      const out = await jt.run(ctx([image], tone));
       expect(out.contentType).toBe('video/mp4');
       const p = await probe(out.bytes);
       const v = p.streams.find((s) => s.codec_type === 'video')!;
@@ -60,7 +60,7 @@ describe('video-from-image-audio', () => {
       const a = await portrait('brunette', 0.5);
       const b = await landscape(276, 276);
       const tone = await makeTone(2);
-      const out = await jt.run(ctx([a, b], tone, { format: 'webm', waveform: true, fps: 10 }) as never);
+      const out = await jt.run(ctx([a, b], tone, { format: 'webm', waveform: true, fps: 10 }));
       expect(out.contentType).toBe('video/webm');
       const p = await probe(out.bytes);
       expect(p.streams.find((s) => s.codec_type === 'video')?.codec_name).toBe('vp9');

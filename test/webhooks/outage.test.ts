@@ -119,7 +119,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('webhook dispatcher while the database is 
       'the three deliveries recorded as delivered',
       60_000,
     );
-    expect(rows.map((r) => [r.event_id, r.state, Number(r.attempts), r.lease_owner])).toEqual(
+    expect(rows.map((r) => [r.event_id, r.state, r.attempts, r.lease_owner])).toEqual(
       ids.map((id) => [id, 'delivered', 1, null]),
     );
     const attempts = await store.db
@@ -127,7 +127,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('webhook dispatcher while the database is 
       .select(['event_id', 'attempt', 'http_status', 'ok'])
       .orderBy('event_id')
       .execute();
-    expect(attempts.map((a) => [a.event_id, Number(a.attempt), Number(a.http_status), Number(a.ok)])).toEqual(
+    expect(attempts.map((a) => [a.event_id, a.attempt, Number(a.http_status), a.ok])).toEqual(
       ids.map((id) => [id, 1, 200, 1]),
     );
     // Sent once each (the leases were never lost), one warning for the whole outage, one recovery.

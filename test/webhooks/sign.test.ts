@@ -138,7 +138,7 @@ describe('verifyWebhook', () => {
   it('rejects missing or malformed headers', () => {
     for (const name of ['x-service-signature', 'x-service-timestamp', 'x-service-event-id']) {
       const h: Record<string, string> = headersFor();
-      delete h[name];
+      Reflect.deleteProperty(h, name);
       let err: unknown;
       try {
         verifyWebhook(body, h, secret, { now });

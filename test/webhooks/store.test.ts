@@ -263,8 +263,8 @@ describe('webhook outbox batches', () => {
       rows.map((r) => [
         r.event_id,
         r.state,
-        Number(r.attempts),
-        r.next_attempt_at === null ? null : Number(r.next_attempt_at),
+        r.attempts,
+        r.next_attempt_at === null ? null : r.next_attempt_at,
         r.lease_owner,
       ]),
     ).toEqual([
@@ -281,7 +281,7 @@ describe('webhook outbox batches', () => {
       .where('event_id', 'in', ['live1', 'live2', 'dead04'])
       .orderBy('id')
       .execute();
-    expect(numbers.map((n) => [n.event_id, Number(n.attempt), Number(n.manual)])).toEqual([
+    expect(numbers.map((n) => [n.event_id, n.attempt, n.manual])).toEqual([
       ['live1', 1, 1],
       ['live1', 2, 0],
       ['live2', 1, 0],

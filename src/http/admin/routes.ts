@@ -47,8 +47,7 @@ function adminAuth(deps: AdminDeps) {
   };
 }
 
-const iso = (ms: number | null | undefined) =>
-  ms === null || ms === undefined ? null : new Date(Number(ms)).toISOString();
+const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
 const createKeyBody = z.strictObject({ owner: z.string().trim().min(1).max(200) });
 const keyParams = z.object({ id: z.string().min(1).max(100) });
 // Not part of the public API: left out of the OpenAPI document.

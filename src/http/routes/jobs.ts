@@ -5,7 +5,6 @@ import { checkIdempotencyKey } from '../../jobs/idempotency.js';
 import type { JobService } from '../../jobs/service.js';
 import { JOB_STATUSES } from '../../jobs/states.js';
 import { describeIssue } from '../../jobs/submit-schema.js';
-import { ApiError } from '../api-error.js';
 import { ok } from '../envelope.js';
 import {
   COMMON_ERRORS,

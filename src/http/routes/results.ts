@@ -50,7 +50,7 @@ export function resultRoutes(app: FastifyInstance, store: LocalResultStore, secr
           410,
         ),
       },
-      validatorCompiler: () => (value) => ({ value }),
+      validatorCompiler: () => (value: unknown) => ({ value }),
     },
     async (request, reply) => {
       // Unvalidated on purpose (validatorCompiler above): verifyResultPath checks whatever came.

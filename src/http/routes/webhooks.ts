@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { WebhookService } from '../../webhooks/service.js';
-import { ApiError } from '../api-error.js';
 import { z } from 'zod';
 import { ok } from '../envelope.js';
 import {
