@@ -141,6 +141,8 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     clock,
     maxBodyBytes: config.maxBodyBytes,
     allowPrivate: config.mediaAllowPrivateNetworks,
+    webhookRetryScheduleMs: config.webhookRetryScheduleMs,
+    webhookTimeoutMs: config.webhookTimeoutMs,
     metrics,
     rateLimits: {
       submitPerMinute: config.rateLimitSubmit,

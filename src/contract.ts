@@ -28,6 +28,9 @@ export type ErrorType = (typeof ERROR_TYPES)[number];
 export const EVENT_TYPES = ['job.completed', 'job.failed', 'job.cancelled'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/** What a missing job and another owner's job both answer, word for word (404). */
+export const JOB_NOT_FOUND = 'job not found';
+
 /** The media slots under `input`. */
 export const SLOT_NAMES = ['source', 'target', 'reference', 'audio'] as const;
 export type SlotName = (typeof SLOT_NAMES)[number];

@@ -5,6 +5,7 @@ import { submitSchema, toJsonSchema, webhookSchema } from '../jobs/submit-schema
 import type { Catalogue } from '../processors/catalogue.js';
 import { SLOT_NAMES, type JobType } from '../processors/types.js';
 import { EVENT_TYPES } from '../contract.js';
+import { formatDuration } from '../media/net-errors.js';
 import { COMPONENT_IDS, componentRegistry, ERROR_RESPONSES } from './schemas.js';
 
 /**
@@ -20,6 +21,11 @@ import { COMPONENT_IDS, componentRegistry, ERROR_RESPONSES } from './schemas.js'
 export interface OpenApiDeps {
   catalogue: Catalogue;
   allowPrivate: boolean;
+  /** The configured delivery schedule and timeout (WEBHOOK_RETRY_SCHEDULE, WEBHOOK_TIMEOUT). */
+  webhookRetryScheduleMs: readonly number[];
+  webhookTimeoutMs: number;
+  /** Open event streams per owner (GET /jobs/{uuid}/events answers 429 past it). */
+  maxStreamsPerOwner: number;
 }
 
 type Json = Record<string, unknown>;
@@ -287,7 +293,7 @@ const PROSE: Record<string, Prose> = {
       '- `error`: the job could not be read (the envelope); reconnect to resume.\n\n' +
       'The stream ends right after the `status` message of a terminal state (`completed`, `failed`, `cancelled`); a job that is already terminal gets that one message. ' +
       'Comment lines (`: keep-alive`) keep idle connections open. Terminal states are sent the moment they happen; other changes within about a second. ' +
-      'A job of another owner answers 404 with the envelope; more than 32 open streams per owner answer 429.',
+      'A job of another owner answers 404 with the envelope.',
   },
   listWebhookDeliveries: { summary: "A job's webhook events and their delivery attempts" },
   redeliverWebhook: {
@@ -437,7 +443,17 @@ function finishParameters(op: Json): void {
   params.sort((a, b) => Number(b.in === 'path') - Number(a.in === 'path'));
 }
 
-function webhookOperations(): Json {
+/** "at once, then 1m, 5m, 30m and 6h after each failure", from the configured schedule. */
+function scheduleText(scheduleMs: readonly number[]): string {
+  const [first = 0, ...retries] = scheduleMs;
+  const start = first === 0 ? 'at once' : `${formatDuration(first)} after the job ends`;
+  if (retries.length === 0) return `${start}, once`;
+  const list = retries.map(formatDuration);
+  const last = list.pop()!;
+  return `${start}, then ${list.length > 0 ? `${list.join(', ')} and ${last}` : last} after each failure`;
+}
+
+function webhookOperations(deps: OpenApiDeps): Json {
   const out: Json = {};
   const examples: Record<string, Json> = {
     'job.completed': {
@@ -470,7 +486,7 @@ function webhookOperations(): Json {
         summary: `${event}: sent to webhook.url`,
         description:
           'Sent only when a job reaches a terminal state, only for the events in `webhook.events` (all three when omitted). ' +
-          'Attempts: at once, then 1 m, 5 m, 30 m and 6 h after each failure; any 2xx ends it. No redirects are followed; 10 s timeout. ' +
+          `Attempts: ${scheduleText(deps.webhookRetryScheduleMs)}; any 2xx ends it. No redirects are followed; ${formatDuration(deps.webhookTimeoutMs)} timeout. ` +
           'Verify `X-Service-Signature` = lowercase hex HMAC-SHA256(secret, `X-Service-Timestamp` + "." + raw body) on the raw body before parsing it ' +
           "(`import { verifyWebhook } from 'media-jobs'`), acknowledge quickly, and deduplicate on `event_id`.",
         parameters: [
@@ -575,7 +591,11 @@ function finish(doc: Json, deps: OpenApiDeps): Json {
   const template = paths[SUBMIT_TEMPLATE]?.post;
   Reflect.deleteProperty(paths, SUBMIT_TEMPLATE);
   if (template) Object.assign(paths, submitOperations(types, template));
-  doc.webhooks = webhookOperations();
+  doc.webhooks = webhookOperations(deps);
+  const events = paths[`${API}/jobs/{uuid}/events`]?.get;
+  if (events) {
+    events.description = `${String(events.description)} More than ${deps.maxStreamsPerOwner} open streams per owner answer 429.`;
+  }
   // The transform renders an input twin (`JobInput`…) of every component; only request bodies would use them.
   const twins = new Set(COMPONENT_IDS.map((id) => `${id}Input`));
   const used = JSON.stringify({

@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { ERROR_TYPES, EVENT_TYPES, JOB_STATUSES, SLOT_NAMES } from '../contract.js';
+import { ERROR_TYPES, EVENT_TYPES, JOB_NOT_FOUND, JOB_STATUSES, SLOT_NAMES } from '../contract.js';
 import { notFound } from '../errors.js';
-import { JOB_NOT_FOUND } from '../jobs/service.js';
 
 /**
  * Zod schemas of the response data shapes (DESIGN.md §2). They are the source of the OpenAPI

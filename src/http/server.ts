@@ -16,7 +16,7 @@ import { authHook } from './auth.js';
 import { fail } from './envelope.js';
 import { jobTypeRoutes } from './routes/job-types.js';
 import { jobRoutes, validationMessage } from './routes/jobs.js';
-import { swaggerOptions } from './openapi.js';
+import { swaggerOptions, type OpenApiDeps } from './openapi.js';
 import { docsRoutes } from './routes/docs.js';
 import { opsRoutes } from './routes/ops.js';
 import { resultRoutes } from './routes/results.js';
@@ -26,10 +26,11 @@ import type { Signals } from '../signals.js';
 import { KEY_REVOKED_SIGNAL } from '../store/keys.js';
 import type { Metrics } from '../metrics.js';
 import { webhookRoutes } from './routes/webhooks.js';
-import { eventRoutes, type EventStreamOptions } from './routes/events.js';
+import { eventRoutes, MAX_STREAMS_PER_OWNER, type EventStreamOptions } from './routes/events.js';
 import { jobDetailRoutes } from './routes/job-detail.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { adminRoutes, type LocalWorkerInfo } from './admin/routes.js';
+import { Operator } from '../operator.js';
 import type { WebhookService } from '../webhooks/service.js';
 import type { RemoteWork } from '../remote/service.js';
 import { workerRoutes } from './worker/routes.js';
@@ -43,6 +44,9 @@ export interface HttpDeps {
   clock: Clock;
   maxBodyBytes: number;
   allowPrivate: boolean;
+  /** WEBHOOK_RETRY_SCHEDULE and WEBHOOK_TIMEOUT, as the document describes them. */
+  webhookRetryScheduleMs: readonly number[];
+  webhookTimeoutMs: number;
   metrics: Metrics;
   rateLimits: RateLimitOptions;
   /** Revocations made by other processes reach the key cache through it (PostgreSQL NOTIFY). */
@@ -150,7 +154,14 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     };
   });
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  app.register(fastifySwagger, swaggerOptions({ catalogue: deps.catalogue, allowPrivate: deps.allowPrivate }));
+  const docs: OpenApiDeps = {
+    catalogue: deps.catalogue,
+    allowPrivate: deps.allowPrivate,
+    webhookRetryScheduleMs: deps.webhookRetryScheduleMs,
+    webhookTimeoutMs: deps.webhookTimeoutMs,
+    maxStreamsPerOwner: deps.eventStreams?.maxPerOwner ?? MAX_STREAMS_PER_OWNER,
+  };
+  app.register(fastifySwagger, swaggerOptions(docs));
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -264,7 +275,7 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
   app.register(
     (admin) =>
       adminRoutes(admin, {
-        store: deps.store,
+        operator: new Operator(deps.store, deps.clock),
         clock: deps.clock,
         signals: deps.signals,
         localWorkers: deps.localWorkers,
@@ -275,7 +286,7 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
   // In a plugin, so they are added after @fastify/swagger is listening for routes.
   app.register(async (root) => {
     opsRoutes(root, deps.store, deps.metrics);
-    docsRoutes(root, deps); // GET /api/v1/openapi.json (no API key, not enveloped) and /docs
+    docsRoutes(root, docs); // GET /api/v1/openapi.json (no API key, not enveloped) and /docs
     if (deps.localResults) resultRoutes(root, deps.localResults.store, deps.localResults.secret, deps.clock);
     await dashboardRoutes(root);
   });

@@ -1,4 +1,5 @@
 import { wakeOn } from '../background/wake.js';
+import { JOB_NOT_FOUND, type ResultLink } from '../contract.js';
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
@@ -39,13 +40,7 @@ export interface SubmitOutcome {
   replayed: boolean;
 }
 
-export interface ResultLink {
-  uuid: string;
-  url: string;
-  expires_at: string;
-  content_type: string;
-  size_bytes: number;
-}
+export type { ResultLink };
 
 export interface JobServiceDeps {
   store: Store;
@@ -60,8 +55,7 @@ export interface JobServiceDeps {
   lookup?: LookupAll;
 }
 
-/** What a missing job and another owner's job both answer (no difference visible). */
-export const JOB_NOT_FOUND = 'job not found';
+export { JOB_NOT_FOUND };
 /** Queue position is exact up to this many jobs ahead; beyond it the status says "more than". */
 export const POSITION_CAP = 1000;
 

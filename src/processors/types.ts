@@ -1,21 +1,12 @@
 import type { z } from 'zod';
 
-import { SLOT_NAMES, type SlotName } from '../contract.js';
+import { SLOT_NAMES, type SlotName, type SlotSpec } from '../contract.js';
 
 /** The media slots the seed names (the contract's); they live under `input`. */
 export { SLOT_NAMES, type SlotName };
 
-export interface SlotSpec {
-  required: boolean;
-  /** How many URLs the slot takes (a bare string counts as one). */
-  min: number;
-  max: number;
-  /** Kind of media expected; checked against the sniffed type after download. */
-  accepts: 'image' | 'audio' | 'video';
-  description: string;
-}
+export type { SlotSpec };
 
-/** A downloaded input: bytes plus the type sniffed from the bytes (never from headers). */
 /** What processors get for each media item: downloaded and sniffed by media/fetch.ts. */
 export type { FetchedMedia } from '../media/fetch.js';
 import type { FetchedMedia } from '../media/fetch.js';

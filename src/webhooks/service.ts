@@ -10,30 +10,13 @@ import {
   type WebhookEventRow,
 } from '../store/webhooks.js';
 import type { WebhookSender } from './send.js';
+import type { Delivery, DeliveryAttempt } from '../contract.js';
+import { JOB_NOT_FOUND } from '../contract.js';
 
-/** One attempt as the API shows it. */
-export interface ApiDeliveryAttempt {
-  attempt: number;
-  started_at: string;
-  http_status: number | null;
-  error: string | null;
-  duration_ms: number;
-  ok: boolean;
-  manual: boolean;
-}
+/** One attempt and one event with its attempts, as the API shows them: the contract's shapes. */
+export type ApiDeliveryAttempt = DeliveryAttempt;
+export type ApiDelivery = Delivery;
 
-/** One event and its delivery, as GET …/webhook-deliveries shows it. */
-export interface ApiDelivery {
-  event_id: string;
-  event_type: string;
-  url: string;
-  state: 'pending' | 'delivered' | 'failed';
-  attempts: ApiDeliveryAttempt[];
-  next_attempt_at: string | null;
-  created_at: string;
-}
-
-const JOB_NOT_FOUND = 'job not found';
 const EVENT_NOT_FOUND = 'event not found';
 const iso = (ms: number | string | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
 

@@ -202,7 +202,14 @@ describe('the OpenAPI document', () => {
       expect(
         responseChecker(doc).matches('WebhookPayload', w.post.requestBody.content['application/json'].example),
       ).toBe(true);
+      // The schedule and timeout this service was configured with (the test helper shortens them).
+      expect(svc.app.config.webhookRetryScheduleMs).toEqual([0, 200, 400, 600, 800]);
+      expect(w.post.description).toContain('Attempts: at once, then 200ms, 400ms, 600ms and 800ms after each failure');
+      expect(w.post.description).toContain(`${svc.app.config.webhookTimeoutMs / 1000}s timeout`);
     }
+    expect(doc.paths['/api/v1/jobs/{uuid}/events'].get.description).toContain(
+      'More than 32 open streams per owner answer 429.',
+    );
   });
 });
 

@@ -29,7 +29,14 @@ export async function docsOrigin(
     return reply.code(status).send(fail((err as Error).message));
   });
   const catalogue = new Catalogue(jobTypes ?? defaultJobTypes({ threads: 1 }));
-  docsRoutes(f, { catalogue, allowPrivate: true });
+  const { config } = svc.app;
+  docsRoutes(f, {
+    catalogue,
+    allowPrivate: true,
+    webhookRetryScheduleMs: config.webhookRetryScheduleMs,
+    webhookTimeoutMs: config.webhookTimeoutMs,
+    maxStreamsPerOwner: 32,
+  });
   await f.listen({ host: '127.0.0.1', port: 0 });
   const port = (f.server.address() as { port: number }).port;
   return { base: `http://127.0.0.1:${port}`, wired: false, close: () => f.close() };

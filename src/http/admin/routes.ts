@@ -3,14 +3,9 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Clock } from '../../clock.js';
 import type { Signals } from '../../signals.js';
-import type { Store } from '../../store/db.js';
-import { findActiveAdminToken } from '../../store/admin-tokens.js';
-import { recentFailedDeliveries } from '../../store/failed-deliveries.js';
-import { countActive } from '../../store/jobs.js';
-import { createKey, listKeys, revokeKey } from '../../store/keys.js';
+import type { Operator } from '../../operator.js';
 import { ApiError } from '../api-error.js';
 import { ok } from '../envelope.js';
-import { remoteWorkers } from './remote-workers.js';
 import { ThroughputMeter } from './throughput.js';
 
 /** A worker pool running inside this process. */
@@ -22,7 +17,7 @@ export interface LocalWorkerInfo {
 }
 
 export interface AdminDeps {
-  store: Store;
+  operator: Operator;
   clock: Clock;
   signals?: Signals;
   /** The worker pools of this process (none in an `api`-role process). */
@@ -42,8 +37,7 @@ function adminAuth(deps: AdminDeps) {
         'an admin token is required: "Authorization: Bearer mja_…" (media-jobs admin create-token)',
         CHALLENGE,
       );
-    if (!(await findActiveAdminToken(deps.store.db, m[1]!)))
-      throw new ApiError(401, 'invalid or revoked admin token', CHALLENGE);
+    if (!(await deps.operator.isAdmin(m[1]!))) throw new ApiError(401, 'invalid or revoked admin token', CHALLENGE);
   };
 }
 
@@ -68,7 +62,7 @@ export async function adminRoutes(scope: FastifyInstance, deps: AdminDeps): Prom
   });
 
   app.get('/overview', { schema: hidden }, async () => {
-    const depth = await countActive(deps.store.db);
+    const depth = await deps.operator.queueDepth();
     const series = meter.series();
     return ok({
       queue: depth,
@@ -83,7 +77,7 @@ export async function adminRoutes(scope: FastifyInstance, deps: AdminDeps): Prom
   app.get('/workers', { schema: hidden }, async () =>
     ok({
       local: deps.localWorkers?.() ?? [],
-      remote: (await remoteWorkers(deps.store.db)).map((w) => ({
+      remote: (await deps.operator.remoteWorkers()).map((w) => ({
         ...w,
         created_at: iso(w.created_at),
         revoked_at: iso(w.revoked_at),
@@ -93,7 +87,7 @@ export async function adminRoutes(scope: FastifyInstance, deps: AdminDeps): Prom
   );
 
   app.get('/keys', { schema: hidden }, async () => {
-    const keys = await listKeys(deps.store.db);
+    const keys = await deps.operator.listKeys();
     return ok({
       keys: keys.map((k) => ({
         id: k.id,
@@ -107,18 +101,18 @@ export async function adminRoutes(scope: FastifyInstance, deps: AdminDeps): Prom
 
   app.post('/keys', { schema: { ...hidden, body: createKeyBody } }, async (request) => {
     const { owner } = request.body;
-    const k = await createKey(deps.store.db, owner, deps.clock.now());
+    const k = await deps.operator.createKey(owner);
     return ok({ id: k.id, owner: k.owner, prefix: k.prefix, key: k.key });
   });
 
   app.post('/keys/:id/revoke', { schema: { ...hidden, params: keyParams } }, async (request) => {
     const { id } = request.params;
-    if (!(await revokeKey(deps.store.db, id, deps.clock.now()))) throw new ApiError(404, 'no active key with this id');
+    if (!(await deps.operator.revokeKey(id))) throw new ApiError(404, 'no active key with this id');
     return ok({ id, revoked: true });
   });
 
   app.get('/failed-deliveries', { schema: hidden }, async () => {
-    const rows = await recentFailedDeliveries(deps.store.db, FAILED_LIMIT);
+    const rows = await deps.operator.failedDeliveries(FAILED_LIMIT);
     return ok({ deliveries: rows.map((r) => ({ ...r, failed_at: iso(r.failed_at) })), limit: FAILED_LIMIT });
   });
 }

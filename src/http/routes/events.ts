@@ -36,6 +36,9 @@ export interface EventStreamOptions {
   maxPerOwner?: number;
 }
 
+/** Open streams per owner in one process, unless EventStreamOptions says otherwise. */
+export const MAX_STREAMS_PER_OWNER = 32;
+
 export interface EventRouteDeps {
   service: JobService;
   signals?: Signals;
@@ -50,7 +53,7 @@ function message(id: number, event: string, data: unknown): string {
 export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: EventStreamOptions = {}): void {
   const pollMs = opts.pollMs ?? 1000;
   const keepAliveMs = opts.keepAliveMs ?? 15_000;
-  const maxPerOwner = opts.maxPerOwner ?? 32;
+  const maxPerOwner = opts.maxPerOwner ?? MAX_STREAMS_PER_OWNER;
   const perOwner = new Map<string, number>();
   // Open streams, for operators and for the test that a disconnect frees everything.
   const open = new Gauge({
