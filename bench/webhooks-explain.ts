@@ -144,6 +144,8 @@ console.log('--- record');
       nextAttemptAt: null,
       now: NOW,
     })),
+    [],
+    NOW,
   );
   console.log(`record ${rows.length}: applied ${applied.size} in ${(performance.now() - t).toFixed(2)} ms`);
   // Put them back as they were.

@@ -232,8 +232,8 @@ export async function recordScheduledAttempts(
   db: Kysely<Database>,
   leaseOwner: string,
   attempts: readonly ScheduledAttempt[],
-  release: readonly string[] = [],
-  now = Date.now(),
+  release: readonly string[],
+  now: number,
 ): Promise<Set<string>> {
   if (attempts.length === 0 && release.length === 0) return new Set();
   return db.transaction().execute(async (trx) => {
