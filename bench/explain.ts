@@ -105,7 +105,7 @@ async function plans(db: Db): Promise<string[]> {
     await step('OWNER_MAX_RUNNING: claim picked jobs', (t) =>
       claimByUuid(t, [last], { ...claim, jobTypes: ['bench-noop'] }),
     );
-    await step('maintenance: results past retention', (t) => expiredResults(t, now));
+    await step('housekeeping: results past retention', (t) => expiredResults(t, now));
     await step('list: newest jobs of an owner', (t) => listJobs(t, { owner: 'bench', limit: 21 }));
     await step('remote: worker token by hash', (t) => findActiveWorkerToken(t, 'mjw_explain'));
     await step('remote: output of an attempt', (t) => outputsOf(t, last, 'r.explain'));

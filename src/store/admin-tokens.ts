@@ -36,14 +36,6 @@ export async function findActiveAdminToken(db: Kysely<Database>, token: string):
   return row?.id;
 }
 
-export function listAdminTokens(db: Kysely<Database>) {
-  return db
-    .selectFrom('admin_tokens')
-    .select(['id', 'prefix', 'created_at', 'revoked_at'])
-    .orderBy('created_at')
-    .execute();
-}
-
 export async function revokeAdminToken(db: Kysely<Database>, id: string, now: number): Promise<boolean> {
   const res = await db
     .updateTable('admin_tokens')

@@ -127,7 +127,7 @@ export interface WorkerTokensTable {
 
 /**
  * Blobs a remote job's attempt owns: its staged input copies and its uploaded output. Rows live
- * only while the attempt does (deleted when it ends, or swept by maintenance), so the table holds
+ * only while the attempt does (deleted when it ends, or swept by housekeeping), so the table holds
  * about one row per running remote job, never the job history.
  */
 export interface StagedBlobsTable {

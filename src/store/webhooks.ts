@@ -123,34 +123,6 @@ export function claimDueEventsQuery(dialect: Dialect, spec: ClaimSpec) {
     RETURNING *`;
 }
 
-export interface ClaimEventSpec {
-  leaseOwner: string;
-  leaseMs: number;
-  now: number;
-  /** Destinations (origins) not to take more of right now (fairness). */
-  skipDestinations?: readonly string[];
-}
-
-/** Claims the single most overdue due event outside `skipDestinations` (claimDueEvents, one at a time). */
-export async function claimDueEvent(
-  db: Kysely<Database>,
-  dialect: Dialect,
-  spec: ClaimEventSpec,
-): Promise<WebhookEventRow | undefined> {
-  const skip = new Set(spec.skipDestinations ?? []);
-  const due = (await pendingDestinations(db, '', 1_000))
-    .filter((d) => !skip.has(d.destination) && d.dueAt <= spec.now)
-    .sort((x, y) => x.dueAt - y.dueAt);
-  for (const d of due) {
-    const [row] = await claimDueEvents(db, dialect, {
-      ...spec,
-      destinations: [{ destination: d.destination, limit: 1 }],
-    });
-    if (row) return row;
-  }
-  return undefined;
-}
-
 /** When the next pending event falls due after `now` (for the dispatcher's sleep), if any: one index seek. */
 export async function nextDueAt(db: Kysely<Database>, now: number): Promise<number | undefined> {
   const row = await db
@@ -267,22 +239,8 @@ export async function recordScheduledAttempts(
   });
 }
 
-/**
- * Records one scheduled attempt and moves the event on, in one transaction (recordScheduledAttempts
- * for a single outcome). True when the event moved.
- */
-export async function finishScheduledAttempt(
-  db: Kysely<Database>,
-  eventId: string,
-  o: ScheduledOutcome,
-): Promise<boolean> {
-  const { leaseOwner, ...rest } = o;
-  const applied = await recordScheduledAttempts(db, leaseOwner, [{ ...rest, eventId }], [], o.now);
-  return applied.has(eventId);
-}
-
 /** Gives claimed events back untouched (never sent): due again at once. */
-export async function releaseEvents(
+async function releaseEvents(
   db: Kysely<Database>,
   eventIds: readonly string[],
   leaseOwner: string,
@@ -295,16 +253,6 @@ export async function releaseEvents(
     .where('event_id', 'in', eventIds)
     .where('lease_owner', '=', leaseOwner)
     .execute();
-}
-
-/** Gives a claimed event back untouched (shutdown mid-attempt): due again at once. */
-export async function releaseEvent(
-  db: Kysely<Database>,
-  eventId: string,
-  leaseOwner: string,
-  now: number,
-): Promise<void> {
-  await releaseEvents(db, [eventId], leaseOwner, now);
 }
 
 /**

@@ -2,16 +2,48 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../src/store/db.js';
 import {
-  claimDueEvent,
   claimDueEvents,
-  finishScheduledAttempt,
   nextDueAt,
   pendingDestinations,
   recordScheduledAttempts,
-  releaseEvent,
+  type ScheduledOutcome,
+  type WebhookEventRow,
 } from '../../src/store/webhooks.js';
 import { storeEnv } from '../helpers/db.js';
 import { tempDir } from '../helpers/service.js';
+
+/**
+ * The dispatcher's own statements, one event at a time: the destinations with due events
+ * (pendingDestinations), then the most overdue destination's claim (claimDueEvents, limit 1).
+ */
+async function claimDueEvent(
+  store: Pick<Store, 'db' | 'dialect'>,
+  spec: { leaseOwner: string; leaseMs: number; now: number; skipDestinations?: readonly string[] },
+): Promise<WebhookEventRow | undefined> {
+  const skip = new Set(spec.skipDestinations ?? []);
+  const due = (await pendingDestinations(store.db, '', 1_000))
+    .filter((d) => !skip.has(d.destination) && d.dueAt <= spec.now)
+    .sort((x, y) => x.dueAt - y.dueAt);
+  for (const d of due) {
+    const [row] = await claimDueEvents(store.db, store.dialect, {
+      ...spec,
+      destinations: [{ destination: d.destination, limit: 1 }],
+    });
+    if (row) return row;
+  }
+  return undefined;
+}
+
+/** Records one attempt as the dispatcher does (a batch of one); true when the event moved. */
+async function finishScheduledAttempt(store: Store, eventId: string, o: ScheduledOutcome): Promise<boolean> {
+  const { leaseOwner, ...rest } = o;
+  return (await recordScheduledAttempts(store.db, leaseOwner, [{ ...rest, eventId }], [], o.now)).has(eventId);
+}
+
+/** Gives a claimed event back as the dispatcher does at shutdown (the release list of a record batch). */
+async function releaseEvent(store: Store, eventId: string, leaseOwner: string, now: number): Promise<void> {
+  await recordScheduledAttempts(store.db, leaseOwner, [], [eventId], now);
+}
 
 let a: Store;
 let b: Store;
@@ -66,8 +98,8 @@ describe('webhook outbox claims', () => {
     const got: Record<string, string[]> = { A: [], B: [] };
     for (;;) {
       const [x, y] = await Promise.all([
-        claimDueEvent(a.db, a.dialect, { leaseOwner: 'A', leaseMs: LEASE, now: T0 }),
-        claimDueEvent(b.db, b.dialect, { leaseOwner: 'B', leaseMs: LEASE, now: T0 }),
+        claimDueEvent(a, { leaseOwner: 'A', leaseMs: LEASE, now: T0 }),
+        claimDueEvent(b, { leaseOwner: 'B', leaseMs: LEASE, now: T0 }),
       ]);
       if (x) got.A!.push(x.event_id);
       if (y) got.B!.push(y.event_id);
@@ -80,10 +112,8 @@ describe('webhook outbox claims', () => {
   });
 
   it('hands an event whose dispatcher died back after its lease expires, and only then', async () => {
-    expect(
-      await claimDueEvent(b.db, b.dialect, { leaseOwner: 'B', leaseMs: LEASE, now: T0 + LEASE - 1 }),
-    ).toBeUndefined();
-    const again = await claimDueEvent(b.db, b.dialect, { leaseOwner: 'B', leaseMs: LEASE, now: T0 + LEASE + 1 });
+    expect(await claimDueEvent(b, { leaseOwner: 'B', leaseMs: LEASE, now: T0 + LEASE - 1 })).toBeUndefined();
+    const again = await claimDueEvent(b, { leaseOwner: 'B', leaseMs: LEASE, now: T0 + LEASE + 1 });
     expect(again?.event_id).toBe('e0');
     expect(again?.lease_owner).toBe('B');
   });
@@ -98,8 +128,8 @@ describe('webhook outbox claims', () => {
       now,
     };
     // A (whose lease on e0 expired) finishes late: the attempt is recorded, the event does not move.
-    expect(await finishScheduledAttempt(a.db, 'e0', { ...outcome, leaseOwner: 'A' })).toBe(false);
-    expect(await finishScheduledAttempt(b.db, 'e0', { ...outcome, leaseOwner: 'B' })).toBe(true);
+    expect(await finishScheduledAttempt(a, 'e0', { ...outcome, leaseOwner: 'A' })).toBe(false);
+    expect(await finishScheduledAttempt(b, 'e0', { ...outcome, leaseOwner: 'B' })).toBe(true);
     const row = await a.db
       .selectFrom('webhook_events')
       .selectAll()
@@ -124,7 +154,7 @@ describe('webhook outbox claims', () => {
     await insertEvent('f1', 'http://dead.example', T0 + 10_000);
     await insertEvent('f2', 'http://alive.example', T0 + 10_001);
     const now = T0 + 10_002;
-    const got = await claimDueEvent(a.db, a.dialect, {
+    const got = await claimDueEvent(a, {
       leaseOwner: 'A',
       leaseMs: 60_000,
       now,
@@ -132,7 +162,7 @@ describe('webhook outbox claims', () => {
     });
     expect(got?.event_id).toBe('f2');
     expect(
-      await claimDueEvent(a.db, a.dialect, {
+      await claimDueEvent(a, {
         leaseOwner: 'A',
         leaseMs: 60_000,
         now,
@@ -140,10 +170,10 @@ describe('webhook outbox claims', () => {
       }),
     ).toBeUndefined();
     // Released (shutdown), it is due again at once.
-    await releaseEvent(a.db, 'f2', 'A', now);
+    await releaseEvent(a, 'f2', 'A', now);
     expect(
       (
-        await claimDueEvent(b.db, b.dialect, {
+        await claimDueEvent(b, {
           leaseOwner: 'B',
           leaseMs: 60_000,
           now: now + 1,
@@ -151,9 +181,7 @@ describe('webhook outbox claims', () => {
         })
       )?.event_id,
     ).toBe('f2');
-    expect((await claimDueEvent(b.db, b.dialect, { leaseOwner: 'B', leaseMs: 60_000, now: now + 1 }))?.event_id).toBe(
-      'f1',
-    );
+    expect((await claimDueEvent(b, { leaseOwner: 'B', leaseMs: 60_000, now: now + 1 }))?.event_id).toBe('f1');
   });
 });
 
