@@ -168,13 +168,18 @@ async function startPgBoss(workers: number): Promise<System> {
             .n,
         ),
       times: async (from) =>
+        // extract() answers numeric, which pg returns as a string.
         (
-          await db.query<{ c: number; s: number | null; f: number | null }>(
+          await db.query<{ c: string; s: string | null; f: string | null }>(
             `SELECT extract(epoch FROM created_on) * 1000 AS c, extract(epoch FROM started_on) * 1000 AS s, extract(epoch FROM completed_on) * 1000 AS f
                FROM pgboss.job WHERE name = 'bench' AND created_on >= to_timestamp($1::double precision / 1000)`,
             [from],
           )
-        ).rows.map((r) => ({ c: r.c, s: r.s ?? NaN, f: r.f ?? NaN })),
+        ).rows.map((r) => ({
+          c: Number(r.c),
+          s: r.s === null ? NaN : Number(r.s),
+          f: r.f === null ? NaN : Number(r.f),
+        })),
       close: once(async () => {
         try {
           await closeDb();

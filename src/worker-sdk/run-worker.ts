@@ -391,7 +391,8 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
         if (stopped || controller.signal.aborted) return;
         const f =
           typeof fraction === 'number' && Number.isFinite(fraction) ? Math.min(1, Math.max(0, fraction)) : undefined;
-        detail = { text: text.slice(0, 200), fraction: f };
+        // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-conversion -- JavaScript handlers may pass anything
+        detail = { text: String(text).slice(0, 200), fraction: f };
         flushSoon();
       },
       stop() {
