@@ -28,3 +28,14 @@ export function extensionOf(mime: string | undefined): string {
   const base = (mime ?? '').split(';')[0]!.trim().toLowerCase();
   return EXTENSIONS[base] ?? 'bin';
 }
+
+/** Media types by extension: the table above read backwards (the first type listed for an extension wins). */
+const MEDIA_TYPES: Record<string, string> = {};
+for (const [mime, ext] of Object.entries(EXTENSIONS))
+  MEDIA_TYPES[ext] ??= mime === 'text/plain' ? 'text/plain; charset=utf-8' : mime;
+
+/** The media type to serve a stored file under, from its name's extension (unknown: octet-stream). */
+export function mediaTypeOfName(name: string): string {
+  const dot = name.lastIndexOf('.');
+  return (dot >= 0 ? MEDIA_TYPES[name.slice(dot + 1).toLowerCase()] : undefined) ?? 'application/octet-stream';
+}

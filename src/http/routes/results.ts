@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { LocalResultStore } from '../../storage/local.js';
 import { verifyResultPath } from '../../storage/signing.js';
+import { mediaTypeOfName } from '../../media/extensions.js';
 import { z } from 'zod';
 import { ApiError } from '../api-error.js';
 import { responses } from '../schemas.js';
@@ -10,27 +11,6 @@ const resultQuery = z.object({
   expires: z.coerce.number().int().describe('Expiry, Unix seconds.'),
   signature: z.string().describe('HMAC signature (base64url).'),
 });
-
-const TYPES: Record<string, string> = {
-  jpg: 'image/jpeg',
-  png: 'image/png',
-  webp: 'image/webp',
-  avif: 'image/avif',
-  gif: 'image/gif',
-  bmp: 'image/bmp',
-  tif: 'image/tiff',
-  mp4: 'video/mp4',
-  mov: 'video/quicktime',
-  webm: 'video/webm',
-  mkv: 'video/x-matroska',
-  m4a: 'audio/mp4',
-  ogg: 'audio/ogg',
-  flac: 'audio/flac',
-  txt: 'text/plain; charset=utf-8',
-  mp3: 'audio/mpeg',
-  wav: 'audio/wav',
-  json: 'application/json',
-};
 
 /** Downloads of local results: no API key, the HMAC-signed, expiring URL is the credential. */
 export function resultRoutes(app: FastifyInstance, store: LocalResultStore, secret: string, clock: Clock): void {
@@ -64,7 +44,7 @@ export function resultRoutes(app: FastifyInstance, store: LocalResultStore, secr
       if (!blob) throw new ApiError(410, 'result is no longer available');
       const expiresIn = Math.max(0, Number(q.expires) - Math.floor(clock.now() / 1000));
       return reply
-        .header('content-type', TYPES[key.split('.').pop()!] ?? 'application/octet-stream')
+        .header('content-type', mediaTypeOfName(key))
         .header('content-length', blob.size)
         .header('cache-control', `private, max-age=${expiresIn}`)
         .header('x-content-type-options', 'nosniff')
