@@ -13,7 +13,9 @@ import type { Catalogue } from '../processors/catalogue.js';
 import { SLOT_NAMES } from '../processors/types.js';
 import { fetchInputs, hasMedia } from './inputs.js';
 import type { Signals } from '../signals.js';
+import type { StorageHealth } from '../storage/health.js';
 import type { ResultStore } from '../storage/types.js';
+import { storeResult } from './store-result.js';
 import type { Store } from '../store/db.js';
 import { isDatabaseUnavailable } from '../store/errors.js';
 import { Backoff } from '../background/backoff.js';
@@ -26,6 +28,8 @@ export interface WorkerPoolDeps {
   config: Config;
   clock: Clock;
   results: ResultStore;
+  /** Told of every upload's outcome; /readyz reads it. */
+  storageHealth: StorageHealth;
   signals: Signals;
   log: Logger;
   /** Test seams for the media address rule (real fetching, injected DNS). */
@@ -219,7 +223,12 @@ export class WorkerPool {
       signal.throwIfAborted();
 
       const key = `${job.uuid}.${job.attempts}.${out.extension}`;
-      await results.put(key, out.bytes, out.contentType);
+      await storeResult(key, out, {
+        results,
+        health: this.deps.storageHealth,
+        signal,
+        onWait: () => progress('waiting for result storage'),
+      });
       await renewing;
       const row = await lifecycle.complete(held, { key, contentType: out.contentType, size: out.bytes.length });
       if (!row) {
