@@ -183,6 +183,8 @@ export class WorkerPool {
     // Lease upkeep doubles as the cross-process cancel check: a failed renewal means the job
     // is no longer ours (cancelled, or our lease lapsed and another worker took it).
     let detail: string | undefined;
+    /** Set while the result waits for the storage: a timeout then says so. */
+    let storageDown = false;
     let renewing: Promise<void> = Promise.resolve();
     const renew = () => {
       const d = detail;
@@ -227,7 +229,10 @@ export class WorkerPool {
         results,
         health: this.deps.storageHealth,
         signal,
-        onWait: () => progress('waiting for result storage'),
+        onWait: () => {
+          storageDown = true;
+          progress('waiting for result storage');
+        },
       });
       await renewing;
       const row = await lifecycle.complete(held, { key, contentType: out.contentType, size: out.bytes.length });
@@ -250,7 +255,7 @@ export class WorkerPool {
       } else if (why === 'timeout') {
         await lifecycle.fail(held, {
           errorType: 'timeout',
-          message: `job ran longer than the ${formatDuration(config.jobTimeoutMs)} limit`,
+          message: `job ran longer than the ${formatDuration(config.jobTimeoutMs)} limit${storageDown ? ' (the result storage was unavailable)' : ''}`,
           detail: 'timed out',
         });
         jlog.warn('job timed out');

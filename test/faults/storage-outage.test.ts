@@ -97,3 +97,26 @@ describe('result storage down for 10 s while jobs upload', () => {
     );
   });
 });
+
+describe('result storage down for longer than a job may run', () => {
+  it('ends the job as a timeout that says the storage was unavailable', async () => {
+    const short = await startService({ ...s3.env, JOB_TIMEOUT: '2s' }, { jobTypes: [sleepJobType()] });
+    try {
+      await s3.stop();
+      const r = await short.call('POST', '/api/v1/jobs/submit/test-sleep', {
+        body: { job_type: 'test-sleep', model: 'v1', input: { ms: 0 } },
+      });
+      expect(r.status, r.text).toBe(200);
+      const job = await waitTerminal(short.call, r.body.data.uuid);
+      expect(job).toMatchObject({
+        status: 'failed',
+        error_type: 'timeout',
+        error_message: 'job ran longer than the 2s limit (the result storage was unavailable)',
+        result_ready: false,
+      });
+    } finally {
+      await s3.start();
+      await short.stop();
+    }
+  });
+});
