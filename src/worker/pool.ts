@@ -184,7 +184,7 @@ export class WorkerPool {
     // is no longer ours (cancelled, or our lease lapsed and another worker took it).
     let detail: string | undefined;
     /** Set while the result waits for the storage: a timeout then says so. */
-    let storageDown = false;
+    const storage = { down: false };
     let renewing: Promise<void> = Promise.resolve();
     const renew = () => {
       const d = detail;
@@ -230,7 +230,7 @@ export class WorkerPool {
         health: this.deps.storageHealth,
         signal,
         onWait: () => {
-          storageDown = true;
+          storage.down = true;
           progress('waiting for result storage');
         },
       });
@@ -255,7 +255,7 @@ export class WorkerPool {
       } else if (why === 'timeout') {
         await lifecycle.fail(held, {
           errorType: 'timeout',
-          message: `job ran longer than the ${formatDuration(config.jobTimeoutMs)} limit${storageDown ? ' (the result storage was unavailable)' : ''}`,
+          message: `job ran longer than the ${formatDuration(config.jobTimeoutMs)} limit${storage.down ? ' (the result storage was unavailable)' : ''}`,
           detail: 'timed out',
         });
         jlog.warn('job timed out');
