@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWorkerToken } from '../../src/store/worker-tokens.js';
 import { sleepJobType } from '../helpers/job-types.js';
+import { declaredTypesFile } from '../remote/support.js';
 import { startS3, type S3Server } from '../helpers/s3.js';
 import { startService, waitFor, waitTerminal, type TestService } from '../helpers/service.js';
 
@@ -117,6 +119,57 @@ describe('result storage down for longer than a job may run', () => {
     } finally {
       await s3.start();
       await short.stop();
+    }
+  });
+});
+
+describe('result storage down while a remote worker uploads its output', () => {
+  it('answers 503 with the reason, and takes the output again once the storage is back', async () => {
+    const remote = await startService(
+      { ...s3.env, JOB_TYPES_FILE: declaredTypesFile(), WORKER_CONCURRENCY: '0' },
+      { jobTypes: [sleepJobType()] },
+    );
+    try {
+      const token = (await createWorkerToken(remote.app.store.db, { name: 'w', jobTypes: null }, Date.now())).token;
+      const sub = await remote.call('POST', '/api/v1/jobs/submit/test-remote-b', {
+        body: { job_type: 'test-remote-b', model: 'v1', input: { text: 'x' } },
+      });
+      expect(sub.status, sub.text).toBe(200);
+      const claim = await remote.call('POST', '/api/v1/worker/claim', {
+        key: token,
+        body: { job_types: ['test-remote-b'], wait: 5 },
+      });
+      const job = claim.body.data.job;
+      expect(job.uuid).toBe(sub.body.data.uuid);
+      const upload = async () => {
+        const res = await fetch(
+          `${remote.base}/api/v1/worker/jobs/${job.uuid}/output?lease_token=${encodeURIComponent(job.lease_token)}`,
+          {
+            method: 'PUT',
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'text/plain' },
+            body: 'hello',
+          },
+        );
+        return { status: res.status, body: await res.json() };
+      };
+
+      await s3.stop();
+      const refused = await upload();
+      expect(refused.status).toBe(503);
+      expect(refused.body).toMatchObject({ code: -1, data: {} });
+      expect(refused.body.message).toMatch(/^result storage unavailable: ECONNREFUSED; retry later$/);
+
+      await s3.start();
+      expect((await upload()).status).toBe(200);
+      const done = await remote.call('POST', `/api/v1/worker/jobs/${job.uuid}/complete`, {
+        key: token,
+        body: { lease_token: job.lease_token },
+      });
+      expect(done.status, done.text).toBe(200);
+      expect((await waitTerminal(remote.call, job.uuid)).status).toBe('completed');
+    } finally {
+      await s3.start();
+      await remote.stop();
     }
   });
 });

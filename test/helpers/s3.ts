@@ -9,7 +9,7 @@ export interface S3Server {
   env: Record<string, string>;
   /** Stops the server (open connections cut): the storage is down until start(). */
   stop(): Promise<void>;
-  /** Starts it again on the same port, with the same bucket and objects. */
+  /** Starts it again on the same port, with the same bucket and objects (running: nothing to do). */
   start(): Promise<void>;
   close(): Promise<void>;
 }
@@ -27,6 +27,7 @@ export async function startS3(bucket = 'results'): Promise<S3Server> {
   let port = 0;
   let server: S3rverInstance | undefined;
   const start = async () => {
+    if (server) return;
     server = new S3rver({ address: '127.0.0.1', port, silent: true, directory, configureBuckets: [{ name: bucket }] });
     port = (await server.run()).port;
   };
