@@ -13,6 +13,7 @@ import { Catalogue, defaultJobTypes } from './processors/catalogue.js';
 import type { JobType } from './processors/types.js';
 import { Metrics } from './metrics.js';
 import { Signals } from './signals.js';
+import { StorageHealth } from './storage/health.js';
 import { LocalResultStore } from './storage/local.js';
 import type { ResultStore } from './storage/types.js';
 import { openStore, type Store } from './store/db.js';
@@ -99,6 +100,8 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
       clockMs: () => clock.now(),
     });
 
+  const storageHealth = new StorageHealth(results, log);
+
   const metrics = new Metrics(store);
   const lifecycle = new JobLifecycle({ store, clock, config, signals, log, metrics });
   const service = new JobService({
@@ -140,6 +143,8 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     log,
     clock,
     maxBodyBytes: config.maxBodyBytes,
+    connections: config.http,
+    storageHealth,
     allowPrivate: config.mediaAllowPrivateNetworks,
     webhookRetryScheduleMs: config.webhookRetryScheduleMs,
     webhookTimeoutMs: config.webhookTimeoutMs,
@@ -178,6 +183,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
         config,
         clock,
         results,
+        storageHealth,
         signals,
         log,
         lookup: opts.lookup,

@@ -51,6 +51,9 @@ const envSchema = z.object({
   MEDIA_FETCH_TIMEOUT: duration('60s'),
   MEDIA_ALLOW_PRIVATE_NETWORKS: bool(false),
   MAX_BODY_BYTES: int(1024 * 1024, 1024),
+  HTTP_HEADERS_TIMEOUT: duration('10s'),
+  HTTP_REQUEST_TIMEOUT: duration('2m'),
+  HTTP_MAX_CONNECTIONS: int(10_000, 0),
   RESULT_URL_TTL: duration('1h'),
   RESULT_RETENTION: duration('7d'),
   IDEMPOTENCY_TTL: duration('24h'),
@@ -101,6 +104,8 @@ export interface Config {
   mediaFetchTimeoutMs: number;
   mediaAllowPrivateNetworks: boolean;
   maxBodyBytes: number;
+  /** Slow clients: a request's headers, and the whole request, must arrive within these; open connections at most (0: no limit). */
+  http: { headersTimeoutMs: number; requestTimeoutMs: number; maxConnections: number };
   resultUrlTtlMs: number;
   resultRetentionMs: number;
   idempotencyTtlMs: number;
@@ -146,6 +151,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (schedule.length === 0) throw new ConfigError('invalid configuration: WEBHOOK_RETRY_SCHEDULE is empty');
   if (e.JOB_LEASE < 1000) throw new ConfigError('invalid configuration: JOB_LEASE must be at least 1s');
+  if (e.HTTP_HEADERS_TIMEOUT < 100 || e.HTTP_HEADERS_TIMEOUT > e.HTTP_REQUEST_TIMEOUT)
+    throw new ConfigError(
+      'invalid configuration: HTTP_HEADERS_TIMEOUT must be at least 100ms and at most HTTP_REQUEST_TIMEOUT',
+    );
   const dataDir = path.resolve(e.DATA_DIR);
   let resultStore: Config['resultStore'] = { kind: 'local' };
   if (e.RESULT_STORE !== 'local') {
@@ -181,6 +190,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mediaFetchTimeoutMs: e.MEDIA_FETCH_TIMEOUT,
     mediaAllowPrivateNetworks: e.MEDIA_ALLOW_PRIVATE_NETWORKS,
     maxBodyBytes: e.MAX_BODY_BYTES,
+    http: {
+      headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT,
+      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT,
+      maxConnections: e.HTTP_MAX_CONNECTIONS,
+    },
     resultUrlTtlMs: e.RESULT_URL_TTL,
     resultRetentionMs: e.RESULT_RETENTION,
     idempotencyTtlMs: e.IDEMPOTENCY_TTL,

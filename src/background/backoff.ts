@@ -5,10 +5,21 @@ import { OutageLog } from '../store/outage.js';
 const MIN_MS = 100;
 const MAX_MS = 5_000;
 
+/** Which dependency a Backoff waits for: the database unless told otherwise. */
+export interface Dependency {
+  /** Its name in the log ("result storage"). */
+  what: string;
+  /** The errors that mean it is down (the others are logged as unexpected). */
+  isOutage: (err: unknown) => boolean;
+}
+
+const DATABASE: Dependency = { what: 'database', isOutage: isDatabaseUnavailable };
+
 /**
- * How a background loop rides out a database outage: 100 ms doubling to 5 s between attempts, one
- * warning when the outage starts and one line when it ends (OutageLog), however many attempts fail.
- * Errors that are not an outage are logged each time and retried after `otherMs`.
+ * How a background loop rides out an outage (of the database, or of `dependency`): 100 ms doubling
+ * to 5 s between attempts, one warning when the outage starts and one line when it ends
+ * (OutageLog), however many attempts fail. Errors that are not an outage are logged each time and
+ * retried after `otherMs`.
  */
 export class Backoff {
   private ms = 0;
@@ -19,8 +30,9 @@ export class Backoff {
     private readonly log: Logger | undefined,
     private readonly who: string,
     private readonly otherMs = 1_000,
+    private readonly dependency: Dependency = DATABASE,
   ) {
-    this.outage = new OutageLog(log, 'database', `${who} pause`);
+    this.outage = new OutageLog(log, dependency.what, `${who} pause`);
   }
 
   /** The current pause of an outage (0 when there is none). */
@@ -35,7 +47,7 @@ export class Backoff {
 
   /** Records a failed attempt; answers how long to wait before the next one. */
   failed(err: unknown): number {
-    if (!isDatabaseUnavailable(err)) {
+    if (!this.dependency.isOutage(err)) {
       this.log?.error({ err }, `${this.who}: unexpected error; retrying`);
       return this.otherMs;
     }

@@ -8,6 +8,7 @@ import type { Clock } from '../clock.js';
 import type { JobService } from '../jobs/service.js';
 import type { Catalogue } from '../processors/catalogue.js';
 import type { LocalResultStore } from '../storage/local.js';
+import type { StorageHealth } from '../storage/health.js';
 import type { Store } from '../store/db.js';
 import { DomainError } from '../errors.js';
 import { isDatabaseUnavailable } from '../store/errors.js';
@@ -43,6 +44,10 @@ export interface HttpDeps {
   log: Logger;
   clock: Clock;
   maxBodyBytes: number;
+  /** Bounds on slow clients (HTTP_HEADERS_TIMEOUT, HTTP_REQUEST_TIMEOUT, HTTP_MAX_CONNECTIONS). */
+  connections: ConnectionLimits;
+  /** This process's view of its result storage, for /readyz. */
+  storageHealth?: StorageHealth;
   allowPrivate: boolean;
   /** WEBHOOK_RETRY_SCHEDULE and WEBHOOK_TIMEOUT, as the document describes them. */
   webhookRetryScheduleMs: readonly number[];
@@ -59,6 +64,15 @@ export interface HttpDeps {
   localWorkers?: () => LocalWorkerInfo[];
   /** The remote worker protocol (/api/v1/worker). */
   remote?: { work: RemoteWork; maxOutputBytes: number };
+}
+
+export interface ConnectionLimits {
+  /** A request's headers must arrive within this long (slowloris). */
+  headersTimeoutMs: number;
+  /** The whole request, body included, within this long (slow bodies); responses are not bounded. */
+  requestTimeoutMs: number;
+  /** Open connections at most (0: no limit); past it new ones are closed at once. */
+  maxConnections: number;
 }
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
@@ -78,6 +92,7 @@ function describeFastifyError(err: FastifyError, maxBodyBytes: number): [number,
 }
 
 export function buildServer(deps: HttpDeps): FastifyInstance {
+  const limits = deps.connections;
   const app = Fastify({
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- without it Fastify infers pino's Logger and the instance no longer fits FastifyInstance
     loggerInstance: deps.log as FastifyBaseLogger,
@@ -90,7 +105,15 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     },
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true },
-    http: { requireHostHeader: false },
+    // Node checks the two timeouts every connectionsCheckingInterval (30 s by default): check
+    // often enough that a slow client is cut close to its bound. An expired request is answered
+    // with the 408 envelope below (clientErrorHandler) and closed.
+    requestTimeout: limits.requestTimeoutMs,
+    http: {
+      requireHostHeader: false,
+      headersTimeout: limits.headersTimeoutMs,
+      connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4))),
+    },
     // Errors the router raises before any hook runs: still the envelope.
     frameworkErrors: (err, request, rawReply) => {
       const reply = rawReply as unknown as FastifyReply;
@@ -116,6 +139,7 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
       socket.destroy(err);
     },
   });
+  if (limits.maxConnections > 0) app.server.maxConnections = limits.maxConnections;
   app.server.on('checkExpectation', (_req, res) => {
     res.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'x-request-id': randomUUID() });
     res.end(JSON.stringify(fail('Expect: only 100-continue is supported')));
@@ -285,7 +309,7 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
 
   // In a plugin, so they are added after @fastify/swagger is listening for routes.
   app.register(async (root) => {
-    opsRoutes(root, deps.store, deps.metrics);
+    opsRoutes(root, deps.store, deps.metrics, deps.storageHealth);
     docsRoutes(root, docs); // GET /api/v1/openapi.json (no API key, not enveloped) and /docs
     if (deps.localResults) resultRoutes(root, deps.localResults.store, deps.localResults.secret, deps.clock);
     await dashboardRoutes(root);

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
-import { conflict, invalid } from '../errors.js';
+import { conflict, DomainError, invalid } from '../errors.js';
 import { formatDuration } from '../media/net-errors.js';
 import { createGuardedAgent, type IsPublic, type LookupAll } from '../media/index.js';
 import { type ErrorType } from '../contract.js';
@@ -13,6 +13,7 @@ import type { Held, JobLifecycle } from '../jobs/lifecycle.js';
 import type { Catalogue } from '../processors/catalogue.js';
 import { SLOT_NAMES, type SlotName } from '../processors/types.js';
 import type { Signals } from '../signals.js';
+import { describeStorageError, isStorageFull, isStorageUnavailable } from '../storage/errors.js';
 import type { ResultStore } from '../storage/types.js';
 import { getJob, type JobRow } from '../store/jobs.js';
 import {
@@ -308,7 +309,14 @@ export class RemoteWork {
       size: bytes.length,
       created_at: clock.now(),
     });
-    await results.put(key, bytes, type.contentType);
+    try {
+      await results.put(key, bytes, type.contentType);
+    } catch (err) {
+      // The worker keeps its lease and may upload again: a 503 with the reason, not a 500.
+      if (isStorageUnavailable(err) || isStorageFull(err))
+        throw new DomainError('unavailable', `${describeStorageError(err)}; retry later`);
+      throw err;
+    }
     return { contentType: type.contentType, size: bytes.length };
   }
 

@@ -25,11 +25,33 @@ export class LocalResultStore implements ResultStore {
     return path.join(this.dir, key);
   }
 
-  async put(key: string, bytes: Buffer): Promise<void> {
-    // Write then rename, so a crash never leaves a half-written result under the real name.
-    const tmp = path.join(this.dir, `.${key}.${randomBytes(4).toString('hex')}.tmp`);
-    await fsp.writeFile(tmp, bytes);
-    await fsp.rename(tmp, this.file(key));
+  async put(key: string, bytes: Buffer, _contentType?: string, signal?: AbortSignal): Promise<void> {
+    // Write then rename, so a crash or a full disk never leaves a half-written result under the
+    // real name (temporary names start with a dot, which KEY_RE never serves); a failed write
+    // removes its temporary file, so a full disk does not stay full of halves.
+    const file = this.file(key);
+    const tmp = this.tempName(key);
+    try {
+      await fsp.writeFile(tmp, bytes, { signal });
+      await fsp.rename(tmp, file);
+    } catch (err) {
+      await fsp.rm(tmp, { force: true }).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Writes and removes one byte: a full disk or a read-only mount fails here, as a result would. */
+  async check(signal: AbortSignal): Promise<void> {
+    const probe = this.tempName('probe');
+    try {
+      await fsp.writeFile(probe, '.', { signal });
+    } finally {
+      await fsp.rm(probe, { force: true }).catch(() => undefined);
+    }
+  }
+
+  private tempName(key: string): string {
+    return path.join(this.dir, `.${key}.${randomBytes(4).toString('hex')}.tmp`);
   }
 
   async delete(key: string): Promise<void> {

@@ -1,5 +1,12 @@
-import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { isStorageUnavailable } from './errors.js';
 import type { ResultStore } from './types.js';
 
 export interface S3Options {
@@ -34,10 +41,26 @@ export class S3ResultStore implements ResultStore {
     return this.opts.prefix ? `${this.opts.prefix}/${key}` : key;
   }
 
-  async put(key: string, bytes: Buffer, contentType: string): Promise<void> {
+  async put(key: string, bytes: Buffer, contentType: string, signal?: AbortSignal): Promise<void> {
+    // A single PUT: S3 makes the object visible whole or not at all.
     await this.client.send(
       new PutObjectCommand({ Bucket: this.opts.bucket, Key: this.key(key), Body: bytes, ContentType: contentType }),
+      { abortSignal: signal },
     );
+  }
+
+  /**
+   * HEAD of an object that need not exist: any answer but an outage (404, or 403 for a role
+   * without s3:ListBucket) means the bucket is reachable; HeadBucket would need ListBucket.
+   */
+  async check(signal: AbortSignal): Promise<void> {
+    try {
+      await this.client.send(new HeadObjectCommand({ Bucket: this.opts.bucket, Key: this.key('.readyz') }), {
+        abortSignal: signal,
+      });
+    } catch (err) {
+      if (signal.aborted || isStorageUnavailable(err)) throw err;
+    }
   }
 
   async delete(key: string): Promise<void> {

@@ -1,7 +1,9 @@
 /**
  * One delivery attempt: POST the stored body, byte for byte, through the guarded agent (the
- * public-address rule on the address actually connected to), no redirects followed, everything
- * (DNS, connect, request, response headers) bounded by WEBHOOK_TIMEOUT.
+ * public-address rule on the address actually connected to), no redirects followed, the whole
+ * exchange (DNS, connect, request, response headers and body) bounded by WEBHOOK_TIMEOUT: a
+ * receiver that trickles its answer byte by byte (never idle, so no idle timeout fires) is cut at
+ * the bound, and the attempt counts as timed out whatever status it began with.
  */
 import { describeNetworkError, formatDuration, networkErrorCode } from '../media/net-errors.js';
 import type { Dispatcher } from 'undici';
@@ -114,8 +116,13 @@ export class WebhookSender {
       }
       const status = res.statusCode;
       const durationMs = elapsed();
-      // Drain (bounded) so the socket can be reused; the answer is already decided by the status.
-      await res.body.dump({ limit: MAX_RESPONSE_BYTES }).catch(() => undefined);
+      // Drain so the socket can be reused: bounded in bytes, and in time by the timer (which
+      // aborts the signal). An answer whose body has not ended within the timeout never came
+      // whole: a timed-out attempt, like one without headers.
+      await res.body.dump({ limit: MAX_RESPONSE_BYTES, signal }).catch(() => undefined);
+      if (timedOut)
+        return result({ ok: false, httpStatus: null, error: `timed out after ${formatDuration(timeoutMs)}` });
+      if (signal.aborted) throw signal.reason;
       const ok = status >= 200 && status < 300;
       let error: string | null = null;
       if (status >= 300 && status < 400) error = `HTTP ${status}: redirects are not followed`;

@@ -13,7 +13,9 @@ import type { Catalogue } from '../processors/catalogue.js';
 import { SLOT_NAMES } from '../processors/types.js';
 import { fetchInputs, hasMedia } from './inputs.js';
 import type { Signals } from '../signals.js';
+import type { StorageHealth } from '../storage/health.js';
 import type { ResultStore } from '../storage/types.js';
+import { storeResult } from './store-result.js';
 import type { Store } from '../store/db.js';
 import { isDatabaseUnavailable } from '../store/errors.js';
 import { Backoff } from '../background/backoff.js';
@@ -26,6 +28,8 @@ export interface WorkerPoolDeps {
   config: Config;
   clock: Clock;
   results: ResultStore;
+  /** Told of every upload's outcome; /readyz reads it. */
+  storageHealth: StorageHealth;
   signals: Signals;
   log: Logger;
   /** Test seams for the media address rule (real fetching, injected DNS). */
@@ -179,6 +183,8 @@ export class WorkerPool {
     // Lease upkeep doubles as the cross-process cancel check: a failed renewal means the job
     // is no longer ours (cancelled, or our lease lapsed and another worker took it).
     let detail: string | undefined;
+    /** Set while the result waits for the storage: a timeout then says so. */
+    const storage = { down: false };
     let renewing: Promise<void> = Promise.resolve();
     const renew = () => {
       const d = detail;
@@ -219,7 +225,15 @@ export class WorkerPool {
       signal.throwIfAborted();
 
       const key = `${job.uuid}.${job.attempts}.${out.extension}`;
-      await results.put(key, out.bytes, out.contentType);
+      await storeResult(key, out, {
+        results,
+        health: this.deps.storageHealth,
+        signal,
+        onWait: () => {
+          storage.down = true;
+          progress('waiting for result storage');
+        },
+      });
       await renewing;
       const row = await lifecycle.complete(held, { key, contentType: out.contentType, size: out.bytes.length });
       if (!row) {
@@ -241,7 +255,7 @@ export class WorkerPool {
       } else if (why === 'timeout') {
         await lifecycle.fail(held, {
           errorType: 'timeout',
-          message: `job ran longer than the ${formatDuration(config.jobTimeoutMs)} limit`,
+          message: `job ran longer than the ${formatDuration(config.jobTimeoutMs)} limit${storage.down ? ' (the result storage was unavailable)' : ''}`,
           detail: 'timed out',
         });
         jlog.warn('job timed out');

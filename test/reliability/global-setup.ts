@@ -8,7 +8,7 @@ import type { TestProject } from 'vitest/node';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const RESULTS = path.join(here, 'results.md');
 /** Sections a full run always writes (PostgreSQL's crash section only when a server is reachable). */
-const FULL_RUN = ['fuzzing', 'crash under load (sqlite)', 'receiver chaos', 'owner isolation'];
+const FULL_RUN = ['fuzzing', 'crash under load (sqlite)', 'receiver chaos', 'owner isolation', 'slow clients'];
 
 interface Fragment {
   name: string;
@@ -110,6 +110,14 @@ function summary(fragments: Fragment[]): string[] {
   if (oi) {
     out.push(
       `- Owner isolation: ${oi['requests tried by the second owner']} checks by a second owner, ${oi['answers different from a missing job']} answers different from a missing job, ${oi['list leaks']} list leaks, owner's data unchanged: ${oi["alice's jobs, deliveries and receiver unchanged"]}.`,
+    );
+  }
+  const sc = get('slow clients');
+  if (sc) {
+    out.push(
+      `- Slow clients: ${sc['slowloris: sockets sending headers at 1 byte/s']} slowloris sockets all cut by the ${sc['slowloris: HTTP_HEADERS_TIMEOUT, ms']} ms headers timeout (408, then closed); ` +
+        `meanwhile ${sc['slowloris: normal requests answered 200']} of ${sc['slowloris: normal requests (new connection each) while they were open']} normal requests answered, latency p50/p99/max ${sc['slowloris: normal request latency, ms (p50 / p99 / max)']} ms. ` +
+        `${sc['slow bodies: sockets sending a body at 1 byte/s']} bodies sent at 1 byte/s cut by the ${sc['slow bodies: HTTP_REQUEST_TIMEOUT, ms']} ms request timeout; normal requests meanwhile p50/p99/max ${sc['slow bodies: normal request latency, ms (p50 / p99 / max)']} ms.`,
     );
   }
   out.push('');

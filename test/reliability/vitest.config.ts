@@ -1,6 +1,6 @@
 import { defineConfig } from 'vitest/config';
 
-// `npm run test:reliability`: fuzzing, crash under load, receiver chaos and owner isolation.
+// `npm run test:reliability`: fuzzing, crash under load, receiver chaos, owner isolation and slow clients.
 // Slow on purpose and kept out of `npm test` (these files are *.spec.ts, which the root config
 // does not include). One file at a time, so the timing-sensitive chaos scenario never shares the
 // CPU with a crash scenario. The crash scenario runs on SQLite and, when reachable, PostgreSQL

@@ -25,6 +25,7 @@ describe('configuration', () => {
       webhookTimeoutMs: 10_000,
       mediaAllowPrivateNetworks: false,
       maxMediaBytes: 100 * 1024 * 1024,
+      http: { headersTimeoutMs: 10_000, requestTimeoutMs: 120_000, maxConnections: 10_000 },
     });
     expect(c.databaseUrl).toMatch(/^sqlite:.*data\/media-jobs\.sqlite$/);
   });
@@ -37,6 +38,9 @@ describe('configuration', () => {
     [{ MEDIA_ALLOW_PRIVATE_NETWORKS: 'maybe' }, /^invalid configuration: MEDIA_ALLOW_PRIVATE_NETWORKS: /],
     [{ PUBLIC_BASE_URL: 'ftp://x' }, /^invalid configuration: PUBLIC_BASE_URL: /],
     [{ JOB_LEASE: '100ms' }, /^invalid configuration: JOB_LEASE must be at least 1s/],
+    [{ HTTP_HEADERS_TIMEOUT: '3m' }, /^invalid configuration: HTTP_HEADERS_TIMEOUT must be at least 100ms and at most/],
+    [{ HTTP_HEADERS_TIMEOUT: '0' }, /^invalid configuration: HTTP_HEADERS_TIMEOUT must be at least 100ms/],
+    [{ HTTP_MAX_CONNECTIONS: '-1' }, /^invalid configuration: HTTP_MAX_CONNECTIONS: /],
   ])('rejects %j with one clear line', (env, message) => {
     expect(() => loadConfig(env)).toThrow(message);
   });

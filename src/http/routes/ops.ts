@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { sql, type Kysely } from 'kysely';
 import type { Metrics } from '../../metrics.js';
+import type { StorageHealth } from '../../storage/health.js';
 import type { Store } from '../../store/db.js';
 import { isDatabaseUnavailable } from '../../store/errors.js';
 import { isUpToDate } from '../../store/migrations.js';
@@ -41,7 +42,7 @@ async function databaseProblem(store: Store): Promise<string | undefined> {
 }
 
 /** Operations endpoints, outside /api/v1 and without API keys (keep them off the public edge). */
-export function opsRoutes(app: FastifyInstance, store: Store, metrics: Metrics): void {
+export function opsRoutes(app: FastifyInstance, store: Store, metrics: Metrics, storage?: StorageHealth): void {
   // The process is up and serving HTTP.
   app.get(
     '/healthz',
@@ -54,8 +55,9 @@ export function opsRoutes(app: FastifyInstance, store: Store, metrics: Metrics):
     async () => ok({ status: 'ok' }),
   );
 
-  // The database answers and every migration is applied: safe to route traffic here. While the
-  // database is down: 503 with the reason, within READY_TIMEOUT_MS.
+  // The database answers and every migration is applied, and this process's result uploads are
+  // not failing for an outage or a full disk: safe to route traffic here. Otherwise: 503 with the
+  // reason, within READY_TIMEOUT_MS.
   app.get(
     '/readyz',
     {
@@ -65,7 +67,7 @@ export function opsRoutes(app: FastifyInstance, store: Store, metrics: Metrics):
       },
     },
     async (_request, reply) => {
-      const problem = await databaseProblem(store);
+      const problem = (await databaseProblem(store)) ?? (await storage?.problem());
       if (problem) return reply.code(503).header('retry-after', '5').send(fail(problem));
       return ok({ status: 'ready', database: store.dialect });
     },
