@@ -37,6 +37,8 @@ let receiver: Receiver;
 let browser: Browser;
 let page: Page;
 let failWebhooks = true;
+/** Every URL the page made the browser request (CSP-blocked ones included). */
+const browserFetched: string[] = [];
 
 describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, () => {
   beforeAll(async () => {
@@ -73,6 +75,7 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     });
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.on('dialog', (d) => void d.accept());
+    page.on('request', (r) => browserFetched.push(r.url()));
   }, 120_000);
   afterAll(async () => {
     await browser?.close();
@@ -90,9 +93,25 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     expect(await page.context().cookies()).toEqual([]);
   });
 
+  it('serves the page with a CSP that keeps images and media on this origin', async () => {
+    const res = await page.goto(`${svc.base}/dashboard/`);
+    const csp = res!.headers()['content-security-policy']!;
+    expect(csp).toContain("img-src 'self' data: blob:");
+    expect(csp).toContain("media-src 'self' data: blob:");
+    expect(csp).not.toMatch(/\*/);
+    await page.getByRole('heading', { name: 'Jobs' }).waitFor();
+  });
+
   it('submits a face swap through the generated form and watches it go live to completed', async () => {
     await page.getByRole('link', { name: 'New job' }).click();
     await page.getByLabel('Job type').selectOption('image-face-swap');
+    // A boolean option shows its default (color_correction defaults to true).
+    expect(await page.locator('#opt-color_correction').isChecked()).toBe(true);
+    // Help texts render `code` spans, never raw backticks.
+    const hints = await page.locator('.hint').allTextContents();
+    expect(hints.length).toBeGreaterThan(0);
+    expect(hints.join('\n')).not.toContain('`');
+    expect(await page.locator('.hint code').count()).toBeGreaterThan(0);
     await page.getByLabel(/^source/).fill(`${media.origin}/source.jpg`);
     await page.getByLabel(/^target/).fill(`${media.origin}/target.jpg`);
     await shot(page, 'new-job');
@@ -102,6 +121,10 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     // The live view moves through processing to completed without a reload.
     await page.locator('.summary .status-completed').waitFor({ timeout: 110_000 });
     expect(await page.locator('.timeline').textContent()).toMatch(/finished \(completed\)/);
+    // Inputs are links, never previews: the browser fetched nothing from the media server itself.
+    expect(await page.locator(`a[href="${media.origin}/source.jpg"]`).count()).toBe(1);
+    expect(await page.locator(`img[src^="${media.origin}"]`).count()).toBe(0);
+    expect(browserFetched.filter((u) => u.startsWith(media.origin))).toEqual([]);
     // The result: preview and download link to the signed URL.
     const img = page.locator('#result-h ~ figure img');
     await img.waitFor();
@@ -111,6 +134,21 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     await page.getByRole('link', { name: 'Download result' }).waitFor();
     await shot(page, 'job');
     expect(uuid).toMatch(/^[0-9a-f-]{36}$/);
+
+    // Opened again after it finished: created, started, finished at their own times; no step
+    // stamped with the time the page was opened.
+    await page.reload();
+    await page.locator('.summary .status-completed').waitFor();
+    await page.locator('.timeline li').nth(2).waitFor();
+    await new Promise((r) => setTimeout(r, 1500)); // the event stream's first answer has arrived
+    const entries = await page.locator('.timeline li').allTextContents();
+    const job = (await svc.call('GET', `/api/v1/jobs/${uuid}/status`)).body.data;
+    const shown = (iso: string) => page.evaluate((t) => new Date(t).toLocaleString(), iso);
+    expect(entries).toEqual([
+      `${await shown(job.created_at)} created`,
+      `${await shown(job.started_at)} started`,
+      `${await shown(job.finished_at)} finished (completed)`,
+    ]);
   });
 
   it('cancels a queued job from its page', async () => {
