@@ -217,7 +217,8 @@ export function Jobs() {
  * inputs are plain links, and results stored elsewhere (S3) get only their download link.
  */
 function Media({ url, kind, label }: { url: string; kind: string; label: string }) {
-  if (new URL(url, location.href).origin !== location.origin) return null;
+  if (new URL(url, location.href).origin !== location.origin)
+    return <p class="hint">No preview here (the file is on another address): use the link.</p>;
   if (kind.startsWith('image')) return <img src={url} alt={label} loading="lazy" />;
   if (kind.startsWith('video')) return <video src={url} controls preload="metadata" aria-label={label} />;
   if (kind.startsWith('audio')) return <audio src={url} controls preload="metadata" aria-label={label} />;
@@ -258,8 +259,7 @@ export function JobPage({ uuid }: { uuid: string }) {
           (j, kind) => {
             setJob((prev) => (prev ? { ...prev, ...j } : prev));
             const what = `${j.status}: ${j.status_detail}`;
-            if (what !== last && !isTerminal(j.status))
-              setSteps((s) => [...s, { at: new Date().toISOString(), what }]);
+            if (what !== last && !isTerminal(j.status)) setSteps((s) => [...s, { at: new Date().toISOString(), what }]);
             last = what;
             if (kind === 'status' && isTerminal(j.status)) void loadDeliveries();
           },

@@ -34,5 +34,5 @@ export async function finishedPerMinute(db: Kysely<Database>, from: number, to: 
     .where('minute', '<=', to)
     .groupBy('minute')
     .execute();
-  return new Map(rows.map((r) => [Number(r.minute), Number(r.n)]));
+  return new Map(rows.map((r) => [r.minute, Number(r.n)]));
 }

@@ -37,6 +37,11 @@ let receiver: Receiver;
 let browser: Browser;
 let page: Page;
 let failWebhooks = true;
+/**
+ * Where the browser opens the dashboard: the service's public address (PUBLIC_BASE_URL's default,
+ * http://localhost:PORT), which its local result URLs use, so result previews are same-origin.
+ */
+let site: string;
 /** Every URL the page made the browser request (CSP-blocked ones included). */
 const browserFetched: string[] = [];
 
@@ -60,6 +65,7 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
       { WORKER_CONCURRENCY: '1' },
       { jobTypes: [...defaultJobTypes({ threads: 1 }), sleepJobType()] },
     );
+    site = svc.app.config.publicBaseUrl;
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: [
@@ -85,7 +91,7 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
   });
 
   it('signs in with an API key, kept in sessionStorage and sent as a Bearer header (no cookie)', async () => {
-    await page.goto(`${svc.base}/dashboard/`);
+    await page.goto(`${site}/dashboard/`);
     await page.getByLabel('API key').fill(svc.key);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Jobs' }).waitFor();
@@ -94,7 +100,7 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
   });
 
   it('serves the page with a CSP that keeps images and media on this origin', async () => {
-    const res = await page.goto(`${svc.base}/dashboard/`);
+    const res = await page.goto(`${site}/dashboard/`);
     const csp = res!.headers()['content-security-policy']!;
     expect(csp).toContain("img-src 'self' data: blob:");
     expect(csp).toContain("media-src 'self' data: blob:");
@@ -162,7 +168,7 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
       'the blocker to run',
     );
     const queued = (await sleep(1)).body.data;
-    await page.goto(`${svc.base}/dashboard/#/jobs`);
+    await page.goto(`${site}/dashboard/#/jobs`);
     await page.locator(`tr[data-uuid="${queued.uuid}"] .status-queued`).waitFor();
     await shot(page, 'jobs');
     await page.locator(`tr[data-uuid="${queued.uuid}"] a`).click();
@@ -178,7 +184,7 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
         body: { job_type: 'test-sleep', model: 'v1', input: { ms: 1 }, webhook: { url: receiver.url('/hook') } },
       })
     ).body.data;
-    await page.goto(`${svc.base}/dashboard/#/jobs/${job.uuid}`);
+    await page.goto(`${site}/dashboard/#/jobs/${job.uuid}`);
     const delivery = page.locator('.delivery');
     await delivery.locator('.state-failed').waitFor({ timeout: 60_000 });
     expect(await delivery.locator('tbody tr').count()).toBe(5);
@@ -192,7 +198,7 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
 
   it('as operator, sees the queue and creates and revokes a key', async () => {
     const { token } = await createAdminToken(svc.app.store.db, Date.now());
-    await page.goto(`${svc.base}/dashboard/#/operator`);
+    await page.goto(`${site}/dashboard/#/operator`);
     // An API key is not an admin token.
     await page.getByLabel('Admin token').fill(svc.key);
     await page.getByRole('button', { name: 'Sign in' }).click();

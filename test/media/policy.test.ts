@@ -243,7 +243,15 @@ describe('checkUrlSyntax', () => {
   );
 
   it('isLinkLocalOrMetadata fails closed on anything that is not an address', () => {
-    for (const ip of ['169.254.1.1', 'fe80::1%eth0', 'fd00:ec2::254', '::ffff:169.254.1.1', 'nonsense', '', '0xa9fea9fe'])
+    for (const ip of [
+      '169.254.1.1',
+      'fe80::1%eth0',
+      'fd00:ec2::254',
+      '::ffff:169.254.1.1',
+      'nonsense',
+      '',
+      '0xa9fea9fe',
+    ])
       expect(isLinkLocalOrMetadata(ip), ip).toBe(true);
     for (const ip of ['127.0.0.1', '10.0.0.1', '::1', 'fd00::1', '8.8.8.8', '::', '0.0.0.0'])
       expect(isLinkLocalOrMetadata(ip), ip).toBe(false);

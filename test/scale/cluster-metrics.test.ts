@@ -143,5 +143,4 @@ describe('one API process and one worker process on PostgreSQL', () => {
     expect(throughput.finished_last_hour).toBe(8);
     expect(throughput.per_minute.reduce((n: number, p: { finished: number }) => n + p.finished, 0)).toBe(8);
   });
-
 });

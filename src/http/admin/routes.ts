@@ -60,7 +60,10 @@ export async function adminRoutes(scope: FastifyInstance, deps: AdminDeps): Prom
   app.get('/overview', { schema: hidden }, async () => {
     // Both from database counters: the whole cluster, whichever process answers.
     const now = deps.clock.now();
-    const [depth, perMinute] = await Promise.all([deps.operator.queueDepth(), deps.operator.finishedPerMinute(...lastHour(now))]);
+    const [depth, perMinute] = await Promise.all([
+      deps.operator.queueDepth(),
+      deps.operator.finishedPerMinute(...lastHour(now)),
+    ]);
     const series = minuteSeries(perMinute, now);
     return ok({
       queue: depth,
