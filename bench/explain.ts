@@ -33,6 +33,7 @@ import {
 } from '../src/store/jobs.js';
 import type { Database } from '../src/store/schema.js';
 import { blobsOfJob, outputsOf, staleBlobs } from '../src/store/staged-blobs.js';
+import { finishedPerMinute, readJobTotals } from '../src/store/totals.js';
 import { findActiveWorkerToken } from '../src/store/worker-tokens.js';
 
 const ROWS = Number(process.env.BENCH_EXPLAIN_ROWS ?? 1_000_000);
@@ -92,6 +93,11 @@ async function plans(db: Db): Promise<string[]> {
     await step('status: the job by key', (t) => getJobView(t, last, 'bench'));
     await step('status: queue position (capped count)', (t) => jobsAhead(t, job, 1000));
     await step('metrics: queue depth', (t) => countActive(t));
+    await step('metrics: cluster job totals (submitted, finished)', (t) => readJobTotals(t));
+    await step('operator: finished per minute, last hour', (t) => {
+      const minute = Math.floor(now / 60_000);
+      return finishedPerMinute(t, minute - 59, minute);
+    });
     await step('progress: renew a lease', (t) =>
       renewLease(t, MOVES.renew, last, 'explain/1', now + 30_000, 'working'),
     );

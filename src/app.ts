@@ -55,7 +55,7 @@ export interface App {
   signals: Signals;
   metrics: Metrics;
   log: Logger;
-  /** Listens on config.host:config.port (API role) and starts workers (worker role). */
+  /** Starts workers (worker role) and listens on config.host:config.port (every role; a worker-only process serves /healthz, /readyz, /metrics). */
   start(): Promise<void>;
   /** Shutdown phases still running (for the shutdown watchdog's report). */
   pendingShutdownPhases(): string[];
@@ -156,6 +156,8 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
       redisPrefix: config.redisKeyPrefix,
     },
     signals,
+    // A worker-only process answers /healthz, /readyz and /metrics on its PORT, nothing else.
+    routes: role === 'worker' ? 'ops' : 'all',
     localResults: local ? { store: local, secret: urlSecret } : undefined,
     remote: { work: remote, maxOutputBytes: config.remote.maxOutputBytes },
     // Read at request time (the pool is made below).
@@ -235,8 +237,8 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
       remote.start();
       workers?.start();
       webhooks?.start();
-      if (role !== 'worker') await server.listen({ host: config.host, port: config.port });
-      else await server.ready();
+      // Every role listens: the API, or (worker role) only health, readiness and metrics.
+      await server.listen({ host: config.host, port: config.port });
     },
     pendingShutdownPhases: () => [...pending],
     async stop(graceMs = 10_000) {

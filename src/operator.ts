@@ -4,6 +4,7 @@ import { findActiveAdminToken } from './store/admin-tokens.js';
 import { recentFailedDeliveries, type FailedDelivery } from './store/failed-deliveries.js';
 import { countActive } from './store/jobs.js';
 import { createKey, listKeys, revokeKey } from './store/keys.js';
+import { finishedPerMinute } from './store/totals.js';
 import { listWorkerTokens } from './store/worker-tokens.js';
 
 export interface RemoteWorkerInfo {
@@ -35,6 +36,11 @@ export class Operator {
   /** Jobs queued and running, from the trigger-maintained counters. */
   queueDepth(): Promise<Record<'queued' | 'processing', number>> {
     return countActive(this.store.db);
+  }
+
+  /** Jobs finished per minute in Unix minutes from..to, across the cluster (minute → jobs). */
+  finishedPerMinute(from: number, to: number): Promise<Map<number, number>> {
+    return finishedPerMinute(this.store.db, from, to);
   }
 
   listKeys() {

@@ -7,7 +7,6 @@ interface Overview {
   throughput: {
     per_minute: Array<{ minute: string; finished: number }>;
     finished_last_hour: number;
-    counting_since: string;
   };
 }
 interface Workers {
@@ -200,9 +199,7 @@ export function Operator({ token, onToken }: { token: string | null; onToken: (t
         <section aria-labelledby="tp-h">
           <h2 id="tp-h">Throughput (finished jobs per minute)</h2>
           {overview && <Chart points={overview.throughput.per_minute} />}
-          {overview && (
-            <small class="hint">Counted by this process since {when(overview.throughput.counting_since)}.</small>
-          )}
+          {overview && <small class="hint">All processes of the service, from the database's counters.</small>}
         </section>
       </div>
 

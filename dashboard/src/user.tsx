@@ -16,6 +16,13 @@ import {
   type ResultLink,
 } from './api';
 
+/** A help text with its `code` spans (the catalogue's descriptions are Markdown-like) as <code>. */
+export function Prose({ text: t }: { text: string }) {
+  return <>{t.split(/`([^`]*)`/).map((part, i) => (i % 2 === 1 ? <code>{part}</code> : part))}</>;
+}
+/** The same for a plain-text place (an <option>): the backticks dropped. */
+const plain = (t: string): string => t.replace(/`([^`]*)`/g, '$1');
+
 /** An error's message for the page (whatever was thrown). */
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 /** A form value as text: strings as they are, numbers and booleans as JSON writes them. */
@@ -204,7 +211,14 @@ export function Jobs() {
   );
 }
 
+/**
+ * A preview of media this service serves (a result on its own origin), or nothing. The page never
+ * makes the browser fetch a URL a client supplied (the CSP's img-src and media-src are 'self'):
+ * inputs are plain links, and results stored elsewhere (S3) get only their download link.
+ */
 function Media({ url, kind, label }: { url: string; kind: string; label: string }) {
+  if (new URL(url, location.href).origin !== location.origin)
+    return <p class="hint">No preview here (the file is on another address): use the link.</p>;
   if (kind.startsWith('image')) return <img src={url} alt={label} loading="lazy" />;
   if (kind.startsWith('video')) return <video src={url} controls preload="metadata" aria-label={label} />;
   if (kind.startsWith('audio')) return <audio src={url} controls preload="metadata" aria-label={label} />;
@@ -236,16 +250,17 @@ export function JobPage({ uuid }: { uuid: string }) {
     api<JobDetail>(`/jobs/${uuid}`).then(
       (detail) => {
         setJob(detail);
-        // Live: every status change and progress step while this page is open.
+        // Live: every change seen while this page is open, stamped when it was seen. The state
+        // the page opened with is not a step (created, started and finished carry their own
+        // times), nor is the terminal state (its line is "finished", at finished_at).
+        let last = `${detail.status}: ${detail.status_detail}`;
         void watchJob(
           uuid,
           (j, kind) => {
             setJob((prev) => (prev ? { ...prev, ...j } : prev));
-            setSteps((s) =>
-              s.at(-1)?.what === `${j.status}: ${j.status_detail}`
-                ? s
-                : [...s, { at: new Date().toISOString(), what: `${j.status}: ${j.status_detail}` }],
-            );
+            const what = `${j.status}: ${j.status_detail}`;
+            if (what !== last && !isTerminal(j.status)) setSteps((s) => [...s, { at: new Date().toISOString(), what }]);
+            last = what;
             if (kind === 'status' && isTerminal(j.status)) void loadDeliveries();
           },
           ctrl.signal,
@@ -329,18 +344,23 @@ export function JobPage({ uuid }: { uuid: string }) {
       <div class="grid">
         <section aria-labelledby="inputs-h">
           <h2 id="inputs-h">Inputs</h2>
-          {slots.map(([slot, value]) => (
-            <figure>
-              {[value].flat().map((u, i) => (
-                <Media
-                  url={String(u)}
-                  kind={type?.slots[slot]?.accepts ?? ''}
-                  label={`input ${slot}${Array.isArray(value) ? ` ${i + 1}` : ''}`}
-                />
+          {slots.length > 0 && (
+            <dl class="inputs">
+              {slots.map(([slot, value]) => (
+                <>
+                  <dt>{slot}</dt>
+                  {[value].flat().map((u) => (
+                    <dd>
+                      {/* A link only: the browser fetches nothing the client supplied by itself. */}
+                      <a class="mono" href={String(u)} rel="noreferrer noopener" target="_blank">
+                        {String(u)}
+                      </a>
+                    </dd>
+                  ))}
+                </>
               ))}
-              <figcaption>{slot}</figcaption>
-            </figure>
-          ))}
+            </dl>
+          )}
           {options.length > 0 && (
             <dl>
               {options.map(([k, v]) => (
@@ -474,7 +494,7 @@ function OptionField({
         id={id}
         type="checkbox"
         aria-describedby={described}
-        checked={value === true}
+        checked={value === undefined ? s.default === true : value === true}
         onChange={(e) => onChange(e.currentTarget.checked)}
       />
     );
@@ -509,7 +529,7 @@ function OptionField({
       {control}
       {hint && (
         <small id={described} class="hint">
-          {hint}
+          <Prose text={hint} />
         </small>
       )}
     </div>
@@ -572,7 +592,11 @@ export function NewJob() {
               <option value={t.name}>{t.name}</option>
             ))}
           </select>
-          {type && <small class="hint">{type.description}</small>}
+          {type && (
+            <small class="hint">
+              <Prose text={type.description} />
+            </small>
+          )}
         </div>
         {type && (
           <div class="field">
@@ -580,7 +604,7 @@ export function NewJob() {
             <select id="model" value={model || type.models[0]?.name} onChange={(e) => setModel(e.currentTarget.value)}>
               {type.models.map((m) => (
                 <option value={m.name}>
-                  {m.name}: {m.description}
+                  {m.name}: {plain(m.description)}
                 </option>
               ))}
             </select>
@@ -606,7 +630,7 @@ export function NewJob() {
                   onInput={(e) => setSlots({ ...slots, [slot]: e.currentTarget.value })}
                 />
                 <small id={`slot-${slot}-hint`} class="hint">
-                  {spec!.description}
+                  <Prose text={spec!.description} />
                 </small>
               </div>
             ))}

@@ -339,7 +339,7 @@ const PROSE: Record<string, Prose> = {
   metrics: {
     summary: 'Prometheus metrics',
     description:
-      'Metrics in the Prometheus text exposition format (HTTP latency by route, jobs submitted and finished, queue depth, webhook deliveries…). No API key: keep it off the public edge.',
+      "Metrics in the Prometheus text exposition format. Jobs submitted and finished (`media_jobs_jobs_*_total`) and queue depth are the whole cluster's, read from database counters, the same on every process; `media_jobs_process_*`, HTTP latency, processing time and webhook deliveries are this process's. Every process serves it on its port, worker-only ones included. No API key: keep it off the public edge.",
   },
 };
 

@@ -29,6 +29,7 @@ import type { Metrics } from '../metrics.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { eventRoutes, MAX_STREAMS_PER_OWNER, type EventStreamOptions } from './routes/events.js';
 import { jobDetailRoutes } from './routes/job-detail.js';
+import { lingerOnClose } from './linger.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { adminRoutes, type LocalWorkerInfo } from './admin/routes.js';
 import { Operator } from '../operator.js';
@@ -64,6 +65,8 @@ export interface HttpDeps {
   localWorkers?: () => LocalWorkerInfo[];
   /** The remote worker protocol (/api/v1/worker). */
   remote?: { work: RemoteWork; maxOutputBytes: number };
+  /** 'ops': only /healthz, /readyz and /metrics (a worker-only process); default: everything. */
+  routes?: 'all' | 'ops';
 }
 
 export interface ConnectionLimits {
@@ -185,7 +188,8 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     webhookTimeoutMs: deps.webhookTimeoutMs,
     maxStreamsPerOwner: deps.eventStreams?.maxPerOwner ?? MAX_STREAMS_PER_OWNER,
   };
-  app.register(fastifySwagger, swaggerOptions(docs));
+  const opsOnly = deps.routes === 'ops';
+  if (!opsOnly) app.register(fastifySwagger, swaggerOptions(docs));
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -225,6 +229,9 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
       return reply.code(STATUS_OF_KIND[err.kind]).send(fail(err.message));
     }
     if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
+      // Answered before the body was read (Fastify then closes the connection): a lingering close
+      // lets the client finish sending and read this answer instead of a reset.
+      if (!request.raw.complete && reply.getHeader('connection') === 'close') lingerOnClose(request.raw.socket);
       const [status, message] = describeFastifyError(
         err,
         // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- unset when no route matched
@@ -256,6 +263,14 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     }
     return reply.code(404).send(fail(`no route ${request.method} ${path}`));
   });
+
+  // A worker-only process: health, readiness and metrics on its port, nothing else (DESIGN.md §9).
+  if (opsOnly) {
+    app.register(async (root) => {
+      opsRoutes(root, deps.store, deps.metrics);
+    });
+    return app;
+  }
 
   const keys = new KeyCache(deps.store.db);
   const dropKeys = () => keys.clear();
@@ -301,7 +316,6 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
       adminRoutes(admin, {
         operator: new Operator(deps.store, deps.clock),
         clock: deps.clock,
-        signals: deps.signals,
         localWorkers: deps.localWorkers,
       }),
     { prefix: '/admin/api' },

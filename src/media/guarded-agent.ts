@@ -1,5 +1,6 @@
 /**
- * An undici Agent that only ever connects to public addresses (unless allowPrivate).
+ * An undici Agent that only ever connects to addresses the URL policy allows (`addressRule`:
+ * public ones; with allowPrivate, anything but link-local and metadata addresses).
  *
  * The check sits in the connector, i.e. on the address the socket actually connects to, so DNS
  * rebinding (public at submit, private at fetch) and redirects to private hosts cannot get
@@ -12,9 +13,9 @@
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import { Agent, buildConnector } from 'undici';
-import { defaultLookupAll, isPublicAddress, type IsPublic, type LookupAll } from './policy.js';
+import { addressRule, defaultLookupAll, type IsPublic, type LookupAll } from './policy.js';
 
-/** Thrown (as the connection error) when a host is or resolves to a non-public address. */
+/** Thrown (as the connection error) when a host is or resolves to an address the policy refuses. */
 export class BlockedAddressError extends Error {
   readonly code = 'ERR_BLOCKED_ADDRESS';
   constructor(
@@ -44,7 +45,7 @@ export interface GuardedAgentOptions {
 }
 
 /** Adapts a promise-based LookupAll to net.connect's callback `lookup`, refusing non-public answers. */
-function guardedLookup(lookupAll: LookupAll, isPublic: IsPublic | undefined): LookupFunction {
+function guardedLookup(lookupAll: LookupAll, isPublic: IsPublic): LookupFunction {
   return (hostname: string, options: LookupOptions, callback) => {
     lookupAll(hostname).then(
       (found) => {
@@ -58,7 +59,7 @@ function guardedLookup(lookupAll: LookupAll, isPublic: IsPublic | undefined): Lo
         }
         // All-or-nothing: a name with any non-public address is refused, whichever one
         // net.connect (or happy eyeballs) would have picked.
-        const bad = isPublic ? addresses.find((a) => !isPublic(a.address)) : undefined;
+        const bad = addresses.find((a) => !isPublic(a.address));
         if (bad) {
           callback(new BlockedAddressError(hostname, bad.address), '');
           return;
@@ -77,12 +78,11 @@ function guardedLookup(lookupAll: LookupAll, isPublic: IsPublic | undefined): Lo
 }
 
 export function createGuardedAgent(opts: GuardedAgentOptions): Agent {
-  const isPublic = opts.allowPrivate ? undefined : (opts.isPublic ?? isPublicAddress);
+  const isPublic = addressRule(opts);
   const base = buildConnector({
     timeout: opts.connectTimeoutMs ?? 10_000,
     lookup: guardedLookup(opts.lookup ?? defaultLookupAll, isPublic),
   });
-  if (!isPublic) return new Agent({ connect: base });
 
   const connect: buildConnector.connector = (options, callback) => {
     // undici passes IPv6 literals without brackets.

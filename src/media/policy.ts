@@ -3,8 +3,11 @@
  * and webhook URLs: an absolute http(s) URL without credentials whose host is, and resolves to,
  * globally routable unicast addresses only.
  *
- * `allowPrivate` (MEDIA_ALLOW_PRIVATE_NETWORKS) lifts only the address rule; schemes and
- * credentials stay forbidden.
+ * `allowPrivate` (MEDIA_ALLOW_PRIVATE_NETWORKS, for local use) opens loopback and private ranges
+ * and local names, never link-local and cloud-metadata addresses (DESIGN.md §9): 169.254.0.0/16,
+ * fe80::/10 and fd00:ec2::254 stay refused in every spelling (IPv4-mapped, NAT64, 6to4 …).
+ * Schemes and credentials stay forbidden too. `addressRule` is the one predicate every check
+ * (submit-time syntax and DNS, connect time, redirects) applies.
  */
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
@@ -23,6 +26,9 @@ export interface UrlPolicyOptions {
   isPublic?: IsPublic;
 }
 
+/** Reason of a link-local or metadata literal refused even with allowPrivate. */
+export const REASON_LINK_LOCAL = 'host is a link-local or metadata address';
+
 /** Longer URLs are refused before parsing (presigned S3/GCS URLs stay well below this). */
 export const MAX_URL_LENGTH = 8192;
 export const DNS_TIMEOUT_MS = 5000;
@@ -30,6 +36,7 @@ export const DNS_TIMEOUT_MS = 5000;
 /** Reasons complete "input.source: must be a public http or https URL (REASON)". */
 export const REASON_PRIVATE = 'host is a private address';
 export const REASON_RESOLVES_PRIVATE = 'host resolves to a private address';
+export const REASON_RESOLVES_LINK_LOCAL = 'host resolves to a link-local or metadata address';
 
 export const defaultLookupAll: LookupAll = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
 
@@ -78,6 +85,50 @@ export function isPublicAddress(ip: string): boolean {
   } catch {
     return false;
   }
+}
+
+const LINK_LOCAL_V4 = ipaddr.IPv4.parse('169.254.0.0');
+const LINK_LOCAL_V6 = ipaddr.IPv6.parse('fe80::');
+const AWS_METADATA_V6 = ipaddr.IPv6.parse('fd00:ec2::254');
+
+/** The IPv4 address an IPv6 address carries and can reach (mapped, translated, compatible, NAT64, 6to4). */
+function embeddedV4(addr: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  const p = addr.parts;
+  if (addr.isIPv4MappedAddress()) return addr.toIPv4Address(); // ::ffff:a.b.c.d
+  if (p[0] === 0x2002) return v4FromWords(p[1]!, p[2]!); // 6to4
+  if (addr.match(NAT64_WELL_KNOWN, 96)) return v4FromWords(p[6]!, p[7]!); // 64:ff9b::a.b.c.d
+  // ::a.b.c.d (IPv4-compatible) and ::ffff:0:a.b.c.d (IPv4-translated)
+  if (p.slice(0, 4).every((w) => w === 0) && p[5] === 0 && (p[4] === 0 || p[4] === 0xffff))
+    return v4FromWords(p[6]!, p[7]!);
+  return undefined;
+}
+
+/**
+ * Link-local and cloud-metadata addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254, and an IPv6
+ * address carrying a link-local IPv4): refused whatever MEDIA_ALLOW_PRIVATE_NETWORKS says. Anything
+ * that is not a valid address counts as one (fail closed).
+ */
+export function isLinkLocalOrMetadata(ip: string): boolean {
+  if (isIP(ip) === 0) return true;
+  try {
+    const addr = ipaddr.parse(ip);
+    if (addr.kind() === 'ipv4') return (addr as ipaddr.IPv4).match(LINK_LOCAL_V4, 16);
+    const v6 = addr as ipaddr.IPv6;
+    const v4 = embeddedV4(v6);
+    if (v4) return v4.match(LINK_LOCAL_V4, 16);
+    return v6.match(LINK_LOCAL_V6, 10) || v6.match(AWS_METADATA_V6, 128);
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * The addresses a fetch or delivery may connect to: public ones only, or with allowPrivate every
+ * address but link-local and metadata ones. The one predicate of submit-time, connect-time and
+ * redirect checks.
+ */
+export function addressRule(opts: UrlPolicyOptions): IsPublic {
+  return opts.allowPrivate ? (ip) => !isLinkLocalOrMetadata(ip) : (opts.isPublic ?? isPublicAddress);
 }
 
 /** URL.hostname of an IPv6 literal keeps its brackets. */
@@ -129,21 +180,22 @@ export function checkUrlSyntax(raw: unknown, opts: UrlPolicyOptions): UrlCheck {
     return { ok: false, reason: 'credentials are not allowed' };
   }
   if (url.hostname === '') return { ok: false, reason: 'host is missing' };
-  if (opts.allowPrivate) return { ok: true, url };
 
-  // WHATWG parsing has already normalised 2130706433, 0177.0.0.1, 0x7f.1 … to 127.0.0.1
+  // WHATWG parsing has already normalised 2130706433, 0177.0.0.1, 0xa9fea9fe … to dotted quads
   // and IPv6 literals to their compressed form, so a literal is judged as an address here.
   const literal = ipLiteralOf(url);
   if (literal !== undefined) {
-    return (opts.isPublic ?? isPublicAddress)(literal) ? { ok: true, url } : { ok: false, reason: REASON_PRIVATE };
+    if (addressRule(opts)(literal)) return { ok: true, url };
+    return { ok: false, reason: opts.allowPrivate ? REASON_LINK_LOCAL : REASON_PRIVATE };
   }
+  if (opts.allowPrivate) return { ok: true, url };
   if (isLocalName(url.hostname)) return { ok: false, reason: 'host is a local name' };
   return { ok: true, url };
 }
 
 /**
- * Submit-time check: the syntax rule plus DNS. A name must resolve, and (unless allowPrivate)
- * every address it resolves to must be public. Fetching re-checks the address actually
+ * Submit-time check: the syntax rule plus DNS. A name must resolve, and every address it resolves
+ * to must pass `addressRule` (public; with allowPrivate, not link-local or metadata). Fetching re-checks the address actually
  * connected to (see guarded-agent.ts), so this is not the only line of defence.
  */
 export async function checkUrl(
@@ -172,11 +224,9 @@ export async function checkUrl(
     clearTimeout(timer);
   }
   if (addresses.length === 0) return { ok: false, reason: 'host does not resolve' };
-  if (!opts.allowPrivate) {
-    const isPublic = opts.isPublic ?? isPublicAddress;
-    if (!addresses.every((a) => isPublic(a.address))) {
-      return { ok: false, reason: REASON_RESOLVES_PRIVATE };
-    }
+  const allowed = addressRule(opts);
+  if (!addresses.every((a) => allowed(a.address))) {
+    return { ok: false, reason: opts.allowPrivate ? REASON_RESOLVES_LINK_LOCAL : REASON_RESOLVES_PRIVATE };
   }
   return syntax;
 }

@@ -103,6 +103,29 @@ export interface QueueCountsTable {
   processing: number;
 }
 
+/**
+ * The cluster's job totals (migration 010), kept by the same triggers as queue_counts: per job
+ * type, `submitted` (every inserted job) and each terminal status (`completed`, `failed`,
+ * `cancelled`: jobs that reached it). Rows are summed over shards when read.
+ */
+export interface JobTotalsTable {
+  shard: number;
+  job_type: string;
+  event: string;
+  n: number;
+}
+
+/**
+ * Finished jobs per minute (by `finished_at`), a ring of 60 slots per shard (`slot` = minute mod
+ * 60, `minute` = the minute the slot holds now): the operator view's throughput across processes.
+ */
+export interface JobFinishMinutesTable {
+  shard: number;
+  slot: number;
+  minute: number;
+  n: number;
+}
+
 /** Operator tokens (`mja_…`), for /admin/api and the dashboard's operator view. */
 export interface AdminTokensTable {
   id: string;
@@ -148,6 +171,8 @@ export interface Database {
   webhook_events: WebhookEventsTable;
   webhook_attempts: WebhookAttemptsTable;
   queue_counts: QueueCountsTable;
+  job_totals: JobTotalsTable;
+  job_finish_minutes: JobFinishMinutesTable;
   admin_tokens: AdminTokensTable;
   worker_tokens: WorkerTokensTable;
   staged_blobs: StagedBlobsTable;

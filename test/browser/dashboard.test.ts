@@ -37,6 +37,13 @@ let receiver: Receiver;
 let browser: Browser;
 let page: Page;
 let failWebhooks = true;
+/**
+ * Where the browser opens the dashboard: the service's public address (PUBLIC_BASE_URL's default,
+ * http://localhost:PORT), which its local result URLs use, so result previews are same-origin.
+ */
+let site: string;
+/** Every URL the page made the browser request (CSP-blocked ones included). */
+const browserFetched: string[] = [];
 
 describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, () => {
   beforeAll(async () => {
@@ -58,6 +65,7 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
       { WORKER_CONCURRENCY: '1' },
       { jobTypes: [...defaultJobTypes({ threads: 1 }), sleepJobType()] },
     );
+    site = svc.app.config.publicBaseUrl;
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: [
@@ -73,6 +81,7 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     });
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.on('dialog', (d) => void d.accept());
+    page.on('request', (r) => browserFetched.push(r.url()));
   }, 120_000);
   afterAll(async () => {
     await browser?.close();
@@ -82,7 +91,7 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
   });
 
   it('signs in with an API key, kept in sessionStorage and sent as a Bearer header (no cookie)', async () => {
-    await page.goto(`${svc.base}/dashboard/`);
+    await page.goto(`${site}/dashboard/`);
     await page.getByLabel('API key').fill(svc.key);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Jobs' }).waitFor();
@@ -90,9 +99,25 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     expect(await page.context().cookies()).toEqual([]);
   });
 
+  it('serves the page with a CSP that keeps images and media on this origin', async () => {
+    const res = await page.goto(`${site}/dashboard/`);
+    const csp = res!.headers()['content-security-policy']!;
+    expect(csp).toContain("img-src 'self' data: blob:");
+    expect(csp).toContain("media-src 'self' data: blob:");
+    expect(csp).not.toMatch(/\*/);
+    await page.getByRole('heading', { name: 'Jobs' }).waitFor();
+  });
+
   it('submits a face swap through the generated form and watches it go live to completed', async () => {
     await page.getByRole('link', { name: 'New job' }).click();
     await page.getByLabel('Job type').selectOption('image-face-swap');
+    // A boolean option shows its default (color_correction defaults to true).
+    expect(await page.locator('#opt-color_correction').isChecked()).toBe(true);
+    // Help texts render `code` spans, never raw backticks.
+    const hints = await page.locator('.hint').allTextContents();
+    expect(hints.length).toBeGreaterThan(0);
+    expect(hints.join('\n')).not.toContain('`');
+    expect(await page.locator('.hint code').count()).toBeGreaterThan(0);
     await page.getByLabel(/^source/).fill(`${media.origin}/source.jpg`);
     await page.getByLabel(/^target/).fill(`${media.origin}/target.jpg`);
     await shot(page, 'new-job');
@@ -102,6 +127,10 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     // The live view moves through processing to completed without a reload.
     await page.locator('.summary .status-completed').waitFor({ timeout: 110_000 });
     expect(await page.locator('.timeline').textContent()).toMatch(/finished \(completed\)/);
+    // Inputs are links, never previews: the browser fetched nothing from the media server itself.
+    expect(await page.locator(`a[href="${media.origin}/source.jpg"]`).count()).toBe(1);
+    expect(await page.locator(`img[src^="${media.origin}"]`).count()).toBe(0);
+    expect(browserFetched.filter((u) => new URL(u).origin === media.origin)).toEqual([]);
     // The result: preview and download link to the signed URL.
     const img = page.locator('#result-h ~ figure img');
     await img.waitFor();
@@ -111,6 +140,21 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     await page.getByRole('link', { name: 'Download result' }).waitFor();
     await shot(page, 'job');
     expect(uuid).toMatch(/^[0-9a-f-]{36}$/);
+
+    // Opened again after it finished: created, started, finished at their own times; no step
+    // stamped with the time the page was opened.
+    await page.reload();
+    await page.locator('.summary .status-completed').waitFor();
+    await page.locator('.timeline li').nth(2).waitFor();
+    await new Promise((r) => setTimeout(r, 1500)); // the event stream's first answer has arrived
+    const entries = await page.locator('.timeline li').allTextContents();
+    const job = (await svc.call('GET', `/api/v1/jobs/${uuid}/status`)).body.data;
+    const shown = (iso: string) => page.evaluate((t) => new Date(t).toLocaleString(), iso);
+    expect(entries).toEqual([
+      `${await shown(job.created_at)} created`,
+      `${await shown(job.started_at)} started`,
+      `${await shown(job.finished_at)} finished (completed)`,
+    ]);
   });
 
   it('cancels a queued job from its page', async () => {
@@ -124,7 +168,7 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
       'the blocker to run',
     );
     const queued = (await sleep(1)).body.data;
-    await page.goto(`${svc.base}/dashboard/#/jobs`);
+    await page.goto(`${site}/dashboard/#/jobs`);
     await page.locator(`tr[data-uuid="${queued.uuid}"] .status-queued`).waitFor();
     await shot(page, 'jobs');
     await page.locator(`tr[data-uuid="${queued.uuid}"] a`).click();
@@ -140,7 +184,7 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
         body: { job_type: 'test-sleep', model: 'v1', input: { ms: 1 }, webhook: { url: receiver.url('/hook') } },
       })
     ).body.data;
-    await page.goto(`${svc.base}/dashboard/#/jobs/${job.uuid}`);
+    await page.goto(`${site}/dashboard/#/jobs/${job.uuid}`);
     const delivery = page.locator('.delivery');
     await delivery.locator('.state-failed').waitFor({ timeout: 60_000 });
     expect(await delivery.locator('tbody tr').count()).toBe(5);
@@ -154,7 +198,7 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
 
   it('as operator, sees the queue and creates and revokes a key', async () => {
     const { token } = await createAdminToken(svc.app.store.db, Date.now());
-    await page.goto(`${svc.base}/dashboard/#/operator`);
+    await page.goto(`${site}/dashboard/#/operator`);
     // An API key is not an admin token.
     await page.getByLabel('Admin token').fill(svc.key);
     await page.getByRole('button', { name: 'Sign in' }).click();

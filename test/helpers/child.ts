@@ -43,8 +43,7 @@ export async function spawnService(
       ...process.env,
       HOST: '127.0.0.1',
       PORT: String(port),
-      // Workers have no HTTP port to probe: readiness is their start-up log line.
-      LOG_LEVEL: role === 'worker' ? 'info' : 'warn',
+      LOG_LEVEL: 'warn',
       MEDIA_ALLOW_PRIVATE_NETWORKS: 'true',
       ...env,
     },
@@ -57,9 +56,9 @@ export async function spawnService(
   const call = client(base, key);
   await waitFor(async () => {
     if (proc.exitCode !== null) throw new Error(`service exited early:\n${out}`);
-    if (role === 'worker') return out.includes('media-jobs started');
     try {
-      return (await call('GET', '/api/v1/job-types')).status === 200;
+      // A worker-only process serves only /healthz, /readyz and /metrics (DESIGN.md §9).
+      return (await call('GET', role === 'worker' ? '/readyz' : '/api/v1/job-types')).status === 200;
     } catch {
       return false;
     }

@@ -70,6 +70,31 @@ describe('createGuardedAgent', () => {
     }
   });
 
+  it('with allowPrivate still refuses link-local and metadata addresses, literal or resolved', async () => {
+    const lookup = fakeLookup({
+      'metadata.example.test': ['169.254.169.254'],
+      'v6meta.example.test': ['fd00:ec2::254'],
+      'mapped.example.test': ['::ffff:169.254.169.254'],
+    });
+    const agent = createGuardedAgent({ allowPrivate: true, lookup });
+    try {
+      for (const url of [
+        'http://169.254.169.254/latest/meta-data/',
+        'http://[fe80::1]/',
+        'http://[fd00:ec2::254]/',
+        'http://[::ffff:a9fe:a9fe]/',
+        'http://metadata.example.test/latest/meta-data/',
+        'http://v6meta.example.test/',
+        'http://mapped.example.test/',
+      ]) {
+        const err = await post(url, agent).catch((e: unknown) => e);
+        expect(err, url).toBeInstanceOf(BlockedAddressError);
+      }
+    } finally {
+      await agent.close();
+    }
+  });
+
   it('checks the address the socket actually reached', async () => {
     const s = await echo();
     // A resolver-time verdict that changes by connect time: the post-connect check still refuses.

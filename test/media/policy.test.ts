@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { checkUrl, checkUrlSyntax, isPublicAddress, MAX_URL_LENGTH } from '../../src/media/policy.js';
+import {
+  checkUrl,
+  checkUrlSyntax,
+  isLinkLocalOrMetadata,
+  isPublicAddress,
+  MAX_URL_LENGTH,
+} from '../../src/media/policy.js';
 import { fakeLookup } from '../helpers/servers.js';
 
 const deny = { allowPrivate: false };
@@ -199,6 +205,58 @@ describe('checkUrlSyntax', () => {
     expect(checkUrlSyntax(7, allow)).toEqual({ ok: false, reason: 'not a string' });
   });
 
+  // MEDIA_ALLOW_PRIVATE_NETWORKS=true opens loopback and private ranges, never link-local or
+  // cloud-metadata ones (DESIGN.md §9), in any spelling the URL parser accepts.
+  it.each([
+    'http://169.254.169.254/latest/meta-data/',
+    'http://169.254.0.1/',
+    'http://169.254.255.255:8080/',
+    'http://2852039166/latest/meta-data/', // decimal
+    'http://0xa9fea9fe/', // hex
+    'http://0xa9.0xfe.0xa9.0xfe/', // hex per octet
+    'http://0251.0376.0251.0376/', // octal
+    'http://169.254.43518/', // short form a.b.c16
+    'http://169.16689662/', // short form a.b24
+    'http://%31%36%39.254.169.254/', // percent-encoded
+    'http://169.254.169.254./', // trailing dot
+    'http://[::ffff:169.254.169.254]/', // IPv4-mapped
+    'http://[::ffff:a9fe:a9fe]/',
+    'http://[0:0:0:0:0:ffff:169.254.169.254]/',
+    'http://[::169.254.169.254]/', // IPv4-compatible
+    'http://[::ffff:0:a9fe:a9fe]/', // IPv4-translated
+    'http://[64:ff9b::a9fe:a9fe]/', // NAT64
+    'http://[2002:a9fe:a9fe::1]/', // 6to4
+    'http://[fe80::1]/',
+    'http://[fe80::a9fe:a9fe]/',
+    'http://[febf:ffff::1]/', // end of fe80::/10
+    'http://[fd00:ec2::254]/', // AWS IPv6 metadata
+    'http://[FD00:EC2:0:0:0:0:0:254]/',
+  ])('with allowPrivate still rejects the link-local or metadata address %s', (raw) => {
+    expect(checkUrlSyntax(raw, allow)).toEqual({ ok: false, reason: 'host is a link-local or metadata address' });
+  });
+
+  it.each(['http://[fec0::1]/', 'http://[fd00:ec2::253]/', 'http://169.253.255.255/', 'http://169.255.0.1/'])(
+    'with allowPrivate accepts the neighbouring non-link-local address %s',
+    (raw) => {
+      expect(checkUrlSyntax(raw, allow).ok).toBe(true);
+    },
+  );
+
+  it('isLinkLocalOrMetadata fails closed on anything that is not an address', () => {
+    for (const ip of [
+      '169.254.1.1',
+      'fe80::1%eth0',
+      'fd00:ec2::254',
+      '::ffff:169.254.1.1',
+      'nonsense',
+      '',
+      '0xa9fea9fe',
+    ])
+      expect(isLinkLocalOrMetadata(ip), ip).toBe(true);
+    for (const ip of ['127.0.0.1', '10.0.0.1', '::1', 'fd00::1', '8.8.8.8', '::', '0.0.0.0'])
+      expect(isLinkLocalOrMetadata(ip), ip).toBe(false);
+  });
+
   it('honours an injected isPublic', () => {
     const isPublic = (ip: string) => ip === '127.0.0.2';
     expect(checkUrlSyntax('http://127.0.0.2/', { allowPrivate: false, isPublic }).ok).toBe(true);
@@ -250,7 +308,21 @@ describe('checkUrl (with DNS, injected resolver)', () => {
     expect(l.calls).toEqual([]);
   });
 
-  it('with allowPrivate the name must still resolve, to anything', async () => {
+  it.each([
+    ['metadata.example.com', ['169.254.169.254']],
+    ['v6meta.example.com', ['fd00:ec2::254']],
+    ['linklocal.example.com', ['fe80::1']],
+    ['mappedmeta.example.com', ['::ffff:169.254.169.254']],
+    ['halfmeta.example.com', ['127.0.0.1', '169.254.169.254']],
+  ])('with allowPrivate still rejects %s resolving to %j', async (name, addrs) => {
+    const l = fakeLookup({ [name]: addrs });
+    expect(await checkUrl(`http://${name}/latest/meta-data/`, { allowPrivate: true, lookup: l })).toEqual({
+      ok: false,
+      reason: 'host resolves to a link-local or metadata address',
+    });
+  });
+
+  it('with allowPrivate the name must still resolve, to anything but link-local', async () => {
     expect((await checkUrl('http://loop.example.com/', { allowPrivate: true, lookup })).ok).toBe(true);
     expect(await checkUrl('http://unknown.example.com/', { allowPrivate: true, lookup })).toEqual({
       ok: false,

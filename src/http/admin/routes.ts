@@ -2,11 +2,10 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Clock } from '../../clock.js';
-import type { Signals } from '../../signals.js';
 import type { Operator } from '../../operator.js';
 import { ApiError } from '../api-error.js';
 import { ok } from '../envelope.js';
-import { ThroughputMeter } from './throughput.js';
+import { lastHour, minuteSeries } from './throughput.js';
 
 /** A worker pool running inside this process. */
 export interface LocalWorkerInfo {
@@ -19,7 +18,6 @@ export interface LocalWorkerInfo {
 export interface AdminDeps {
   operator: Operator;
   clock: Clock;
-  signals?: Signals;
   /** The worker pools of this process (none in an `api`-role process). */
   localWorkers?: () => LocalWorkerInfo[];
 }
@@ -53,8 +51,6 @@ const hidden = { hide: true };
  */
 export async function adminRoutes(scope: FastifyInstance, deps: AdminDeps): Promise<void> {
   const app = scope.withTypeProvider<ZodTypeProvider>();
-  const meter = new ThroughputMeter(deps.signals, () => deps.clock.now());
-  app.addHook('onClose', async () => meter.close());
   app.addHook('onRequest', adminAuth(deps));
   // Operator answers are never cached by a browser or a proxy.
   app.addHook('onSend', async (_request, reply) => {
@@ -62,14 +58,18 @@ export async function adminRoutes(scope: FastifyInstance, deps: AdminDeps): Prom
   });
 
   app.get('/overview', { schema: hidden }, async () => {
-    const depth = await deps.operator.queueDepth();
-    const series = meter.series();
+    // Both from database counters: the whole cluster, whichever process answers.
+    const now = deps.clock.now();
+    const [depth, perMinute] = await Promise.all([
+      deps.operator.queueDepth(),
+      deps.operator.finishedPerMinute(...lastHour(now)),
+    ]);
+    const series = minuteSeries(perMinute, now);
     return ok({
       queue: depth,
       throughput: {
         per_minute: series,
         finished_last_hour: series.reduce((n, p) => n + p.finished, 0),
-        counting_since: iso(meter.since),
       },
     });
   });

@@ -7,14 +7,15 @@ import { fail } from '../envelope.js';
 /** Built by `npm run build:dashboard` (part of `prepare`); same depth from src/ (tsx) and dist/. */
 export const DASHBOARD_DIR = fileURLToPath(new URL('../../../dist/dashboard/', import.meta.url));
 
-// Scripts and styles only from this origin; media previews may come from anywhere (job inputs are
-// public URLs, results may be on S3); the page talks only to this service.
-const CSP = [
+// Everything from this origin only. Images and media too: the page never makes the operator's
+// browser fetch a URL a client supplied (job inputs are shown as links, result previews come from
+// this service), so a hostile input URL cannot reach the operator's network through the browser.
+export const DASHBOARD_CSP = [
   "default-src 'self'",
   "script-src 'self'",
   "style-src 'self'",
-  'img-src * data: blob:',
-  'media-src * blob:',
+  "img-src 'self' data: blob:",
+  "media-src 'self' data: blob:",
   "connect-src 'self'",
   "frame-ancestors 'none'",
   "base-uri 'none'",
@@ -46,7 +47,7 @@ export async function dashboardRoutes(app: FastifyInstance): Promise<void> {
       reply.header('x-content-type-options', 'nosniff');
       reply.header('referrer-policy', 'no-referrer');
       if (filePath.endsWith('.html')) {
-        reply.header('content-security-policy', CSP);
+        reply.header('content-security-policy', DASHBOARD_CSP);
         reply.header('cache-control', 'no-cache');
       } else if (filePath.includes('/assets/')) {
         // Vite puts a content hash in every asset name.
@@ -57,7 +58,7 @@ export async function dashboardRoutes(app: FastifyInstance): Promise<void> {
   // The page itself (the static wildcard does not answer the bare prefix).
   app.get('/dashboard/', { schema: { hide: true } }, async (_request, reply) =>
     reply
-      .header('content-security-policy', CSP)
+      .header('content-security-policy', DASHBOARD_CSP)
       .header('cache-control', 'no-cache')
       .header('x-content-type-options', 'nosniff')
       .header('referrer-policy', 'no-referrer')
