@@ -867,9 +867,12 @@ def duration(text: str) -> float:
     return float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[m.group(2) or "s"]
 
 
-def main(argv: Optional[Sequence[str]] = None, prog: str = "python3 -m media_jobs.worker") -> int:
+def main(argv: Optional[Sequence[str]] = None, prog: Optional[str] = None) -> int:
     """The command mode's command line; returns the exit status (0 after a stop, 1 when the
     service refused the worker, 2 on bad usage)."""
+    if prog is None:
+        name = os.path.basename(sys.argv[0])
+        prog = name if name and name not in ("worker.py", "__main__.py", "-c") else "python3 -m media_jobs.worker"
     args_in = list(sys.argv[1:] if argv is None else argv)
     p = _OneLineParser(prog=prog, description=(__doc__ or "").strip().split("\n")[0],
                        usage="%s [--url URL] [--token TOKEN] --job-type NAME [--job-type NAME...] "
