@@ -366,7 +366,7 @@ class WorkerClient:
         try:
             return self.call("POST", "/jobs/%s/heartbeat" % uuid, body)[0]
         except MediaJobsError as e:
-            if e.status == 400 and objects and "progress" in body and "progress" in e.message:
+            if e.status == 400 and objects and isinstance(body.get("progress"), dict):
                 # A service from before progress objects: the fraction it takes instead.
                 self.progress_objects = False
                 self.log("the service takes progress as a fraction; sending that", job_uuid=uuid)
