@@ -26,7 +26,7 @@ import urllib.parse
 import urllib.request
 import uuid as uuidlib
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union, cast
+from typing import Any, Callable, Dict, Generator, Iterable, Iterator, List, Mapping, Optional, Tuple, Union, cast
 
 from ._version import __version__
 from .errors import APIConnectionError, ConflictError, MediaJobsError, WaitTimeoutError, error_for
@@ -348,7 +348,7 @@ class Client:
         data, _ = self._call("POST", "/jobs/%s/webhook-deliveries/%s/redeliver" % (_seg(uuid), _seg(event_id)))
         return data
 
-    def events(self, uuid: str) -> Iterator[JobEvent]:
+    def events(self, uuid: str) -> Generator[JobEvent, None, None]:
         """Follows a job through its Server-Sent Events stream (``GET /jobs/{uuid}/events``):
         yields a ``status`` event for the current state and each status change, a ``progress``
         event when only the detail or progress changes, and ends after the terminal state. A
@@ -417,7 +417,7 @@ class Client:
 
     def _backoff(self, retry: int) -> float:
         base = min(self.retry_delay * (2**retry), 8.0)
-        return base / 2 + random.random() * base / 2
+        return float(base / 2 + random.random() * base / 2)
 
     def _error(self, status: int, headers: Any, raw: bytes, fallback: str) -> MediaJobsError:
         text = raw.decode("utf-8", "replace")
@@ -471,9 +471,9 @@ class Client:
                 except urllib.error.HTTPError as e:
                     status, res_headers, raw = e.code, e.headers, e.read()
             except (OSError, http.client.HTTPException) as e:
-                err = APIConnectionError("%s failed: %s" % (where, _describe(e)))
+                lost = APIConnectionError("%s failed: %s" % (where, _describe(e)))
                 if not can_retry:
-                    raise err from e
+                    raise lost from e
                 time.sleep(self._backoff(attempt))
                 attempt += 1
                 continue

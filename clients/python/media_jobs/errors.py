@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional, Type
 
+from .types import Job
+
 
 class MediaJobsError(Exception):
     """An error answered by the API (HTTP status >= 400, message from the envelope) or no answer.
@@ -74,7 +76,7 @@ class APIConnectionError(MediaJobsError):
 class WaitTimeoutError(MediaJobsError):
     """``Client.wait`` ran out of time; ``job`` is the last state seen (or None)."""
 
-    def __init__(self, message: str, job: Optional[Dict[str, Any]]) -> None:
+    def __init__(self, message: str, job: Optional[Job]) -> None:
         super().__init__(message, 0)
         self.job = job
 

@@ -54,8 +54,8 @@ def _header(headers: Headers, name: str) -> Optional[str]:
         if value is None:
             value = get(name.title())
     if value is None:
-        items = headers.items() if isinstance(headers, Mapping) else headers
-        for k, v in items:
+        items_of = getattr(headers, "items", None)  # a Mapping, or an email.message.Message
+        for k, v in items_of() if callable(items_of) else headers:
             if isinstance(k, str) and k.lower() == name:
                 value = v
                 break

@@ -255,7 +255,7 @@ class _Polls:
     def connection_class(self, base: Any) -> Any:
         polls = self
 
-        class Tracked(base):  # type: ignore[misc, valid-type]
+        class Tracked(base):  # type: ignore[misc]
             def connect(self) -> None:
                 super().connect()
                 with polls.lock:
@@ -727,8 +727,8 @@ def run_worker(
         w.start()
         w.join()
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     if w.refused is not None:
         raise w.refused
 
@@ -849,13 +849,13 @@ class CommandHandler:
         if not path or not os.path.isfile(path) or os.path.getsize(path) == 0:
             raise WorkerJobError("processing_error",
                                  "the command exited 0 but wrote no output (write the result to {output} or $MJ_OUTPUT)")
-        with open(path, "rb") as f:
-            head = f.read(1 << 20)  # a larger JSON output is declared by its name, output.json
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 20)  # a larger JSON output is declared by its name, output.json
         return Output(path=path, content_type=guess_type(head, out[0]))
 
 
 class _OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         self.exit(2, "%s: %s (see --help)\n" % (self.prog, message))
 
 

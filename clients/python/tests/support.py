@@ -143,7 +143,7 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
             return
         up = urllib.parse.urlsplit(proxy.upstream)
-        conn = http.client.HTTPConnection(up.hostname, up.port, timeout=120)
+        conn = http.client.HTTPConnection(up.hostname or "127.0.0.1", up.port, timeout=120)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
         conn.request(self.command, self.path, body=body or None, headers=headers)
         res = conn.getresponse()
@@ -160,14 +160,14 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
                     self.send_header(k, v)
             self.send_header("connection", "close")
             self.end_headers()
-            buf, data = b"", False
+            buf, has_data = b"", False
             while True:  # up to the end of the first message with data (a `retry:` line comes first)
                 line = res.readline()
                 if not line:
                     break
                 buf += line
-                data = data or line.startswith(b"data:")
-                if data and line in (b"\n", b"\r\n"):
+                has_data = has_data or line.startswith(b"data:")
+                if has_data and line in (b"\n", b"\r\n"):
                     break
             self.wfile.write(buf)
             self.wfile.flush()

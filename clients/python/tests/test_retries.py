@@ -109,7 +109,7 @@ class Retries(unittest.TestCase):
         events = list(self.c.events(job["uuid"]))
         self.assertGreaterEqual(len(self.requests("GET", "/events")), 4)
         self.assertEqual(events[-1].job["status"], "completed")
-        states = [(e.job["status"], e.job["status_detail"]) for e in events]
+        states = [(e.job["status"], e.job["status_detail"], e.job.get("progress")) for e in events]
         for a, b in zip(states, states[1:]):
             self.assertNotEqual(a, b)
 

@@ -57,6 +57,8 @@ class Scheme(unittest.TestCase):
             msg[k] = v
         for form in (lower, upper, list(h.items()), msg):
             self.assertEqual(verify_webhook(SECRET, form, BODY)["event_id"], "evt_1")
+        del msg["X-Service-Signature"]
+        self.assertEqual(self.reason(msg), "missing_header")
 
     def test_what_is_refused_and_why(self) -> None:
         h = signed(BODY)

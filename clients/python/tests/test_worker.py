@@ -180,7 +180,7 @@ class CommandMode(unittest.TestCase):
              sys.executable, "-c", script, "{uuid}", "{output}.json"],
             cwd=d, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         )
-        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        self.addCleanup(lambda: None if proc.poll() is not None else proc.kill())
         job = c.submit(t, model="v1", input={"text": "hello"})
         done = c.wait(job["uuid"], timeout=60)
         proc.send_signal(signal.SIGTERM)
