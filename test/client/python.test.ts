@@ -22,7 +22,15 @@ const ROUND2 = false;
 const PY_DIR = path.join(root, 'clients/python');
 const TESTS_DIR = path.join(PY_DIR, 'tests');
 /** One declared type per worker test (a stopped worker's late long poll must not take the next test's job). */
-const REMOTE_TYPES = ['py-w-e2e', 'py-w-fail', 'py-w-cancel', 'py-w-stop', 'py-w-cli', 'py-w-progress', 'py-w-deadline'];
+const REMOTE_TYPES = [
+  'py-w-e2e',
+  'py-w-fail',
+  'py-w-cancel',
+  'py-w-stop',
+  'py-w-cli',
+  'py-w-progress',
+  'py-w-deadline',
+];
 
 interface Run {
   code: number | null;
@@ -65,8 +73,7 @@ beforeAll(async () => {
     { JOB_TYPES_FILE: perTestTypes(REMOTE_TYPES), RATE_LIMIT_SUBMIT: '0', RATE_LIMIT_READ: '0' },
     { jobTypes: [...defaultJobTypes({ threads: 1 }), sleepJobType()] },
   );
-  workerToken = (await createWorkerToken(svc.app.store.db, { name: 'python-tests', jobTypes: null }, Date.now()))
-    .token;
+  workerToken = (await createWorkerToken(svc.app.store.db, { name: 'python-tests', jobTypes: null }, Date.now())).token;
   // A real 429: two submits a minute.
   limited = await startService({ RATE_LIMIT_SUBMIT: '2' }, { jobTypes: [sleepJobType()] });
 }, 240_000);
@@ -122,7 +129,8 @@ describe('the Python package', () => {
 
   it("runs the README's and docs/client.md's Python examples as written", async () => {
     // As written, but for where the sample image is: the docs serve it with `npm run example-media`.
-    const asWritten = (code: string) => code.replaceAll('http://127.0.0.1:9000/sample1.jpg', `${media.origin}/photo.jpg`);
+    const asWritten = (code: string) =>
+      code.replaceAll('http://127.0.0.1:9000/sample1.jpg', `${media.origin}/photo.jpg`);
     const readme = pythonBlocks('README.md');
     const docs = pythonBlocks('docs/client.md');
     const env = { ...process.env, PYTHONDONTWRITEBYTECODE: '1', MEDIA_JOBS_URL: svc.base, MEDIA_JOBS_API_KEY: svc.key };
