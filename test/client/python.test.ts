@@ -57,7 +57,8 @@ let workerToken: string;
 
 beforeAll(async () => {
   venv = path.join(tempDir('mj-py-venv-'), 'venv');
-  const made = await run('python3', ['-m', 'venv', venv]);
+  // MJ_TEST_PYTHON picks another interpreter (e.g. a Python 3.9) for the venv.
+  const made = await run(process.env.MJ_TEST_PYTHON ?? 'python3', ['-m', 'venv', venv]);
   expect(made.code, made.out).toBe(0);
   python = path.join(venv, 'bin/python');
   // Offline (--no-index) and with the Python alone (the package's own build backend needs nothing).

@@ -9,7 +9,7 @@ import uuid as uuidlib
 
 from media_jobs import WebhookVerificationError, compute_signature, verify_webhook
 
-from support import Receiver, client, needs_service
+from support import Receiver, client, needs_service, wait_for
 
 SECRET = "whsec_python-tests"
 
@@ -117,6 +117,20 @@ class RealDeliveries(unittest.TestCase):
             with self.assertRaises(WebhookVerificationError) as e:
                 verify_webhook(secret, d.headers, body, now=now)
             self.assertEqual(e.exception.reason, reason)
+
+    def test_the_delivery_log_and_a_redelivery(self) -> None:
+        uuid = self.submit("/log", 0, secret=SECRET)
+        first = self.receiver.find("/log")
+        event_id = first.headers["X-Service-Event-Id"]
+        log = wait_for(lambda: [d for d in self.c.webhook_deliveries(uuid) if d["state"] == "delivered"], "delivered")
+        self.assertEqual([(d["event_id"], d["event_type"]) for d in log], [(event_id, "job.completed")])
+        self.assertEqual(log[0]["attempts"][0]["http_status"], 204)
+        again = self.c.redeliver_webhook(uuid, event_id)
+        self.assertEqual(again["event_id"], event_id)
+        wait_for(lambda: len([d for d in self.receiver.deliveries if d.path == "/log"]) == 2, "the redelivery")
+        second = [d for d in self.receiver.deliveries if d.path == "/log"][1]
+        self.assertEqual(second.body, first.body)  # the same event, byte for byte, signed afresh
+        self.assertEqual(verify_webhook(SECRET, second.headers, second.body)["event_id"], event_id)
 
     def test_a_delivery_without_a_secret_is_unsigned(self) -> None:
         self.submit("/unsigned", 0)
