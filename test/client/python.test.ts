@@ -15,9 +15,10 @@ import { perTestTypes, root } from '../remote/worker-support.js';
  *
  * ROUND2: clients/python/tests/test_round2.py checks the client against DESIGN.md section 7
  * (deadlines, priority, retention, deletion, batches, progress objects: issue 19). Its tests skip
- * unless MJ_TEST_ROUND2=1; set ROUND2 to true once that server work is merged.
+ * unless MJ_TEST_ROUND2=1; set ROUND2 to true once that server work is merged (until then
+ * `MJ_TEST_ROUND2=1 npx vitest run test/client/python.test.ts` tries them).
  */
-const ROUND2 = false;
+const ROUND2 = process.env.MJ_TEST_ROUND2 === '1';
 
 const PY_DIR = path.join(root, 'clients/python');
 const TESTS_DIR = path.join(PY_DIR, 'tests');
