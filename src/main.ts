@@ -58,7 +58,15 @@ async function serve(args: string[]): Promise<void> {
         `It is shown only this once; use it as "Authorization: Bearer <key>":\n${k.key}\n\n`,
     );
   }
-  await app.start();
+  try {
+    await app.start();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    await app.stop(0).catch(() => {});
+    throw new ConfigError(
+      `${config.host}:${config.port} is already in use: every process listens on its PORT (a worker-only one for /healthz, /readyz and /metrics), so give each process on one machine its own PORT`,
+    );
+  }
   app.log.info(
     { role, url: `${config.publicBaseUrl}/api/v1`, workers: app.workers ? config.workerConcurrency : 0 },
     'media-jobs started',
