@@ -333,7 +333,7 @@ const PROSE: Record<string, Prose> = {
   readyz: {
     summary: 'Readiness',
     description:
-      'Answers 200 when the service can take traffic (the database answers and every migration is applied), 503 when it cannot or is shutting down. No API key.',
+      "Answers 200 when the service can take traffic (the database answers, every migration is applied, and this process's result uploads are not failing for a storage outage or a full results disk), 503 with the reason when it cannot or is shutting down. No API key.",
     example: ok({ status: 'ready', database: 'sqlite' }),
   },
   metrics: {

@@ -19,13 +19,8 @@ import { startService, tempDir, waitFor, waitTerminal, type TestService } from '
 const DISK = 256 * 1024;
 const RESULT_BYTES = 200 * 1024;
 
-const dataDir = tempDir('mj-disk-full-');
-const resultsDir = path.join(dataDir, 'results');
-fs.mkdirSync(resultsDir);
-const mounted =
-  process.platform === 'linux' &&
-  spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${DISK}`, 'tmpfs', resultsDir], { stdio: 'ignore' }).status === 0;
-if (!mounted) console.log('results disk full: skipped (mounting a tmpfs needs root on Linux)');
+const canMount = process.platform === 'linux' && process.getuid?.() === 0;
+if (!canMount) console.log('results disk full: skipped (mounting a tmpfs needs root on Linux)');
 
 /** A test job type whose result is `bytes` bytes of a known pattern. */
 function blobJobType(): JobType {
@@ -52,14 +47,21 @@ function blobJobType(): JobType {
 }
 const pattern = (n: number) => Buffer.from(Array.from({ length: n }, (_, i) => i % 251));
 
-describe.skipIf(!mounted)('the local results disk full', () => {
+describe.skipIf(!canMount)('the local results disk full', () => {
+  const dataDir = tempDir('mj-disk-full-');
+  const resultsDir = path.join(dataDir, 'results');
+  let mounted = false;
   let svc: TestService;
   beforeAll(async () => {
+    fs.mkdirSync(resultsDir);
+    const mount = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${DISK}`, 'tmpfs', resultsDir], { encoding: 'utf8' });
+    expect(mount.status, `mount: ${mount.stderr}`).toBe(0);
+    mounted = true;
     svc = await startService({ WORKER_CONCURRENCY: '1' }, { dataDir, jobTypes: [blobJobType()] });
   });
   afterAll(async () => {
     await svc?.stop();
-    spawnSync('umount', ['-l', resultsDir], { stdio: 'ignore' });
+    if (mounted) spawnSync('umount', ['-l', resultsDir], { stdio: 'ignore' });
   });
 
   const submit = async (bytes: number): Promise<string> => {

@@ -52,8 +52,8 @@ interface SlowSocket {
   stop(): void;
 }
 
-/** Sends `head` at once, then `drip` one byte a second until the server closes the connection. */
-function slowSocket(head: string, drip: string, everyMs = 1_000): SlowSocket {
+/** Sends `head` at once, then `drip` `chunk` bytes every `everyMs` (one byte a second by default). */
+function slowSocket(head: string, drip: string, everyMs = 1_000, chunk = 1): SlowSocket {
   const socket = net.connect(port, '127.0.0.1');
   let received = '';
   let timer: NodeJS.Timeout | undefined;
@@ -70,7 +70,7 @@ function slowSocket(head: string, drip: string, everyMs = 1_000): SlowSocket {
     socket.write(head);
     let i = 0;
     timer = setInterval(() => {
-      if (i < drip.length && socket.writable) socket.write(drip[i++]!);
+      if (i < drip.length && socket.writable) socket.write(drip.slice(i, (i += chunk)));
     }, everyMs);
   });
   return {
@@ -165,8 +165,8 @@ describe('slow clients', () => {
       model: 'mitchell',
       input: { source: 'http://127.0.0.1:9/photo.jpg', width: 10 },
     });
-    // ~100 bytes at 30 ms each: about 3 s, within the 6 s bound, though never sent at once.
-    const inTime = slowSocket(submit(Buffer.byteLength(body)), body, 30);
+    // ~100 bytes, 10 every 250 ms: about 2.5 s, within the 6 s bound, though never sent at once.
+    const inTime = slowSocket(submit(Buffer.byteLength(body)), body, 250, 10);
     const allClosed = Promise.all(slow.map((s) => s.closed));
     const deadline = sleep(REQUEST_TIMEOUT_MS + 30_000).then(() => 'deadline' as const);
     const traffic = normalTraffic(Promise.race([allClosed, deadline]));
