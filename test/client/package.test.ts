@@ -52,6 +52,7 @@ interface Manifest {
   bin: Record<string, string>;
   engines: Record<string, string>;
   dependencies: Record<string, string>;
+  overrides?: Record<string, unknown>;
 }
 
 const dir = tempDir('mj-pack-');
@@ -98,7 +99,14 @@ describe('npm pack', () => {
     const spec = `file:${packed.filename}`;
     fs.writeFileSync(
       path.join(project, 'package.json'),
-      JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, dependencies: { 'media-jobs': spec } }),
+      // Overrides apply at the root only: a consumer on Node 20 copies ours, as docs/client.md says.
+      JSON.stringify({
+        name: 'consumer',
+        version: '1.0.0',
+        private: true,
+        dependencies: { 'media-jobs': spec },
+        overrides: manifest.overrides,
+      }),
     );
     // The lockfile npm would write, from ours: the tarball, then our production dependencies at
     // the same places. With it `npm ci --offline` needs nothing but the packages' tarballs in
