@@ -10,22 +10,25 @@ const NEXT: Record<JobStatus, readonly JobStatus[]> = {
   // processing → failed also covers a job whose lease ran out too many times.
   // Each move that uses these is described in changes.ts.
   processing: ['processing', 'queued', 'completed', 'failed', 'cancelled'],
-  completed: [],
-  failed: [],
-  cancelled: [],
+  // A terminal status never changes; "→ itself" is the purge of the job's data (DELETE,
+  // retention), which leaves the status as it is (changes.ts: purge, purged).
+  completed: ['completed'],
+  failed: ['failed'],
+  cancelled: ['cancelled'],
 };
 
 export function isTerminal(status: JobStatus): status is TerminalStatus {
   return (TERMINAL_STATUSES as readonly string[]).includes(status);
 }
 
-export function canTransition(from: JobStatus, to: JobStatus): boolean {
-  return NEXT[from].includes(to);
+/** Whether `to` may follow `from`; `unchanged` is a change that keeps the status (a purge). */
+export function canTransition(from: JobStatus, to: JobStatus | 'unchanged'): boolean {
+  return NEXT[from].includes(to === 'unchanged' ? from : to);
 }
 
 /** Throws on a transition the state machine forbids: a programming error, never a client's. */
-export function assertTransitions(from: readonly JobStatus[], to: JobStatus): void {
+export function assertTransitions(from: readonly JobStatus[], to: JobStatus | 'unchanged'): void {
   for (const f of from) {
-    if (!canTransition(f, to)) throw new Error(`illegal job transition ${f} → ${to}`);
+    if (!canTransition(f, to)) throw new Error(`illegal job transition ${f} → ${to === 'unchanged' ? f : to}`);
   }
 }

@@ -14,6 +14,28 @@ export function findIdempotencyKey(db: Kysely<Database>, owner: string, key: str
     .executeTakeFirst();
 }
 
+/** The live records of many keys of one owner (a batch), by key: one statement per 500 keys. */
+export async function findIdempotencyKeys(
+  db: Kysely<Database>,
+  owner: string,
+  keys: readonly string[],
+  now: number,
+): Promise<Map<string, IdempotencyRow>> {
+  const out = new Map<string, IdempotencyRow>();
+  const unique = [...new Set(keys)];
+  for (let i = 0; i < unique.length; i += 500) {
+    const rows = await db
+      .selectFrom('idempotency_keys')
+      .selectAll()
+      .where('owner', '=', owner)
+      .where('key', 'in', unique.slice(i, i + 500))
+      .where('expires_at', '>', now)
+      .execute();
+    for (const r of rows) out.set(r.key, r);
+  }
+  return out;
+}
+
 /**
  * Reserves (owner, key) inside the submit transaction. An expired record is taken over.
  * Returns false when a live record exists: a concurrent or earlier request owns the key.
