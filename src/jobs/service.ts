@@ -74,6 +74,7 @@ export interface JobServiceDeps {
 }
 
 export { JOB_NOT_FOUND };
+const DATA_REMOVED = "the job's data was deleted (DELETE /api/v1/jobs/{uuid}, or its retention period ended)";
 /** Queue position is exact up to this many jobs ahead; beyond it the status says "more than". */
 export const POSITION_CAP = 1000;
 
@@ -420,13 +421,14 @@ export class JobService {
   async result(owner: string, uuid: string): Promise<ResultLink> {
     const row = await getJobView(this.db, uuid, owner);
     if (!row) throw notFound(JOB_NOT_FOUND);
+    if (row.data_removed_at !== null) throw gone(DATA_REMOVED);
     if (row.status !== 'completed' || !row.result_key) {
       throw conflict(
         isTerminal(row.status) ? `job is ${row.status}; it has no result` : `result is not ready: job is ${row.status}`,
       );
     }
     if (row.result_deleted_at !== null) {
-      throw gone("the job's data was deleted (DELETE /api/v1/jobs/{uuid}, or its retention period ended)");
+      throw gone(DATA_REMOVED);
     }
     const expiresAt = this.deps.clock.now() + this.deps.config.resultUrlTtlMs;
     return {

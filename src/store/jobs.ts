@@ -476,7 +476,7 @@ export async function eraseJobData(
   // Delivery history stays (attempt times and statuses); what the client sent does not.
   await db
     .updateTable('webhook_events')
-    .set({ url: '', secret: null, body: '{}', updated_at: spec.now })
+    .set({ url: '', destination: null, secret: null, body: '{}', updated_at: spec.now })
     .where('job_uuid', '=', uuid)
     .execute();
   await db

@@ -172,7 +172,26 @@ describe('a remote job end to end', () => {
     });
     expect(hb.status, hb.text).toBe(200);
     expect(hb.body.data.cancel_requested).toBe(false);
-    expect(await status(uuid)).toMatchObject({ status: 'processing', status_detail: 'upscaling (50%)' });
+    expect(await status(uuid)).toMatchObject({
+      status: 'processing',
+      status_detail: 'upscaling (50%)',
+      progress: { stage: 'upscaling', percent: 50 },
+    });
+    // The contract's structured progress (DESIGN.md §7), with counts.
+    const structured = await w('POST', `/jobs/${uuid}/heartbeat`, {
+      lease_token: job.lease_token,
+      progress: { stage: 'tiles', percent: null, current: 3, total: 12 },
+    });
+    expect(structured.status, structured.text).toBe(200);
+    expect(await status(uuid)).toMatchObject({
+      status_detail: 'tiles (3 of 12)',
+      progress: { stage: 'tiles', percent: 25, current: 3, total: 12 },
+    });
+    const bad = await w('POST', `/jobs/${uuid}/heartbeat`, {
+      lease_token: job.lease_token,
+      progress: { stage: 'tiles', percent: 101 },
+    });
+    expect(bad.status).toBe(400);
 
     expect((await w('POST', `/jobs/${uuid}/complete`, { lease_token: job.lease_token })).status).toBe(400); // no output yet
     expect(
