@@ -59,7 +59,7 @@ function weightedStore(redis: Redis | undefined, prefix: string, capacity: numbe
   const local = new Map<string, { count: number; start: number }>();
   if (redis) redis.defineCommand('mediaJobsRate', { numberOfKeys: 1, lua: WEIGHTED_INCR });
   return class WeightedStore {
-    child(): WeightedStore {
+    child(): this {
       return this;
     }
 

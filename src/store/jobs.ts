@@ -107,7 +107,7 @@ export async function insertJobs(db: Kysely<Database>, rows: readonly NewJob[]):
       .orderBy('vtime', 'desc')
       .limit(1)
       .executeTakeFirst();
-    next.set(owner, Math.max(Number(head?.vtime ?? 0), last ? Number(last.vtime) + 1 : 0));
+    next.set(owner, Math.max(head?.vtime ?? 0, last ? last.vtime + 1 : 0));
   }
   const values = rows.map((row) => {
     const vtime = next.get(row.owner)!;

@@ -115,7 +115,7 @@ describe('deadlines (cancel_after, Cancel-After)', () => {
   });
 
   it('refuses bad durations with a 400 naming the field, and creates nothing', async () => {
-    const before = (await svc.call('GET', '/api/v1/jobs?limit=100')).body.data.jobs.length;
+    const before: number = (await svc.call('GET', '/api/v1/jobs?limit=100')).body.data.jobs.length;
     for (const [extra, headers, message] of [
       [{ cancel_after: '0s' }, {}, 'cancel_after: must be between 1s and 7d'],
       [{ cancel_after: 8 * 86_400 }, {}, 'cancel_after: must be between 1s and 7d'],
