@@ -68,8 +68,9 @@ function weightedStore(redis: Redis | undefined, prefix: string, capacity: numbe
       const key = at < 0 ? raw : raw.slice(0, at);
       const weight = at < 0 ? 1 : Number(raw.slice(at + WEIGHT_MARK.length));
       if (redis) {
-        const run = (redis as unknown as Record<string, (...a: unknown[]) => Promise<[number, number]>>).mediaJobsRate!;
-        run(prefix + key, window, max, weight).then(
+        // A method of the client (defineCommand): called on it, not detached.
+        const client = redis as unknown as { mediaJobsRate(...a: unknown[]): Promise<[number, number]> };
+        client.mediaJobsRate(prefix + key, window, max, weight).then(
           ([current, ttl]) => {
             cb(null, { current, ttl });
           },

@@ -10,25 +10,27 @@ const NEXT: Record<JobStatus, readonly JobStatus[]> = {
   // processing → failed also covers a job whose lease ran out too many times.
   // Each move that uses these is described in changes.ts.
   processing: ['processing', 'queued', 'completed', 'failed', 'cancelled'],
-  // A terminal status never changes; "→ itself" is the purge of the job's data (DELETE,
-  // retention), which leaves the status as it is (changes.ts: purge, purged).
-  completed: ['completed'],
-  failed: ['failed'],
-  cancelled: ['cancelled'],
+  completed: [],
+  failed: [],
+  cancelled: [],
 };
 
 export function isTerminal(status: JobStatus): status is TerminalStatus {
   return (TERMINAL_STATUSES as readonly string[]).includes(status);
 }
 
-/** Whether `to` may follow `from`; `unchanged` is a change that keeps the status (a purge). */
+/**
+ * Whether `to` may follow `from`. `unchanged` is a change that keeps the status, which only a
+ * finished job may undergo: the purge of its data (DELETE, retention; changes.ts purge, purged).
+ * A terminal status itself never changes.
+ */
 export function canTransition(from: JobStatus, to: JobStatus | 'unchanged'): boolean {
-  return NEXT[from].includes(to === 'unchanged' ? from : to);
+  return to === 'unchanged' ? isTerminal(from) : NEXT[from].includes(to);
 }
 
 /** Throws on a transition the state machine forbids: a programming error, never a client's. */
 export function assertTransitions(from: readonly JobStatus[], to: JobStatus | 'unchanged'): void {
   for (const f of from) {
-    if (!canTransition(f, to)) throw new Error(`illegal job transition ${f} → ${to === 'unchanged' ? f : to}`);
+    if (!canTransition(f, to)) throw new Error(`illegal job transition ${f} → ${to}`);
   }
 }

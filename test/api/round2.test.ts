@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { JobType } from '../../src/processors/types.js';
@@ -406,10 +408,32 @@ describe('batches', () => {
   });
 });
 
-describe('rate limits count batch items', () => {
+/** Redis when it answers here (the shared counters); the process-memory store always. */
+async function redisUp(): Promise<boolean> {
+  const probe = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 1000 });
+  probe.on('error', () => {});
+  try {
+    await probe.connect();
+    return (await probe.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    probe.disconnect();
+  }
+}
+const REDIS_URL = 'redis://127.0.0.1:6379';
+const stores = [
+  { store: 'memory', env: {} },
+  ...((await redisUp()) ? [{ store: 'redis', env: { REDIS_URL, REDIS_KEY_PREFIX: `mj-test:${randomUUID()}:` } }] : []),
+];
+
+describe.each(stores)('rate limits count batch items ($store store)', ({ env }) => {
   let limited: TestService;
   beforeAll(async () => {
-    limited = await startService({ RATE_LIMIT_SUBMIT: '10', WORKER_CONCURRENCY: '0' }, { jobTypes: [sleepJobType()] });
+    limited = await startService(
+      { RATE_LIMIT_SUBMIT: '10', WORKER_CONCURRENCY: '0', ...env },
+      { jobTypes: [sleepJobType()] },
+    );
   });
   afterAll(() => limited?.stop());
 
