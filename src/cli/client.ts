@@ -289,7 +289,7 @@ const COMMANDS: Record<
 > = {
   submit: {
     usage:
-      'media-jobs submit TYPE --model M --input JSON|@FILE [--webhook URL] [--webhook-secret S] [--webhook-event E]... [--idempotency-key K] [--wait [--timeout SEC] [--download FILE]] [--json]',
+      'media-jobs submit TYPE --model M --input JSON|@FILE [--webhook URL] [--webhook-secret S] [--webhook-event E]... [--idempotency-key K] [--cancel-after D] [--priority N] [--retention D] [--wait [--timeout SEC] [--download FILE]] [--json]',
     async run(base, args) {
       const { values, pos, help } = parse(
         args,

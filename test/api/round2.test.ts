@@ -422,7 +422,7 @@ async function redisUp(): Promise<boolean> {
   }
 }
 const REDIS_URL = 'redis://127.0.0.1:6379';
-const stores = [
+const stores: Array<{ store: string; env: Record<string, string> }> = [
   { store: 'memory', env: {} },
   ...((await redisUp()) ? [{ store: 'redis', env: { REDIS_URL, REDIS_KEY_PREFIX: `mj-test:${randomUUID()}:` } }] : []),
 ];
