@@ -272,7 +272,7 @@ describe('media-jobs client commands', () => {
     await waitFor(async () => (await run(['status', job.uuid, '--json'])).stdout.includes('"completed"'), 'the job');
     const d = await run(['delete', job.uuid]);
     expect(d.code, d.stderr).toBe(0);
-    expect(d.stdout).toMatch(/^data_removed  true$/m);
+    expect(d.stdout).toMatch(/^data_removed {2}true$/m);
   });
 
   it('lists jobs as a table, filtered', async () => {
