@@ -11,6 +11,7 @@
 import type { Kysely } from 'kysely';
 import type { JobRow, NewJob } from '../store/jobs.js';
 import type { Database } from '../store/schema.js';
+import type { IdempotencyRow } from '../store/idempotency.js';
 import type { ErrorType, JobProgress } from '../contract.js';
 import { assertTransitions, type JobStatus } from './states.js';
 
@@ -89,9 +90,19 @@ export interface Failure {
 /** Runs first in a create's transaction (the idempotency key's reservation); false vetoes the insert. */
 export type Reserve = (trx: Kysely<Database>) => Promise<boolean>;
 
+/**
+ * One job of a create: with `reserve` (a single submit's key) or `key` (a batch item's key record,
+ * reserved with the batch's others in multi-row statements); a key taken by a live record vetoes it.
+ */
+export interface NewEntry {
+  job: NewJob;
+  reserve?: Reserve;
+  key?: IdempotencyRow;
+}
+
 /** A request to change one job's state (or, for a claim, to take some); `at` is when it was asked. */
 export type Change =
-  | { move: 'create'; at: number; jobs: ReadonlyArray<{ job: NewJob; reserve?: Reserve }> }
+  | { move: 'create'; at: number; jobs: ReadonlyArray<NewEntry> }
   | { move: 'claim'; at: number; leaseOwner: string; jobTypes: readonly string[]; limit: number }
   | { move: 'renew'; at: number; held: Held; detail?: string; progress?: JobProgress }
   | { move: 'complete'; at: number; held: Held; result: ResultInfo }

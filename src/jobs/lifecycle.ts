@@ -28,12 +28,14 @@ import {
 } from '../store/jobs.js';
 import type { Database } from '../store/schema.js';
 import { insertWebhookEvents, type NewWebhookEvent } from '../store/webhooks.js';
+import { reserveIdempotencyKeys } from '../store/idempotency.js';
 import { terminalEvent } from './outbox.js';
 import {
   MOVES,
   columnsOf,
   guardOf,
   type Change,
+  type NewEntry,
   type Failure,
   type Held,
   type Outcomes,
@@ -116,7 +118,7 @@ export class JobLifecycle {
    * Inserts many queued jobs (a batch) in one transaction: each entry's `reserve` runs first and
    * may veto that entry alone; the others are inserted in multi-row statements. One answer per entry.
    */
-  createMany(entries: ReadonlyArray<{ job: NewJob; reserve?: Reserve }>): Promise<boolean[]> {
+  createMany(entries: ReadonlyArray<NewEntry>): Promise<boolean[]> {
     if (entries.length === 0) return Promise.resolve([]);
     return this.submit({ move: 'create', at: this.now(), jobs: entries });
   }
@@ -266,7 +268,7 @@ export class JobLifecycle {
   private oneStatement(change: Change): (() => Promise<Applied>) | undefined {
     const { signals, store, config } = this.deps;
     const lone = change.move === 'create' && change.jobs.length === 1 ? change.jobs[0]! : undefined;
-    if (lone && lone.reserve === undefined) {
+    if (lone && lone.reserve === undefined && lone.key === undefined) {
       const raised: Signal[] = [['job-queued', '']];
       const inline = signals.transport?.notifyExpression?.(raised);
       if (signals.transport && !inline) return undefined;
@@ -293,10 +295,12 @@ export class JobLifecycle {
     const { store, config } = this.deps;
     switch (change.move) {
       case 'create': {
+        const keyed = change.jobs.flatMap((e) => (e.key ? [e.key] : []));
+        const reserved = keyed.length > 0 ? await reserveIdempotencyKeys(trx, keyed) : new Set<string>();
         const out: boolean[] = [];
         const rows: NewJob[] = [];
-        for (const { job, reserve } of change.jobs) {
-          const ok = reserve === undefined || (await reserve(trx));
+        for (const { job, reserve, key } of change.jobs) {
+          const ok = key ? reserved.has(key.key) : reserve === undefined || (await reserve(trx));
           out.push(ok);
           if (ok) rows.push(job);
         }

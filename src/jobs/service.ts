@@ -54,6 +54,8 @@ export type { ResultLink };
 interface Prepared {
   row: NewJob;
   reserve?: Reserve;
+  /** The key's record (a batch reserves its items' keys together). */
+  record?: IdempotencyRow;
   outcome: SubmitOutcome;
   fingerprint: string;
   /** A batch item whose key an earlier item of the same batch holds: answered after the insert. */
@@ -169,7 +171,7 @@ export class JobService {
     const fresh = prepared.flatMap((p, i) =>
       p instanceof DomainError || 'replayed' in p || p.later ? [] : [{ p, i }],
     );
-    const created = await this.deps.lifecycle.createMany(fresh.map(({ p }) => ({ job: p.row, reserve: p.reserve })));
+    const created = await this.deps.lifecycle.createMany(fresh.map(({ p }) => ({ job: p.row, key: p.record })));
     const out: Array<SubmitOutcome | DomainError | undefined> = prepared.map((p) =>
       p instanceof DomainError || 'replayed' in p ? p : undefined,
     );
@@ -250,22 +252,22 @@ export class JobService {
       replayed: false,
     };
 
-    const reserve =
+    const record: IdempotencyRow | undefined =
       key === undefined
         ? undefined
-        : (trx: Kysely<Database>) =>
-            reserveIdempotencyKey(trx, {
-              owner,
-              key,
-              fingerprint,
-              response_status: outcome.statusCode,
-              response_body: JSON.stringify(outcome.body),
-              request_id: req.requestId,
-              job_uuid: row.uuid,
-              created_at: now,
-              expires_at: now + this.deps.config.idempotencyTtlMs,
-            });
-    return { row, reserve, outcome, fingerprint, later: prior === 'later' };
+        : {
+            owner,
+            key,
+            fingerprint,
+            response_status: outcome.statusCode,
+            response_body: JSON.stringify(outcome.body),
+            request_id: req.requestId,
+            job_uuid: row.uuid,
+            created_at: now,
+            expires_at: now + this.deps.config.idempotencyTtlMs,
+          };
+    const reserve = record === undefined ? undefined : (trx: Kysely<Database>) => reserveIdempotencyKey(trx, record);
+    return { row, reserve, record, outcome, fingerprint, later: prior === 'later' };
   }
 
   /** A key taken by a concurrent request (or an earlier item of the batch): answer as its replay. */

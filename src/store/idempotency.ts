@@ -54,6 +54,41 @@ export async function reserveIdempotencyKey(db: Kysely<Database>, row: Idempoten
   return res !== undefined;
 }
 
+/**
+ * Reserves many keys of a batch in multi-row statements (each key at most once); answers the
+ * keys that were reserved (new, or taking over an expired record). A key a live record holds is
+ * left out: its item is answered as that record's replay.
+ */
+export async function reserveIdempotencyKeys(
+  db: Kysely<Database>,
+  rows: readonly IdempotencyRow[],
+): Promise<Set<string>> {
+  const reserved = new Set<string>();
+  for (let i = 0; i < rows.length; i += 500) {
+    const res = await db
+      .insertInto('idempotency_keys')
+      .values(rows.slice(i, i + 500))
+      .onConflict((oc) =>
+        oc
+          .columns(['owner', 'key'])
+          .doUpdateSet((eb) => ({
+            fingerprint: eb.ref('excluded.fingerprint'),
+            response_status: eb.ref('excluded.response_status'),
+            response_body: eb.ref('excluded.response_body'),
+            request_id: eb.ref('excluded.request_id'),
+            job_uuid: eb.ref('excluded.job_uuid'),
+            created_at: eb.ref('excluded.created_at'),
+            expires_at: eb.ref('excluded.expires_at'),
+          }))
+          .whereRef('idempotency_keys.expires_at', '<=', 'excluded.created_at'),
+      )
+      .returning('key')
+      .execute();
+    for (const r of res) reserved.add(r.key);
+  }
+  return reserved;
+}
+
 export async function purgeIdempotencyKeys(db: Kysely<Database>, now: number): Promise<number> {
   const res = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', now).executeTakeFirst();
   return Number(res.numDeletedRows);
