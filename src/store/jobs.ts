@@ -91,7 +91,7 @@ export async function insertJobs(db: Kysely<Database>, rows: readonly NewJob[]):
   const head = await db
     .selectFrom('jobs')
     .select('vtime')
-    .where('status', '=', 'queued')
+    .where(sql<boolean>`status = 'queued'`)
     .orderBy('vtime')
     .orderBy('created_at')
     .orderBy('uuid')
@@ -102,7 +102,7 @@ export async function insertJobs(db: Kysely<Database>, rows: readonly NewJob[]):
     const last = await db
       .selectFrom('jobs')
       .select('vtime')
-      .where('status', '=', 'queued')
+      .where(sql<boolean>`status = 'queued'`)
       .where('owner', '=', owner)
       .orderBy('vtime', 'desc')
       .limit(1)
