@@ -254,6 +254,24 @@ describe('a remote job end to end', () => {
 });
 
 describe('the lease rules of a remote job', () => {
+  it('cancels a running remote job at its deadline and tells the worker on its next heartbeat', async () => {
+    const r = await svc.call('POST', '/api/v1/jobs/submit/test-remote-b', {
+      body: { job_type: 'test-remote-b', model: 'v1', input: { text: 'too slow' } },
+      headers: { 'Cancel-After': '2s' },
+    });
+    expect(r.status, r.text).toBe(200);
+    const uuid = r.body.data.uuid as string;
+    const job = await claimJob(uuid, ['test-remote-b']);
+    const ended = await waitFor(async () => {
+      const s = await status(uuid);
+      return s.status === 'cancelled' ? s : undefined;
+    }, 'the deadline to cancel the running job');
+    expect(ended.status_detail).toBe('deadline passed while processing');
+    const hb = await w('POST', `/jobs/${uuid}/heartbeat`, { lease_token: job.lease_token });
+    expect(hb.status).toBe(200);
+    expect(hb.body.data.cancel_requested).toBe(true);
+  });
+
   it('tells the worker of a cancel on its next heartbeat, then refuses its calls', async () => {
     const uuid = await submit('test-remote', { source: media.url('/small.png') });
     const job = await claimJob(uuid);
