@@ -20,7 +20,12 @@ import {
   claimJobs,
   countActive,
   deferJobs,
+  duePurges,
+  eraseJobData,
+  expiredDeadlines,
   expiredLeases,
+  insertJobs,
+  markPurged,
   expiredResults,
   getJobView,
   insertJob,
@@ -35,19 +40,27 @@ import type { Database } from '../src/store/schema.js';
 import { blobsOfJob, outputsOf, staleBlobs } from '../src/store/staged-blobs.js';
 import { finishedPerMinute, readJobTotals } from '../src/store/totals.js';
 import { findActiveWorkerToken } from '../src/store/worker-tokens.js';
+import { findIdempotencyKeys } from '../src/store/idempotency.js';
 
 const ROWS = Number(process.env.BENCH_EXPLAIN_ROWS ?? 1_000_000);
 
 class Rollback extends Error {}
 
+let sweep = '';
+
 async function plans(db: Db): Promise<string[]> {
   const store = await freshStore(db);
   const out: string[] = [];
   try {
-    const last = await fillBacklog(store, ROWS, 'bench');
+    // Every queued job has a deadline (none due): the deadline sweep's worst case.
+    const last = await fillBacklog(store, ROWS, 'bench', { deadlines: true });
     const captured: Array<{ label: string; sql: string; params: readonly unknown[] }> = [];
     let label = '';
+    let capturing = true;
     const onLog = (e: LogEvent) => {
+      if (!capturing) return;
+      // A statement run again under the same step (a claim's per-pick seek) is shown once.
+      if (captured.some((c) => c.label === label && c.sql === e.query.sql)) return;
       captured.push({ label, sql: e.query.sql, params: e.query.parameters });
     };
     const sqlite = db === 'sqlite' ? new SQLite(store.url.slice('sqlite:'.length)) : undefined;
@@ -118,6 +131,70 @@ async function plans(db: Db): Promise<string[]> {
     await step('remote: staged blobs of a job', (t) => blobsOfJob(t, last));
     await step('remote: sweep of ended attempts', (t) => staleBlobs(t, 1000));
     await step('list: by status', (t) => listJobs(t, { owner: 'bench', status: 'queued', limit: 21 }));
+    // Round 2 (DESIGN.md §7): deadlines, purges, priority, batches, progress.
+    await step('submit: insert with priority and deadline', (t) =>
+      insertJob(t, { ...newJob('bench'), priority: 300, deadline: now + 60_000 }),
+    );
+    await step('batch: insert 100 jobs (multi-row, vtimes from two seeks)', (t) =>
+      insertJobs(
+        t,
+        Array.from({ length: 100 }, (_, i) => ({
+          ...newJob('bench'),
+          uuid: `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}`,
+        })),
+      ),
+    );
+    await step('batch: idempotency keys of 100 items', (t) =>
+      findIdempotencyKeys(
+        t,
+        'bench',
+        Array.from({ length: 100 }, (_, i) => `batch:${i}`),
+        now,
+      ),
+    );
+    await step('deadlines: due deadlines (the sweep, every second)', (t) => expiredDeadlines(t, now, 500));
+    await step('deadlines: cancel a queued job past its deadline', (t) =>
+      updateState(
+        t,
+        last,
+        {
+          ...MOVES.expireQueued,
+          deadlineBefore: now,
+          set: { status_detail: 'deadline passed while queued' },
+          retentionMs: 1,
+          now,
+        },
+        true,
+      ),
+    );
+    await step('purge: due purges', (t) => duePurges(t, now, 100));
+    await step('purge: erase a finished job (and its deliveries)', (t) =>
+      eraseJobData(t, last, { from: MOVES.purge.from, owner: 'bench', now }),
+    );
+    await step('purge: mark the tombstone', (t) => markPurged(t, last, { from: MOVES.purged.from, now }));
+    await step('progress: renew with structured progress', (t) =>
+      renewLease(
+        t,
+        MOVES.renew,
+        last,
+        'explain/1',
+        now + 30_000,
+        'swapping faces (41 of 120)',
+        '{"stage":"swapping faces","percent":34.2}',
+      ),
+    );
+
+    // The deadline sweep's cost at this backlog: the statement housekeeping runs every second.
+    capturing = false;
+    const times: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const t0 = performance.now();
+      await expiredDeadlines(k, Date.now(), 500);
+      times.push(performance.now() - t0);
+    }
+    times.sort((a, b) => a - b);
+    sweep = `${db}: deadline sweep (${ROWS.toLocaleString('en-US')} queued jobs, each with a deadline, none due): p50 ${times[100]!.toFixed(3)} ms, p99 ${times[198]!.toFixed(3)} ms over 200 runs`;
+    log(sweep);
 
     for (const c of captured) {
       if (/^(begin|commit|rollback)/i.test(c.sql.trim())) continue;
@@ -136,9 +213,15 @@ async function plans(db: Db): Promise<string[]> {
           client.release();
         }
       }
-      out.push(`### ${c.label}\n\n\`\`\`sql\n${c.sql.replace(/\s+/g, ' ').trim()}\n\`\`\`\n\`\`\`\n${plan}\n\`\`\`\n`);
+      // A multi-row VALUES list is shown by its first rows.
+      const text = c.sql
+        .replace(/\s+/g, ' ')
+        .trim()
+        .replace(/((?:\([^()]*\), ){2})(?:\([^()]*\), )+(\([^()]*\))/g, '$1…, $2');
+      out.push(`### ${c.label}\n\n\`\`\`sql\n${text}\n\`\`\`\n\`\`\`\n${plan}\n\`\`\`\n`);
       log(`${db} | ${c.label}\n${plan}\n`);
     }
+    out.push(`### Cost of the deadline sweep\n\n${sweep}\n`);
     await k.destroy();
   } finally {
     await store.dispose();

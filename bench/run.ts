@@ -33,6 +33,7 @@ import { isolationScenario } from './scenarios/isolation.js';
 import { faceSwapScenario } from './scenarios/face-swap.js';
 import { videoScenario } from './scenarios/video.js';
 import { remoteScenario } from './scenarios/remote.js';
+import { batchScenario } from './scenarios/batch.js';
 
 const require = createRequire(import.meta.url);
 const version = (pkg: string) => (require(`${pkg}/package.json`) as { version: string }).version;
@@ -40,6 +41,7 @@ const version = (pkg: string) => (require(`${pkg}/package.json`) as { version: s
 const scenarios: Array<[string, () => Promise<{ rows: Row[]; lines?: string[] }>]> = [
   ['status', async () => ({ rows: await statusScenario() })],
   ['submit', async () => ({ rows: await submitScenario() })],
+  ['batch', async () => ({ rows: await batchScenario() })],
   ['queue', async () => ({ rows: await queueScenario() })],
   ['backlog', async () => ({ rows: await backlogScenario() })],
   ['webhooks', async () => ({ rows: await webhookScenario() })],

@@ -36,6 +36,8 @@ export interface AppOptions {
   jobTypes?: JobType[];
   /** Test seams for the address rule: DNS and what counts as public. */
   lookup?: LookupAll;
+  /** Test seam: wraps the result store (a storage outage during a purge). */
+  wrapResults?: (results: ResultStore) => ResultStore;
   isPublic?: IsPublic;
 }
 
@@ -93,12 +95,13 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     rs.kind === 'local'
       ? new LocalResultStore(path.join(config.dataDir, 'results'), config.publicBaseUrl, urlSecret)
       : undefined;
-  const results: ResultStore =
+  const store0: ResultStore =
     local ??
     new (await import('./storage/s3.js')).S3ResultStore({
       ...(rs as Extract<typeof rs, { kind: 's3' }>),
       clockMs: () => clock.now(),
     });
+  const results = opts.wrapResults ? opts.wrapResults(store0) : store0;
 
   const storageHealth = new StorageHealth(results, log);
 

@@ -64,6 +64,7 @@ const envSchema = z.object({
   SHUTDOWN_GRACE: duration('20s'),
   RESULT_STORE: z.string().default('local'),
   RATE_LIMIT_SUBMIT: int(600, 0),
+  MAX_BATCH_ITEMS: int(1000, 1),
   RATE_LIMIT_READ: int(3000, 0),
   REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
   REDIS_KEY_PREFIX: z.string().default('media-jobs:rate:'),
@@ -116,6 +117,8 @@ export interface Config {
   maintenanceIntervalMs: number;
   /** On SIGTERM, how long running jobs may take to finish before they are handed back. */
   shutdownGraceMs: number;
+  /** Most items of POST /jobs/batch. */
+  maxBatchItems: number;
   /** Requests per minute per API key (0: unlimited): submits, and every other API request. */
   rateLimitSubmit: number;
   rateLimitRead: number;
@@ -205,6 +208,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceMs: e.SHUTDOWN_GRACE,
     resultStore,
     rateLimitSubmit: e.RATE_LIMIT_SUBMIT,
+    maxBatchItems: e.MAX_BATCH_ITEMS,
     rateLimitRead: e.RATE_LIMIT_READ,
     video: {
       maxSeconds: e.MAX_VIDEO_SECONDS,

@@ -50,6 +50,51 @@ export interface ApiJob {
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
+  /** When the job is cancelled if it has not finished (`cancel_after` at submit), else null. */
+  deadline: string | null;
+  /** −600..600: among the same owner's queued jobs, taken as if submitted this many seconds earlier. */
+  priority: number;
+  /** What the worker reports, or null; never sent in webhooks. */
+  progress: JobProgress | null;
+  /** True once the job's data (input, webhook, result) was deleted (DELETE or retention); the job stays as a tombstone. */
+  data_removed: boolean;
+}
+
+/** Structured progress (DESIGN.md §7): `{"stage":"swapping faces","percent":34.2,"current":41,"total":120}`. */
+export interface JobProgress {
+  stage: string;
+  /** 0–100, or null when the stage has no measure. */
+  percent: number | null;
+  current?: number;
+  total?: number;
+}
+
+/** `priority` bounds, in seconds (Inngest's and Trigger.dev's meaning). */
+export const PRIORITY_MIN = -600;
+export const PRIORITY_MAX = 600;
+/** `cancel_after` bounds, in milliseconds: 1 s to 7 d. */
+export const CANCEL_AFTER_MIN_MS = 1_000;
+export const CANCEL_AFTER_MAX_MS = 7 * 86_400_000;
+/** The request header that is the same as `cancel_after` (Replicate's). */
+export const CANCEL_AFTER_HEADER = 'Cancel-After';
+/** SSE sends at most one `progress` event per stream this often (the terminal state always). */
+export const PROGRESS_EVENT_INTERVAL_MS = 500;
+/** Most items of POST /jobs/batch (MAX_BATCH_ITEMS may lower or raise it). */
+export const DEFAULT_MAX_BATCH_ITEMS = 1000;
+
+/** One item of `data.items` of POST /jobs/batch: what the item alone would have been answered. */
+export interface BatchItemResult {
+  code: number;
+  message: string;
+  /** The HTTP status the item alone would have got (200, 400, 409, …). */
+  status: number;
+  /** The job, or `{}` for an item that was refused. */
+  data: ApiJob | Record<string, never>;
+}
+
+/** `data` of POST /jobs/batch. */
+export interface BatchResult {
+  items: BatchItemResult[];
 }
 
 /** `data` of GET /jobs/{uuid}/result: a signed link that needs no API key. */
@@ -103,7 +148,19 @@ export interface SubmitBody<I extends Record<string, unknown> = Record<string, u
   /** Media slots (`source`, `target`, `reference`, `audio`: a URL or an array of URLs) and options. */
   input: I;
   webhook?: WebhookSettings;
+  /** Cancel the job if it has not finished in this long: `"90s"`, `"5m"`, `"1h30m"` or seconds (1 s to 7 d). */
+  cancel_after?: string | number;
+  /** Purge the job's data this long after it finished (at most RESULT_RETENTION). */
+  retention?: string | number;
+  /** −600..600 seconds, within the owner's own jobs. */
+  priority?: number;
 }
+
+/** One item of POST /jobs/batch: a submit body with its `job_type`, and an optional key of its own. */
+export type BatchItem<I extends Record<string, unknown> = Record<string, unknown>> = SubmitBody<I> & {
+  job_type: string;
+  idempotency_key?: string;
+};
 
 export interface DeliveryAttempt {
   attempt: number;

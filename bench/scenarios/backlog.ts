@@ -42,7 +42,17 @@ const backlogs = (process.env.BENCH_BACKLOGS ?? '0,100000,1000000').split(',').m
 const databases = (process.env.BENCH_BACKLOG_DBS ?? 'sqlite,postgres').split(',') as Db[];
 
 /** Bulk-inserts `n` queued no-op jobs of `owner` with consecutive virtual times (as n sequential submits get). */
-export async function fillBacklog(store: BenchStore, n: number, owner: string): Promise<string> {
+/**
+ * `n` queued jobs of one owner, inserted in bulk. With `deadlines`, every job has a deadline an
+ * hour ahead (none due): the deadline sweep's worst case, a partial index holding every row.
+ */
+export async function fillBacklog(
+  store: BenchStore,
+  n: number,
+  owner: string,
+  opts: { deadlines?: boolean } = {},
+): Promise<string> {
+  const deadline = opts.deadlines ? 'created_at + 3600000' : 'NULL';
   const t0 = Date.now() - 60_000;
   const seed = Math.floor(Math.random() * 0xffffffff);
   const uuidOf = (i: number) =>
@@ -52,8 +62,10 @@ export async function fillBacklog(store: BenchStore, n: number, owner: string): 
     const db = new SQLite(store.url.slice('sqlite:'.length));
     db.pragma('journal_mode = WAL');
     const insert = db.prepare(`WITH RECURSIVE s(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM s WHERE i < ?)
-      INSERT INTO jobs (uuid, owner, job_type, model, input, status, status_detail, attempts, vtime, created_at, updated_at)
-      SELECT printf('%08x-0000-4000-8000-%012x', ?, i), ?, 'bench-noop', 'v1', '{}', 'queued', 'waiting for a worker', 0, i, ? + i / 1000, ? FROM s`);
+      INSERT INTO jobs (uuid, owner, job_type, model, input, status, status_detail, attempts, vtime, created_at, updated_at, rank, deadline)
+      SELECT uuid, owner, job_type, model, input, status, status_detail, attempts, vtime, created_at, updated_at, created_at, ${deadline}
+      FROM (SELECT printf('%08x-0000-4000-8000-%012x', ?, i) AS uuid, ? AS owner, 'bench-noop' AS job_type, 'v1' AS model, '{}' AS input,
+        'queued' AS status, 'waiting for a worker' AS status_detail, 0 AS attempts, i AS vtime, ? + i / 1000 AS created_at, ? AS updated_at FROM s)`);
     for (let from = 0; from < n; from += chunk) insert.run(from, Math.min(n, from + chunk) - 1, seed, owner, t0, t0);
     db.pragma('wal_checkpoint(TRUNCATE)');
     db.exec('ANALYZE');
@@ -63,10 +75,12 @@ export async function fillBacklog(store: BenchStore, n: number, owner: string): 
     await c.connect();
     for (let from = 0; from < n; from += chunk) {
       await c.query(
-        `INSERT INTO jobs (uuid, owner, job_type, model, input, status, status_detail, attempts, vtime, created_at, updated_at)
-         SELECT lpad(to_hex($1::bigint), 8, '0') || '-0000-4000-8000-' || lpad(to_hex(i), 12, '0'), $2, 'bench-noop', 'v1', '{}', 'queued',
-                'waiting for a worker', 0, i, $3::bigint + i / 1000, $3::bigint
-         FROM generate_series($4::bigint, $5::bigint) AS i`,
+        `INSERT INTO jobs (uuid, owner, job_type, model, input, status, status_detail, attempts, vtime, created_at, updated_at, rank, deadline)
+         SELECT uuid, owner, job_type, model, input, status, status_detail, attempts, vtime, created_at, updated_at, created_at, ${deadline}
+         FROM (SELECT lpad(to_hex($1::bigint), 8, '0') || '-0000-4000-8000-' || lpad(to_hex(i), 12, '0') AS uuid, $2::text AS owner,
+                'bench-noop' AS job_type, 'v1' AS model, '{}' AS input, 'queued' AS status,
+                'waiting for a worker' AS status_detail, 0 AS attempts, i AS vtime, $3::bigint + i / 1000 AS created_at, $3::bigint AS updated_at
+               FROM generate_series($4::bigint, $5::bigint) AS i) AS s`,
         [seed, owner, t0, from, Math.min(n, from + chunk) - 1],
       );
     }

@@ -32,6 +32,23 @@ export function Status({ status }: { status: string }) {
   return <span class={`status status-${status}`}>{status}</span>;
 }
 
+/** The job's structured progress as a bar (indeterminate when the stage has no percentage). */
+export function ProgressBar({ job }: { job: Job }) {
+  const p = job.progress;
+  if (!p || isTerminal(job.status)) return null;
+  const label = `${p.stage}${p.percent === null ? '' : ` ${Math.round(p.percent)}%`}`;
+  return (
+    <span class="progress">
+      {p.percent === null ? (
+        <progress aria-label={label} />
+      ) : (
+        <progress max={100} value={p.percent} aria-label={label} />
+      )}{' '}
+      <span class="progress-label">{label}</span>
+    </span>
+  );
+}
+
 export function ErrorNote({ error }: { error: string | null }) {
   return error ? (
     <p class="error" role="alert">
@@ -177,7 +194,15 @@ export function Jobs() {
               <td>
                 <Status status={j.status} />
               </td>
-              <td>{j.status_detail}</td>
+              <td>
+                {j.status_detail}
+                {j.progress && !isTerminal(j.status) && (
+                  <>
+                    <br />
+                    <ProgressBar job={j} />
+                  </>
+                )}
+              </td>
               <td>{when(j.created_at)}</td>
             </tr>
           ))}
@@ -296,6 +321,19 @@ export function JobPage({ uuid }: { uuid: string }) {
       setBusy(false);
     }
   };
+  const remove = async () => {
+    if (!confirm("Delete this job's data (result, input, webhook)? This cannot be undone.")) return;
+    setBusy(true);
+    try {
+      const j = await api<Job>(`/jobs/${uuid}`, { method: 'DELETE' });
+      setJob((prev) => (prev ? { ...prev, ...j, input: {}, webhook: null } : prev));
+      setResult(null);
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
   const redeliver = async (eventId: string) => {
     setBusy(true);
     try {
@@ -330,10 +368,21 @@ export function JobPage({ uuid }: { uuid: string }) {
         </span>{' '}
         · {job.job_type} · {job.model}
       </p>
+      <ProgressBar job={job} />
       {!isTerminal(job.status) && (
         <button type="button" class="danger" onClick={cancel} disabled={busy}>
           Cancel job
         </button>
+      )}
+      {isTerminal(job.status) && !job.data_removed && (
+        <button type="button" class="danger" onClick={remove} disabled={busy}>
+          Delete job data
+        </button>
+      )}
+      {job.data_removed && (
+        <p class="note" role="status">
+          This job's data (input, webhook, result) was deleted.
+        </p>
       )}
       <ErrorNote error={error} />
       {job.error_message && (

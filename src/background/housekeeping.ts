@@ -5,7 +5,8 @@ import type { JobLifecycle } from '../jobs/lifecycle.js';
 import type { ResultStore } from '../storage/types.js';
 import type { Store } from '../store/db.js';
 import { purgeIdempotencyKeys } from '../store/idempotency.js';
-import { countActive, expiredResults, markResultDeleted, refreshPlannerStats } from '../store/jobs.js';
+import { countActive, expiredResults, refreshPlannerStats } from '../store/jobs.js';
+import { purgeJob } from '../jobs/purge.js';
 import { Backoff } from './backoff.js';
 import { Wakeable } from './wake.js';
 
@@ -22,15 +23,20 @@ export interface HousekeepingDeps {
 
 /** Staged blobs of ended attempts are swept this often. */
 const SWEEP_EVERY_MS = 30_000;
+/** Deadlines (cancel_after) and due purges are looked at this often: "within about a second". */
+const DEADLINE_EVERY_MS = 1_000;
 
 /**
  * The one housekeeping loop of a process, in every role (safe to run in every process at once):
+ * - every second: active jobs whose deadline passed are cancelled, and finished jobs whose purge
+ *   is due (their retention ended, or a DELETE's blob deletion failed) are purged; both are index
+ *   ranges over due rows only (jobs_deadlines, jobs_purges), free when nothing is due;
  * - every tick (JOB_LEASE/4, between 200 ms and 5 s): jobs whose lease expired go back to the
  *   queue or fail (an index range over expired leases: free while every worker is alive), and the
  *   planner statistics are refreshed when the queue has doubled (one read of the counters);
  * - every 30 s: staged blobs of ended remote attempts are deleted;
- * - every MAINTENANCE_INTERVAL: results past RESULT_RETENTION are deleted, and expired
- *   idempotency keys purged.
+ * - every MAINTENANCE_INTERVAL: jobs whose result outlived RESULT_RETENTION (finished before it
+ *   was shortened, or before migration 009) are purged, and expired idempotency keys deleted.
  * A database outage backs off quietly (Backoff: one warning per outage); other errors are logged.
  */
 export class Housekeeping {
@@ -40,6 +46,7 @@ export class Housekeeping {
   private stopping = false;
   private loopDone: Promise<void> = Promise.resolve();
   private lastSweep = -Infinity;
+  private lastTick = -Infinity;
   private lastMaintenance = -Infinity;
   /** Queued jobs at the last planner-statistics refresh. */
   private analyzedAt = 0;
@@ -67,7 +74,7 @@ export class Housekeeping {
 
   private async loop(): Promise<void> {
     while (!this.stopping) {
-      let waitMs = this.tickMs;
+      let waitMs = Math.min(this.tickMs, DEADLINE_EVERY_MS);
       try {
         await this.tick(false);
         this.backoff.succeeded();
@@ -82,8 +89,13 @@ export class Housekeeping {
     const { lifecycle } = this.deps;
     // Intervals of real time (monotonic): tests move the service clock by days.
     const t = performance.now();
-    await lifecycle.recoverExpired();
-    await this.tunePlanner();
+    await lifecycle.expireDeadlines();
+    await this.purgeDue();
+    if (all || t - this.lastTick >= this.tickMs) {
+      await lifecycle.recoverExpired();
+      await this.tunePlanner();
+      this.lastTick = t;
+    }
     if (all || t - this.lastSweep >= SWEEP_EVERY_MS) {
       await this.deps.sweepStaged();
       this.lastSweep = t;
@@ -94,15 +106,27 @@ export class Housekeeping {
     }
   }
 
-  /** Results past retention are deleted (their result then answers 410); expired idempotency keys purged. */
+  /** Purges that are due; one whose storage fails stays due and is retried on a later tick. */
+  private async purgeDue(): Promise<void> {
+    const { lifecycle, log } = this.deps;
+    for (const { uuid } of await lifecycle.duePurges()) {
+      try {
+        await purgeJob(this.deps, uuid);
+      } catch (err) {
+        log.warn({ err, job_uuid: uuid }, 'purge failed (the job stays due and is retried)');
+        throw err; // a storage or database outage: back off rather than try every due job now
+      }
+    }
+  }
+
+  /** Results past RESULT_RETENTION are purged (their result then answers 410); expired idempotency keys deleted. */
   private async maintain(): Promise<void> {
-    const { store, config, clock, results, log } = this.deps;
+    const { store, config, clock, log } = this.deps;
     const now = clock.now();
     const purged = await purgeIdempotencyKeys(store.db, now);
     if (purged > 0) log.info({ purged }, 'purged expired idempotency keys');
     for (const r of await expiredResults(store.db, now - config.resultRetentionMs)) {
-      await results.delete(r.result_key!);
-      await markResultDeleted(store.db, r.uuid, now);
+      await purgeJob(this.deps, r.uuid);
     }
   }
 

@@ -19,17 +19,30 @@ import {
  * `wait`; 2 usage or configuration error.
  */
 
-export const CLIENT_COMMANDS = ['submit', 'status', 'cancel', 'result', 'wait', 'jobs', 'job-types'] as const;
+export const CLIENT_COMMANDS = [
+  'submit',
+  'batch',
+  'status',
+  'cancel',
+  'delete',
+  'result',
+  'wait',
+  'jobs',
+  'job-types',
+] as const;
 export type ClientCommand = (typeof CLIENT_COMMANDS)[number];
 export const isClientCommand = (cmd: string | undefined): cmd is ClientCommand =>
   (CLIENT_COMMANDS as readonly string[]).includes(cmd ?? '');
 
 export const CLIENT_USAGE = `client commands (MEDIA_JOBS_URL, default http://localhost:8080; MEDIA_JOBS_API_KEY):
   media-jobs submit TYPE --model M --input JSON|@FILE [--webhook URL] [--webhook-secret S]
-                    [--webhook-event E]... [--idempotency-key K] [--wait [--timeout SEC] [--download FILE]]
+                    [--webhook-event E]... [--idempotency-key K] [--cancel-after D] [--priority N]
+                    [--retention D] [--wait [--timeout SEC] [--download FILE]]
+  media-jobs batch FILE|- [--idempotency-key K]           submit a JSON array of items (each with job_type)
   media-jobs status UUID
   media-jobs wait UUID [--timeout SEC] [--download FILE]   follow a job until it ends (exit 1 if it failed)
   media-jobs cancel UUID
+  media-jobs delete UUID                                  delete a finished job's data (result, input, webhook)
   media-jobs result UUID [--download FILE]                print the signed URL, or save the result
   media-jobs jobs [--status S] [--type T] [--limit N] [--cursor C] [--all]
   media-jobs job-types
@@ -119,6 +132,11 @@ function jobBlock(j: ApiJob): string {
     ['status', j.status],
     ['status_detail', j.status_detail],
   ];
+  if (j.progress) {
+    const p = j.progress;
+    const measure = p.current !== undefined && p.total !== undefined ? ` (${p.current}/${p.total})` : '';
+    rows.push(['progress', `${p.stage}${p.percent === null ? '' : ` ${p.percent}%`}${measure}`]);
+  }
   if (j.error_type || j.error_message) rows.push(['error', `${j.error_type ?? 'error'}: ${j.error_message ?? ''}`]);
   rows.push(
     ['result_ready', String(j.result_ready)],
@@ -126,6 +144,9 @@ function jobBlock(j: ApiJob): string {
     ['started_at', j.started_at ?? '-'],
     ['finished_at', j.finished_at ?? '-'],
   );
+  if (j.deadline) rows.push(['deadline', j.deadline]);
+  if (j.priority) rows.push(['priority', String(j.priority)]);
+  if (j.data_removed) rows.push(['data_removed', 'true']);
   return rows.map(([k, v]) => `${k.padEnd(14)}${v}\n`).join('');
 }
 
@@ -268,7 +289,7 @@ const COMMANDS: Record<
 > = {
   submit: {
     usage:
-      'media-jobs submit TYPE --model M --input JSON|@FILE [--webhook URL] [--webhook-secret S] [--webhook-event E]... [--idempotency-key K] [--wait [--timeout SEC] [--download FILE]] [--json]',
+      'media-jobs submit TYPE --model M --input JSON|@FILE [--webhook URL] [--webhook-secret S] [--webhook-event E]... [--idempotency-key K] [--cancel-after D] [--priority N] [--retention D] [--wait [--timeout SEC] [--download FILE]] [--json]',
     async run(base, args) {
       const { values, pos, help } = parse(
         args,
@@ -279,6 +300,9 @@ const COMMANDS: Record<
           'webhook-secret': { type: 'string' },
           'webhook-event': { type: 'string', multiple: true },
           'idempotency-key': { type: 'string' },
+          'cancel-after': { type: 'string' },
+          priority: { type: 'string' },
+          retention: { type: 'string' },
           wait: { type: 'boolean' },
           timeout: { type: 'string' },
           download: { type: 'string' },
@@ -307,10 +331,21 @@ const COMMANDS: Record<
               ...(events ? { events: events as EventType[] } : {}),
             }
           : undefined;
+      let priority: number | undefined;
+      if (values.priority !== undefined) {
+        priority = Number(values.priority);
+        if (!/^-?\d+$/.test(String(values.priority)) || priority < -600 || priority > 600)
+          throw new UsageError(`--priority takes an integer from -600 to 600 (got "${String(values.priority)}")`);
+      }
       const job = await ctx.client.submit(
         pos[0]!,
         { model: values.model, input, ...(webhook ? { webhook } : {}) },
-        { idempotencyKey: values['idempotency-key'] as string | undefined },
+        {
+          idempotencyKey: values['idempotency-key'] as string | undefined,
+          cancelAfter: values['cancel-after'] as string | undefined,
+          retention: values.retention as string | undefined,
+          priority,
+        },
       );
       if (!values.wait) {
         printJob(ctx, job);
@@ -350,6 +385,53 @@ const COMMANDS: Record<
       const ctx = { ...base, client: makeClient(base.io, values.url), json: values.json === true };
       printJob(ctx, await ctx.client.cancel(pos[0]!));
       return 0;
+    },
+  },
+  delete: {
+    usage: 'media-jobs delete UUID [--json]',
+    async run(base, args) {
+      const { values, pos, help } = parse(args, {}, ['UUID']);
+      if (help) return usage(base, 'delete');
+      const ctx = { ...base, client: makeClient(base.io, values.url), json: values.json === true };
+      printJob(ctx, await ctx.client.delete(pos[0]!));
+      return 0;
+    },
+  },
+  batch: {
+    usage: 'media-jobs batch FILE|- [--idempotency-key K] [--json]',
+    async run(base, args) {
+      const { values, pos, help } = parse(args, { 'idempotency-key': { type: 'string' } }, ['FILE']);
+      if (help) return usage(base, 'batch');
+      let text: string;
+      try {
+        text = fs.readFileSync(pos[0] === '-' ? 0 : pos[0]!, 'utf8');
+      } catch (err) {
+        throw new UsageError(`${pos[0]!}: ${(err as Error).message}`);
+      }
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch (err) {
+        throw new UsageError(`${pos[0]!} is not valid JSON: ${(err as Error).message}`);
+      }
+      const items = Array.isArray(parsed) ? parsed : (parsed as { jobs?: unknown } | null)?.jobs;
+      if (!Array.isArray(items))
+        throw new UsageError(
+          'the batch file holds a JSON array of submit bodies (each with job_type), or {"jobs": [...]}',
+        );
+      const ctx = { ...base, client: makeClient(base.io, values.url), json: values.json === true };
+      const results = await ctx.client.submitBatch(items as Parameters<MediaJobsClient['submitBatch']>[0], {
+        idempotencyKey: values['idempotency-key'] as string | undefined,
+      });
+      if (ctx.json) ctx.out(`${JSON.stringify({ items: results }, null, 2)}\n`);
+      else
+        ctx.out(
+          table([
+            ['#', 'STATUS', 'UUID', 'MESSAGE'],
+            ...results.map((r, i) => [String(i), String(r.status), 'uuid' in r.data ? r.data.uuid : '-', r.message]),
+          ]),
+        );
+      return results.every((r) => r.status === 200) ? 0 : 1;
     },
   },
   result: {

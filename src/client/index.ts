@@ -6,6 +6,9 @@ import {
   type JobList,
   type JobStatus,
   type JobTypeInfo,
+  type JobProgress,
+  type BatchItem,
+  type BatchItemResult,
   type ResultLink,
   type SubmitBody,
 } from '../contract.js';
@@ -50,6 +53,20 @@ export interface RequestOptions {
 
 export interface SubmitOptions extends RequestOptions {
   /** Idempotency-Key; a fresh random UUID by default, reused by the client's own retries. */
+  idempotencyKey?: string;
+  /** Cancel the job if it has not finished in this long: `"90s"`, `"5m"`, `"1h30m"` or seconds (1 s to 7 d). */
+  cancelAfter?: string | number;
+  /** −600..600 seconds: among your own queued jobs, taken as if submitted this much earlier. */
+  priority?: number;
+  /** Purge the job's data this long after it finished (at most the server's RESULT_RETENTION). */
+  retention?: string | number;
+}
+
+export interface BatchOptions extends RequestOptions {
+  /**
+   * Idempotency-Key of the batch: an item without its own `idempotency_key` uses `KEY:INDEX`. A
+   * fresh random UUID by default, reused by the client's own retries (which then replay every item).
+   */
   idempotencyKey?: string;
 }
 
@@ -115,6 +132,8 @@ export class MediaJobsError extends Error {
 export interface JobEvent {
   type: 'status' | 'progress';
   job: ApiJob;
+  /** The job's structured progress (`job.progress`): `{stage, percent, current?, total?}` or null. */
+  progress: JobProgress | null;
 }
 
 export class WaitTimeoutError extends MediaJobsError {
@@ -134,7 +153,7 @@ interface Reply<T> {
 }
 
 interface CallSpec extends RequestOptions {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'DELETE';
   path: string;
   query?: Record<string, string | number | undefined>;
   body?: unknown;
@@ -211,10 +230,15 @@ export class MediaJobsClient {
     opts: SubmitOptions = {},
   ): Promise<ApiJob> {
     const key = opts.idempotencyKey ?? globalThis.crypto.randomUUID();
+    const extra = {
+      ...(opts.cancelAfter === undefined ? {} : { cancel_after: opts.cancelAfter }),
+      ...(opts.priority === undefined ? {} : { priority: opts.priority }),
+      ...(opts.retention === undefined ? {} : { retention: opts.retention }),
+    };
     const r = await this.call<ApiJob>({
       method: 'POST',
       path: `/jobs/submit/${encodeURIComponent(jobType)}`,
-      body: { job_type: jobType, ...body },
+      body: { job_type: jobType, ...body, ...extra },
       headers: { 'idempotency-key': key },
       signal: opts.signal,
     });
@@ -253,6 +277,33 @@ export class MediaJobsClient {
       }
       throw err;
     }
+  }
+
+  /**
+   * Submits up to 1,000 jobs in one request. Answers one result per item, in order: `status` is
+   * what the item alone would have got (200, 400, 409…), `data` its job or `{}`. Items are
+   * independent; retries (and a second call with the same `idempotencyKey`) replay every item.
+   */
+  async submitBatch(items: BatchItem[], opts: BatchOptions = {}): Promise<BatchItemResult[]> {
+    const key = opts.idempotencyKey ?? globalThis.crypto.randomUUID();
+    const r = await this.call<{ items: BatchItemResult[] }>({
+      method: 'POST',
+      path: '/jobs/batch',
+      body: { jobs: items },
+      headers: { 'idempotency-key': key },
+      signal: opts.signal,
+    });
+    return r.data.items;
+  }
+
+  /**
+   * Deletes a finished job's data (result, input, webhook) and returns the tombstone
+   * (`data_removed: true`); a repeat answers the same. An active job is a 409 (cancel it first).
+   */
+  async delete(uuid: string, opts: RequestOptions = {}): Promise<ApiJob> {
+    return (
+      await this.call<ApiJob>({ method: 'DELETE', path: `/jobs/${encodeURIComponent(uuid)}`, signal: opts.signal })
+    ).data;
   }
 
   /** The signed result link (409 while not ready, 410 after retention). */
@@ -373,7 +424,8 @@ export class MediaJobsClient {
   /**
    * Follows a job through `GET /api/v1/jobs/{uuid}/events` (Server-Sent Events): yields a `status`
    * event for the current state and each status change, a `progress` event when only
-   * `status_detail` changes, and returns after the terminal state. A dropped connection is
+   * `status_detail` or the structured `progress` changes (`e.progress`: `{stage, percent, current?,
+   * total?}`; the server sends at most one every 500 ms), and returns after the terminal state. A dropped connection is
    * reopened (with the same retries and backoff as other calls); a state already yielded is not
    * yielded again.
    *
@@ -419,9 +471,15 @@ export class MediaJobsClient {
             if (msg.event !== 'status' && msg.event !== 'progress') continue;
             const job = JSON.parse(msg.data) as ApiJob;
             const type: JobEvent['type'] = !last || last.status !== job.status ? 'status' : 'progress';
-            if (last && last.status === job.status && last.status_detail === job.status_detail) continue;
+            if (
+              last &&
+              last.status === job.status &&
+              last.status_detail === job.status_detail &&
+              JSON.stringify(last.progress) === JSON.stringify(job.progress)
+            )
+              continue;
             last = job;
-            yield { type, job };
+            yield { type, job, progress: job.progress ?? null };
             if (isTerminalStatus(job.status)) {
               ctrl.abort();
               return job;

@@ -105,6 +105,10 @@ const exampleJob = (over: Json = {}) => ({
   created_at: '2026-01-01T00:00:00.000Z',
   started_at: null,
   finished_at: null,
+  deadline: null,
+  priority: 0,
+  progress: null,
+  data_removed: false,
   ...over,
 });
 
@@ -254,7 +258,14 @@ const PROSE: Record<string, Prose> = {
       'or with its current state when the time is up: a long poll, so a client learns the end at once without polling every second. ' +
       "Without `wait` (or `wait=0`) it answers at once. A queued job's `status_detail` tells its place in the queue.",
     example: ok(
-      exampleJob({ status: 'processing', status_detail: 'transforming image', started_at: '2026-01-01T00:00:01.000Z' }),
+      exampleJob({
+        job_type: 'video-face-swap',
+        model: 'warp-blend-v1',
+        status: 'processing',
+        status_detail: 'swapping faces (41 of 120)',
+        started_at: '2026-01-01T00:00:01.000Z',
+        progress: { stage: 'swapping faces', percent: 34.2, current: 41, total: 120 },
+      }),
     ),
   },
   cancelJob: {
@@ -278,6 +289,39 @@ const PROSE: Record<string, Prose> = {
       'A job that is not finished, failed or was cancelled answers 409; a result deleted after its retention answers 410.',
     example: ok(exampleLink),
   },
+  deleteJob: {
+    summary: "Delete a finished job's data",
+    description:
+      'For a `completed`, `failed` or `cancelled` job of the caller: the result blob and any stored copies are deleted (old signed URLs stop working), the submitted `input`, the webhook URL and secret and the delivery bodies are erased. ' +
+      'The job stays as a tombstone: `status` unchanged, `result_ready: false`, `data_removed: true`; `GET …/result` then answers 410. A repeated DELETE answers the same 200. ' +
+      "A `queued` or `processing` job answers 409 (cancel it first); another owner's or an unknown job 404. " +
+      "If the result store fails half-way the job's data is already erased and its result refused; the purge finishes by itself and this answers 503 (retry to confirm). " +
+      "The same purge runs by itself when the job's `retention` (or `RESULT_RETENTION`) ends.",
+    example: ok(
+      exampleJob({
+        status: 'completed',
+        status_detail: 'done',
+        finished_at: '2026-01-01T00:00:02.000Z',
+        data_removed: true,
+      }),
+    ),
+    parameters: [ref('parameters', 'X-Request-Id')],
+  },
+  submitBatch: {
+    summary: 'Submit many jobs in one request',
+    description:
+      '`{"jobs": [item, …]}`: 1 to `MAX_BATCH_ITEMS` (default 1,000) items; an item is a submit body with its `job_type`, plus an optional `idempotency_key` of its own. ' +
+      'Items are independent: the answer is 200 with `data.items[i]` = `{code, message, status, data}` in order, where `status` is the HTTP status the item alone would have got (200, 400, 404, 409…) and `data` its job or `{}`. One invalid item never blocks the others, and nothing is created for it.\n\n' +
+      'With an `Idempotency-Key` header, an item without its own key uses `KEY:INDEX` (its 0-based index): the same as a single submit with that key, so a retried batch replays every item and an item whose body changed answers its own 409.\n\n' +
+      'Rate limits count every item as one submit; a batch over what is left of the minute is refused whole (429).',
+    example: ok({
+      items: [
+        { code: 0, message: 'ok', status: 200, data: exampleJob() },
+        { code: -1, message: 'model: must be one of "lanczos3", "mitchell", "nearest"', status: 400, data: {} },
+      ],
+    }),
+    parameters: [ref('parameters', 'Idempotency-Key'), ref('parameters', 'X-Request-Id')],
+  },
   getJob: {
     summary: 'Read a job with its input',
     description:
@@ -289,7 +333,7 @@ const PROSE: Record<string, Prose> = {
       'A `text/event-stream` (send the API key as the Bearer header, e.g. with `fetch`, since `EventSource` cannot). ' +
       'Each message has an `id`, an `event` and one line of JSON `data`, the job object:\n\n' +
       '- `status`: the state changed (the first message is always the current state);\n' +
-      "- `progress`: only `status_detail` changed (a processor's progress, the place in the queue);\n" +
+      "- `progress`: only `status_detail` or `progress` changed (a processor's progress, the place in the queue), at most one every 500 ms (the latest state at the end of the interval);\n" +
       '- `error`: the job could not be read (the envelope); reconnect to resume.\n\n' +
       'The stream ends right after the `status` message of a terminal state (`completed`, `failed`, `cancelled`); a job that is already terminal gets that one message. ' +
       'Comment lines (`: keep-alive`) keep idle connections open. Terminal states are sent the moment they happen; other changes within about a second. ' +
@@ -379,8 +423,17 @@ function submitOperations(types: JobType[], template: Json): Record<string, Json
           `${t.description}\n\n**Models**\n\n${models}\n\n` +
           (slots ? `**Media slots** (each a public http(s) URL or an array of them)\n\n${slots}\n\n` : '') +
           'The job runs asynchronously: poll `GET /api/v1/jobs/{uuid}/status` (with `wait` to long-poll) or give a `webhook`.\n\n' +
-          'Send an `Idempotency-Key` so a retry after a network error cannot create a second job: the same key with the same body returns the original response (with `Idempotent-Replayed: true`), with a different body 409.',
+          'Send an `Idempotency-Key` so a retry after a network error cannot create a second job: the same key with the same body returns the original response (with `Idempotent-Replayed: true`), with a different body 409.\n\n' +
+          'Optional: `cancel_after` (a deadline: `"90s"`, `"5m"`, `"1h30m"` or seconds, 1 s to 7 d; past it the job is cancelled, queued or running), `retention` (purge the job\'s data this long after it finished, at most `RESULT_RETENTION`) and `priority` (−600..600 seconds, reorders only the caller\'s own queued jobs).',
         parameters: [
+          {
+            name: 'Cancel-After',
+            in: 'header',
+            required: false,
+            description:
+              'The same as the body\'s `cancel_after` (Replicate\'s header): `"90s"`, `"5m"`, `"1h30m"` or seconds. Both given and different: 400.',
+            schema: { type: 'string', examples: ['5m'] },
+          },
           ref('parameters', 'Idempotency-Key'),
           ref('parameters', 'X-Request-Id'),
           {

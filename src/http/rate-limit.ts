@@ -19,8 +19,87 @@ export type RatePolicy = 'submit' | 'read' | 'write';
 
 const WINDOW_MS = 60_000;
 
+/** POST /jobs/batch counts each item as one submit: its limit runs after the body is parsed. */
+const isBatch = (method: string, url: string) => method === 'POST' && url.endsWith('/jobs/batch');
+
+/** A counter key carries its weight after this mark (the plugin's stores count one per request). */
+const WEIGHT_MARK = '|w=';
+
+function weightOf(req: FastifyRequest): number {
+  const jobs = (req.body as { jobs?: unknown } | undefined)?.jobs;
+  return isBatch(req.method, req.routeOptions.url ?? '') && Array.isArray(jobs) ? Math.max(1, jobs.length) : 1;
+}
+
+type IncrCallback = (err: Error | null, res?: { current: number; ttl: number }) => void;
+
+/** INCRBY with the window's expiry; a weight over what is left is refused whole and not counted. */
+const WEIGHTED_INCR = `
+  local window = tonumber(ARGV[1])
+  local max = tonumber(ARGV[2])
+  local w = tonumber(ARGV[3])
+  local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+  if w > 1 and cur + w > max then
+    local ttl = redis.call('PTTL', KEYS[1])
+    if ttl < 0 then ttl = window end
+    return {cur + w, ttl}
+  end
+  local n = redis.call('INCRBY', KEYS[1], w)
+  if n == w then redis.call('PEXPIRE', KEYS[1], window) end
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl < 0 then ttl = window end
+  return {n, ttl}
+`;
+
+/**
+ * The counters behind @fastify/rate-limit (its `store` option): fixed windows that count a
+ * request by its weight (a batch's items), in Redis (one script call) or in this process (an LRU).
+ * A weighted request over what is left of the window is refused whole and counts nothing.
+ */
+function weightedStore(redis: Redis | undefined, prefix: string, capacity: number) {
+  const local = new Map<string, { count: number; start: number }>();
+  if (redis) redis.defineCommand('mediaJobsRate', { numberOfKeys: 1, lua: WEIGHTED_INCR });
+  return class WeightedStore {
+    child(): this {
+      return this;
+    }
+
+    incr(raw: string, cb: IncrCallback, window: number, max: number): void {
+      const at = raw.lastIndexOf(WEIGHT_MARK);
+      const key = at < 0 ? raw : raw.slice(0, at);
+      const weight = at < 0 ? 1 : Number(raw.slice(at + WEIGHT_MARK.length));
+      if (redis) {
+        // A method of the client (defineCommand): called on it, not detached.
+        const client = redis as unknown as { mediaJobsRate(...a: unknown[]): Promise<[number, number]> };
+        client.mediaJobsRate(prefix + key, window, max, weight).then(
+          ([current, ttl]) => {
+            cb(null, { current, ttl });
+          },
+          (err: unknown) => {
+            cb(err instanceof Error ? err : new Error(String(err)));
+          },
+        );
+        return;
+      }
+      // Intervals of real time (monotonic), like every window in the service.
+      const now = performance.now();
+      let entry = local.get(key);
+      if (!entry || entry.start + window <= now) entry = { count: 0, start: now };
+      local.delete(key); // most recently used last: the first key is the one to evict
+      local.set(key, entry);
+      if (local.size > capacity) local.delete(local.keys().next().value!);
+      const ttl = Math.max(0, Math.round(entry.start + window - now));
+      if (weight > 1 && entry.count + weight > max) {
+        cb(null, { current: entry.count + weight, ttl });
+        return;
+      }
+      entry.count += weight;
+      cb(null, { current: entry.count, ttl });
+    }
+  };
+}
+
 export function ratePolicyOf(method: string, url: string): RatePolicy {
-  if (method === 'POST' && url.endsWith('/jobs/submit/:jobType')) return 'submit';
+  if (method === 'POST' && (url.endsWith('/jobs/submit/:jobType') || isBatch(method, url))) return 'submit';
   return method === 'GET' || method === 'HEAD' ? 'read' : 'write';
 }
 
@@ -67,8 +146,7 @@ export async function registerRateLimits(api: FastifyInstance, opts: RateLimitOp
     global: false,
     enableDraftSpec: true,
     skipOnError: true,
-    cache: 10_000,
-    ...(redis ? { redis, nameSpace: opts.redisPrefix ?? 'media-jobs:rate:' } : {}),
+    store: weightedStore(redis, opts.redisPrefix ?? 'media-jobs:rate:', 10_000),
   });
 
   const handlers = {} as Record<RatePolicy, onRequestAsyncHookHandler>;
@@ -78,12 +156,18 @@ export async function registerRateLimits(api: FastifyInstance, opts: RateLimitOp
     const limit = api.rateLimit({
       max,
       timeWindow: WINDOW_MS,
-      keyGenerator: (req) => `${req.apiKeyId}:${policy}`,
-      errorResponseBuilder: (_req, ctx) => {
+      keyGenerator: (req) => {
+        const weight = policy === 'submit' ? weightOf(req) : 1;
+        return `${req.apiKeyId}:${policy}${weight > 1 ? `${WEIGHT_MARK}${weight}` : ''}`;
+      },
+      errorResponseBuilder: (req, ctx) => {
         const after = Math.max(1, Math.ceil(ctx.ttl / 1000));
+        const batch = isBatch(req.method, req.routeOptions.url ?? '');
         return new ApiError(
           429,
-          `rate limit exceeded: ${ctx.max} ${policy} requests per minute for this API key; retry in ${after}s`,
+          batch
+            ? `rate limit exceeded: ${ctx.max} submits per minute for this API key, and each item of a batch counts as one; this batch is over what is left; retry in ${after}s`
+            : `rate limit exceeded: ${ctx.max} ${policy} requests per minute for this API key; retry in ${after}s`,
           {
             'retry-after': String(after),
           },
@@ -100,10 +184,12 @@ export async function registerRateLimits(api: FastifyInstance, opts: RateLimitOp
   }
 
   api.addHook('onRoute', (route) => {
-    const handler = handlers[ratePolicyOf([route.method].flat()[0]!, route.url)] as
-      (typeof handlers)[keyof typeof handlers] | undefined;
+    const method = [route.method].flat()[0]!;
+    const handler = handlers[ratePolicyOf(method, route.url)] as (typeof handlers)[keyof typeof handlers] | undefined;
     if (!handler) return;
-    route.onRequest = [...[route.onRequest ?? []].flat(), handler];
+    // A batch is counted by its items, so its limit runs once the body is parsed and validated.
+    if (isBatch(method, route.url)) route.preHandler = [...[route.preHandler ?? []].flat(), handler];
+    else route.onRequest = [...[route.onRequest ?? []].flat(), handler];
   });
 }
 

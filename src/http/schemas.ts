@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import { ERROR_TYPES, EVENT_TYPES, JOB_NOT_FOUND, JOB_STATUSES, SLOT_NAMES } from '../contract.js';
+import {
+  ERROR_TYPES,
+  EVENT_TYPES,
+  JOB_NOT_FOUND,
+  JOB_STATUSES,
+  PRIORITY_MAX,
+  PRIORITY_MIN,
+  SLOT_NAMES,
+} from '../contract.js';
 import { notFound } from '../errors.js';
 
 /**
@@ -27,6 +35,15 @@ export const errorTypeSchema = z
     'Kind of failure: `media_fetch_failed` (unreachable, HTTP error, timeout, too large), `invalid_media` (not decodable, unsupported, no face found…), `processing_error`, `timeout` (ran past the job time limit), `internal_error`.',
   );
 
+export const progressSchema = z
+  .object({
+    stage: z.string().describe('What the worker is doing, e.g. "swapping faces".'),
+    percent: z.number().min(0).max(100).nullable().describe('0–100, or null when the stage has no measure.'),
+    current: z.int().min(0).optional().describe('Units done (frames…), when counted.'),
+    total: z.int().min(0).optional().describe('Units in all, when counted.'),
+  })
+  .describe('Structured progress reported by the worker; never sent in webhooks.');
+
 export const apiJobSchema = z
   .looseObject({
     uuid: uuid('Identifier of the job (UUID v4).'),
@@ -42,8 +59,31 @@ export const apiJobSchema = z
     created_at: isoTime('When the job was submitted'),
     started_at: isoTime('When a worker first started it').nullable(),
     finished_at: isoTime('When it reached a terminal state').nullable(),
+    deadline: isoTime('When the job is cancelled if it has not finished (`cancel_after`)').nullable(),
+    priority: z
+      .int()
+      .min(PRIORITY_MIN)
+      .max(PRIORITY_MAX)
+      .describe("Seconds: among the owner's own queued jobs, taken as if submitted this much earlier."),
+    progress: progressSchema.nullable(),
+    data_removed: z
+      .boolean()
+      .describe("True once the job's input, webhook and result were deleted (DELETE, or retention): a tombstone."),
   })
   .describe('A job. More fields may be added; ignore the ones you do not know.');
+
+export const batchItemSchema = z
+  .looseObject({
+    code: z.int().describe('0 when the item was accepted, -1 otherwise.'),
+    message: z.string().describe('`ok`, or what is wrong with this item, naming the field.'),
+    status: z.int().describe('The HTTP status this item alone would have got (200, 400, 404, 409…).'),
+    data: z.union([apiJobSchema, z.looseObject({})]).describe('The job, or `{}` when the item was refused.'),
+  })
+  .describe('The outcome of one item of a batch.');
+
+export const batchResultSchema = z
+  .looseObject({ items: z.array(batchItemSchema).describe('One per item, in the order given.') })
+  .describe('The outcome of POST /jobs/batch.');
 
 export const resultLinkSchema = z
   .looseObject({
@@ -177,6 +217,7 @@ export const jobTypesEnvelopeSchema = okEnvelope(jobTypesSchema);
 export const deliveryEnvelopeSchema = okEnvelope(deliverySchema);
 export const deliveryListEnvelopeSchema = okEnvelope(deliveryListSchema);
 export const healthEnvelopeSchema = okEnvelope(healthSchema);
+export const batchEnvelopeSchema = okEnvelope(batchResultSchema);
 for (const [id, s] of [
   ['JobStatus', jobStatusSchema],
   ['ErrorType', errorTypeSchema],
@@ -198,6 +239,10 @@ for (const [id, s] of [
   ['WebhookDeliveriesEnvelope', deliveryListEnvelopeSchema],
   ['ErrorEnvelope', errorEnvelopeSchema],
   ['Health', healthSchema],
+  ['JobProgress', progressSchema],
+  ['BatchItemResult', batchItemSchema],
+  ['BatchResult', batchResultSchema],
+  ['BatchResultEnvelope', batchEnvelopeSchema],
   ['HealthEnvelope', healthEnvelopeSchema],
 ] as Array<[string, z.ZodType]>) {
   componentRegistry.add(s, { ...componentRegistry.get(s), id });

@@ -6,10 +6,10 @@ import { invalid } from '../errors.js';
 const canonicalize = canonicalizeModule as unknown as (input: unknown) => string | undefined;
 
 /** 1 to 255 printable ASCII characters (DESIGN.md §2). */
-export function checkIdempotencyKey(key: string | undefined): string | undefined {
+export function checkIdempotencyKey(key: string | undefined, field = 'Idempotency-Key'): string | undefined {
   if (key === undefined) return undefined;
   if (!/^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$/.test(key)) {
-    throw invalid('Idempotency-Key: must be 1 to 255 printable ASCII characters');
+    throw invalid(`${field}: must be 1 to 255 printable ASCII characters`);
   }
   return key;
 }

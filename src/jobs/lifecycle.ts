@@ -10,8 +10,13 @@ import {
   claimByUuid,
   claimJobs,
   deferJobs,
+  duePurges,
+  eraseJobData,
+  expiredDeadlines,
   expiredLeases,
   insertJob,
+  insertJobs,
+  markPurged,
   lockLimitedClaims,
   queueHead,
   renewLease,
@@ -23,12 +28,14 @@ import {
 } from '../store/jobs.js';
 import type { Database } from '../store/schema.js';
 import { insertWebhookEvents, type NewWebhookEvent } from '../store/webhooks.js';
+import { reserveIdempotencyKeys } from '../store/idempotency.js';
 import { terminalEvent } from './outbox.js';
 import {
   MOVES,
   columnsOf,
   guardOf,
   type Change,
+  type NewEntry,
   type Failure,
   type Held,
   type Outcomes,
@@ -36,6 +43,7 @@ import {
   type ResultInfo,
 } from './changes.js';
 import { isTerminal } from './states.js';
+import type { JobProgress } from '../contract.js';
 
 export type { Failure, Held, ResultInfo };
 
@@ -76,7 +84,7 @@ const FINISHES: ReadonlySet<Change['move']> = new Set(['complete', 'fail', 'retr
 
 /**
  * The one write path of job state. Every change (create, claim, renew, complete, fail, retry, hand
- * back, cancel, recover, exhaust) is described in changes.ts, checked against states.ts's table,
+ * back, cancel, recover, exhaust, the deadlines' expiry, the purge of a finished job) is described in changes.ts, checked against states.ts's table,
  * and submitted to one batch writer: the changes that arrive while a batch is written share the
  * next transaction, which holds their updates, their webhook outbox rows and one NOTIFY. After the
  * commit, one step delivers local signals and counts metrics. Workers (in-process or remote), the
@@ -101,8 +109,18 @@ export class JobLifecycle {
   }
 
   /** Inserts a queued job; `reserve` runs first in its transaction and may veto it (false). */
-  create(job: NewJob, reserve?: Reserve): Promise<boolean> {
-    return this.submit({ move: 'create', at: this.now(), job, reserve });
+  async create(job: NewJob, reserve?: Reserve): Promise<boolean> {
+    const [created] = await this.submit({ move: 'create', at: this.now(), jobs: [{ job, reserve }] });
+    return created === true;
+  }
+
+  /**
+   * Inserts many queued jobs (a batch) in one transaction: each entry's `reserve` runs first and
+   * may veto that entry alone; the others are inserted in multi-row statements. One answer per entry.
+   */
+  createMany(entries: ReadonlyArray<NewEntry>): Promise<boolean[]> {
+    if (entries.length === 0) return Promise.resolve([]);
+    return this.submit({ move: 'create', at: this.now(), jobs: entries });
   }
 
   /** Claims up to `limit` queued jobs of the given types (fair order; OWNER_MAX_RUNNING when set). */
@@ -110,14 +128,14 @@ export class JobLifecycle {
     return this.submit({ move: 'claim', at: this.now(), ...req });
   }
 
-  /** Renews the lease (and shows `detail`); false when the job is no longer this lease's. */
-  async progress(held: Held, detail?: string): Promise<boolean> {
-    return (await this.renew(held, detail)) !== undefined;
+  /** Renews the lease (and shows `detail` and `progress`); false when the job is no longer this lease's. */
+  async progress(held: Held, detail?: string, progress?: JobProgress): Promise<boolean> {
+    return (await this.renew(held, detail, progress)) !== undefined;
   }
 
   /** The same, answering the job's type while the lease holds (remote heartbeats check the type's timeout). */
-  renew(held: Held, detail?: string): Promise<string | undefined> {
-    return this.submit({ move: 'renew', at: this.now(), held, detail });
+  renew(held: Held, detail?: string, progress?: JobProgress): Promise<string | undefined> {
+    return this.submit({ move: 'renew', at: this.now(), held, detail, progress });
   }
 
   /** processing → completed, if this lease still holds the job; undefined otherwise. */
@@ -172,6 +190,41 @@ export class JobLifecycle {
     return done.filter(Boolean).length;
   }
 
+  /**
+   * Cancels active jobs whose deadline (cancel_after) passed: queued ones with "deadline passed
+   * while queued", running ones with "deadline passed while processing" (their worker aborts on
+   * the job-cancelled signal or its next renewal). An index range over passed deadlines only
+   * (jobs_deadlines), so it costs nothing while no deadline is due, at any backlog.
+   */
+  async expireDeadlines(limit = 500): Promise<number> {
+    const at = this.now();
+    const due = await expiredDeadlines(this.db, at, limit);
+    const done = await Promise.all(
+      due.map((r) => this.submit({ move: r.status === 'queued' ? 'expireQueued' : 'expireRunning', at, uuid: r.uuid })),
+    );
+    return done.filter(Boolean).length;
+  }
+
+  /**
+   * The first half of a purge (DELETE, retention): erases the job's input, webhook and delivery
+   * bodies and stops handing out its result; the caller deletes the blob (the returned row's
+   * result_key), then calls `purged`. Undefined when the job is not a finished job (of `owner`)
+   * with data left.
+   */
+  purge(uuid: string, owner?: string): Promise<JobRow | undefined> {
+    return this.submit({ move: 'purge', at: this.now(), uuid, owner });
+  }
+
+  /** The second half: the blobs are gone, the job is a tombstone (`data_removed`). */
+  purged(uuid: string): Promise<boolean> {
+    return this.submit({ move: 'purged', at: this.now(), uuid });
+  }
+
+  /** Finished jobs whose purge is due (retention) or must be retried (jobs_purges: an index range). */
+  duePurges(limit = 100): Promise<Array<{ uuid: string }>> {
+    return duePurges(this.db, this.now(), limit);
+  }
+
   /** Waits for changes still being written (shutdown). */
   drain(): Promise<void> {
     return this.writer.drain();
@@ -214,13 +267,14 @@ export class JobLifecycle {
    */
   private oneStatement(change: Change): (() => Promise<Applied>) | undefined {
     const { signals, store, config } = this.deps;
-    if (change.move === 'create' && change.reserve === undefined) {
+    const lone = change.move === 'create' && change.jobs.length === 1 ? change.jobs[0]! : undefined;
+    if (lone && lone.reserve === undefined && lone.key === undefined) {
       const raised: Signal[] = [['job-queued', '']];
       const inline = signals.transport?.notifyExpression?.(raised);
       if (signals.transport && !inline) return undefined;
       return async () => {
-        await insertJob(this.db, change.job, inline);
-        return { out: true, moved: [], signals: raised, local: [], events: [] };
+        await insertJob(this.db, lone.job, inline);
+        return { out: [true], moved: [], signals: raised, local: [], events: [] };
       };
     }
     if (change.move === 'claim' && config.ownerMaxRunning === 0) {
@@ -241,9 +295,18 @@ export class JobLifecycle {
     const { store, config } = this.deps;
     switch (change.move) {
       case 'create': {
-        if (change.reserve && !(await change.reserve(trx))) return nothing(false);
-        await insertJob(trx, change.job);
-        return { out: true, moved: [], signals: [['job-queued', '']], local: [], events: [] };
+        const keyed = change.jobs.flatMap((e) => (e.key ? [e.key] : []));
+        const reserved = keyed.length > 0 ? await reserveIdempotencyKeys(trx, keyed) : new Set<string>();
+        const out: boolean[] = [];
+        const rows: NewJob[] = [];
+        for (const { job, reserve, key } of change.jobs) {
+          const ok = key ? reserved.has(key.key) : reserve === undefined || (await reserve(trx));
+          out.push(ok);
+          if (ok) rows.push(job);
+        }
+        if (rows.length === 1) await insertJob(trx, rows[0]!);
+        else await insertJobs(trx, rows);
+        return { out, moved: [], signals: rows.length > 0 ? [['job-queued', '']] : [], local: [], events: [] };
       }
       case 'claim': {
         const spec = this.claimSpec(change);
@@ -252,13 +315,25 @@ export class JobLifecycle {
         return claimed(rows);
       }
       case 'renew': {
-        const { held, detail } = change;
+        const { held, detail, progress } = change;
         const until = change.at + config.jobLeaseMs;
-        const jobType = await renewLease(trx, MOVES.renew, held.uuid, held.lease, until, detail);
-        // Live event streams hear of a new detail at once (a plain lease renewal says nothing new).
-        const raised: Signal[] = jobType !== undefined && detail !== undefined ? [['job-progress', held.uuid]] : [];
+        const json = progress === undefined ? undefined : JSON.stringify(progress);
+        const jobType = await renewLease(trx, MOVES.renew, held.uuid, held.lease, until, detail, json);
+        // Live event streams hear of a new detail or progress at once (a plain lease renewal says nothing new).
+        const news = detail !== undefined || progress !== undefined;
+        const raised: Signal[] = jobType !== undefined && news ? [['job-progress', held.uuid]] : [];
         return { out: jobType, moved: [], signals: raised, local: [], events: [] };
       }
+      case 'purge': {
+        const row = await eraseJobData(trx, change.uuid, {
+          from: MOVES.purge.from,
+          owner: change.owner,
+          now: change.at,
+        });
+        return nothing(row);
+      }
+      case 'purged':
+        return nothing(await markPurged(trx, change.uuid, { from: MOVES.purged.from, now: change.at }));
       default:
         return this.applyMove(trx, change);
     }
@@ -267,11 +342,17 @@ export class JobLifecycle {
   /** A change of one job's status: the conditional update, then its outbox row and signals. */
   private async applyMove(
     trx: Kysely<Database>,
-    change: Exclude<Change, { move: 'create' | 'claim' | 'renew' }>,
+    change: Exclude<Change, { move: 'create' | 'claim' | 'renew' | 'purge' | 'purged' }>,
   ): Promise<Applied> {
     const move = MOVES[change.move];
     const uuid = 'held' in change ? change.held.uuid : change.uuid;
-    const spec = { ...move, ...guardOf(change), set: columnsOf(change), now: change.at };
+    const spec = {
+      ...move,
+      ...guardOf(change),
+      set: columnsOf(change),
+      retentionMs: this.deps.config.resultRetentionMs,
+      now: change.at,
+    };
     const row = await updateState(trx, uuid, spec, isTerminal(move.to));
     if (!row) return nothing(undefined);
     const signals: Signal[] = [];
@@ -317,7 +398,11 @@ export class JobLifecycle {
       signals.deliverLocally(a.signals);
       for (const [name, arg] of a.local) signals.deliver(name, arg);
       const change = changes[i]!;
-      if (change.move === 'create' && a.out === true) metrics?.jobsSubmitted.inc({ job_type: change.job.job_type });
+      if (change.move === 'create' && Array.isArray(a.out)) {
+        change.jobs.forEach(({ job }, j) => {
+          if ((a.out as boolean[])[j]) metrics?.jobsSubmitted.inc({ job_type: job.job_type });
+        });
+      }
       for (const row of a.moved) {
         if (!isTerminal(row.status)) continue;
         metrics?.jobsFinished.inc({ job_type: row.job_type, status: row.status });

@@ -5,20 +5,28 @@ import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
-import { conflict, gone, invalid, notFound } from '../errors.js';
+import { DomainError, conflict, gone, invalid, notFound } from '../errors.js';
 import { checkUrl, type LookupAll } from '../media/index.js';
 import type { Catalogue } from '../processors/catalogue.js';
 import type { Metrics } from '../metrics.js';
 import type { Signals } from '../signals.js';
 import type { ResultStore } from '../storage/types.js';
 import type { Store } from '../store/db.js';
-import { findIdempotencyKey, reserveIdempotencyKey } from '../store/idempotency.js';
+import {
+  findIdempotencyKey,
+  findIdempotencyKeys,
+  reserveIdempotencyKey,
+  type IdempotencyRow,
+} from '../store/idempotency.js';
 import { getJobView, jobsAhead, listJobs, type NewJob } from '../store/jobs.js';
+import { parseSubmitDuration } from './durations.js';
+import { purgeJob } from './purge.js';
 import type { Database } from '../store/schema.js';
-import { requestFingerprint } from './idempotency.js';
+import { checkIdempotencyKey, requestFingerprint } from './idempotency.js';
 import { isTerminal, type JobStatus } from './states.js';
 import { describeIssue, isSlotName, submitSchema, type SubmitBody } from './submit-schema.js';
 import type { JobLifecycle } from './lifecycle.js';
+import type { Reserve } from './changes.js';
 import { toApiJob, type ApiJob, type JobView } from './view.js';
 
 export interface SubmitRequest {
@@ -42,6 +50,18 @@ export interface SubmitOutcome {
 
 export type { ResultLink };
 
+/** A submit ready to insert (see JobService.prepare). */
+interface Prepared {
+  row: NewJob;
+  reserve?: Reserve;
+  /** The key's record (a batch reserves its items' keys together). */
+  record?: IdempotencyRow;
+  outcome: SubmitOutcome;
+  fingerprint: string;
+  /** A batch item whose key an earlier item of the same batch holds: answered after the insert. */
+  later: boolean;
+}
+
 export interface JobServiceDeps {
   store: Store;
   catalogue: Catalogue;
@@ -56,6 +76,7 @@ export interface JobServiceDeps {
 }
 
 export { JOB_NOT_FOUND };
+const DATA_REMOVED = "the job's data was deleted (DELETE /api/v1/jobs/{uuid}, or its retention period ended)";
 /** Queue position is exact up to this many jobs ahead; beyond it the status says "more than". */
 export const POSITION_CAP = 1000;
 
@@ -67,23 +88,134 @@ export class JobService {
   constructor(private readonly deps: JobServiceDeps) {
     this.db = deps.store.db;
     for (const type of deps.catalogue.list()) {
-      this.schemas.set(type.name, submitSchema(type, { allowPrivate: deps.config.mediaAllowPrivateNetworks }));
+      this.schemas.set(
+        type.name,
+        submitSchema(type, {
+          allowPrivate: deps.config.mediaAllowPrivateNetworks,
+          maxRetentionMs: deps.config.resultRetentionMs,
+        }),
+      );
     }
   }
 
+  /** MAX_BATCH_ITEMS: the most items of one POST /jobs/batch. */
+  get maxBatchItems(): number {
+    return this.deps.config.maxBatchItems;
+  }
+
   async submit(req: SubmitRequest): Promise<SubmitOutcome> {
+    const prepared = await this.prepare(req, 'look');
+    if ('replayed' in prepared) return prepared;
+    if (await this.deps.lifecycle.create(prepared.row, prepared.reserve)) return prepared.outcome;
+    return this.lost(req, prepared.fingerprint);
+  }
+
+  /**
+   * POST /jobs/batch: each item is a submit of its own (its `job_type`, its key: `idempotency_key`,
+   * else `KEY:INDEX` of the batch's key), validated alone; the valid new ones are created in one
+   * transaction (lifecycle.createMany). Answers, in order, each item's outcome or the DomainError
+   * it alone would have got; a database outage fails the whole batch.
+   */
+  async submitBatch(req: {
+    owner: string;
+    items: readonly unknown[];
+    batchKey?: string;
+    requestId: string;
+  }): Promise<Array<SubmitOutcome | DomainError>> {
+    const { owner } = req;
+    const asItem = (raw: unknown, i: number): SubmitRequest => {
+      if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw invalid('item must be a JSON object');
+      const { idempotency_key: own, ...body } = raw as Record<string, unknown>;
+      if (own !== undefined && typeof own !== 'string') throw invalid('idempotency_key: must be a string');
+      const jobType = (body as { job_type?: unknown }).job_type;
+      if (jobType === undefined) throw invalid('job_type: is required');
+      if (typeof jobType !== 'string') throw invalid('job_type: must be a string');
+      const key = own ?? (req.batchKey === undefined ? undefined : `${req.batchKey}:${i}`);
+      return {
+        owner,
+        jobType,
+        body,
+        idempotencyKey: checkIdempotencyKey(key, own === undefined ? 'Idempotency-Key' : 'idempotency_key'),
+        requestId: req.requestId,
+        method: 'POST',
+        path: `/api/v1/jobs/submit/${jobType}`,
+      };
+    };
+    const items = req.items.map((raw, i) => {
+      try {
+        return asItem(raw, i);
+      } catch (err) {
+        return err as DomainError;
+      }
+    });
+    const keys = items.flatMap((it) =>
+      it instanceof DomainError || it.idempotencyKey === undefined ? [] : [it.idempotencyKey],
+    );
+    const priors = await findIdempotencyKeys(this.db, owner, keys, this.deps.clock.now());
+    // A key given twice in one batch: the first item takes it, the others are its replays (or 409).
+    const seen = new Set<string>();
+    const prepared = await Promise.all(
+      items.map(async (it) => {
+        if (it instanceof DomainError) return it;
+        const key = it.idempotencyKey;
+        const repeat = key !== undefined && seen.has(key);
+        if (key !== undefined) seen.add(key);
+        try {
+          return await this.prepare(it, repeat ? 'later' : (priors.get(key ?? '') ?? null));
+        } catch (err) {
+          if (err instanceof DomainError && err.kind !== 'unavailable') return err;
+          throw err;
+        }
+      }),
+    );
+    const fresh = prepared.flatMap((p, i) =>
+      p instanceof DomainError || 'replayed' in p || p.later ? [] : [{ p, i }],
+    );
+    const created = await this.deps.lifecycle.createMany(fresh.map(({ p }) => ({ job: p.row, key: p.record })));
+    const out: Array<SubmitOutcome | DomainError | undefined> = prepared.map((p) =>
+      p instanceof DomainError || 'replayed' in p ? p : undefined,
+    );
+    fresh.forEach(({ p, i }, j) => {
+      if (created[j]) out[i] = p.outcome;
+    });
+    // What is left: repeats within the batch and keys taken concurrently, answered as replays.
+    return Promise.all(
+      out.map(async (o, i) => {
+        if (o !== undefined) return o;
+        const p = prepared[i] as Prepared;
+        try {
+          return await this.lost(items[i] as SubmitRequest, p.fingerprint);
+        } catch (err) {
+          if (err instanceof DomainError && err.kind !== 'unavailable') return err;
+          throw err;
+        }
+      }),
+    );
+  }
+
+  /**
+   * A submit up to its insert: the replay of a live key (or its 409), else the validated row, its
+   * key's reservation and the response to store with it. `prior`: 'look' reads the key here,
+   * null/a row is what a batch read for it, 'later' defers to the batch's earlier item with the key.
+   */
+  private async prepare(
+    req: SubmitRequest,
+    prior: 'look' | 'later' | IdempotencyRow | null,
+  ): Promise<Prepared | SubmitOutcome> {
     const { owner, idempotencyKey: key } = req;
     const schema = this.schemas.get(req.jobType);
     if (!schema) throw notFound(`unknown job type "${req.jobType}"; GET /api/v1/job-types lists them`);
     const fingerprint = requestFingerprint(req.method, req.path, req.body);
 
-    if (key !== undefined) {
-      const prior = await findIdempotencyKey(this.db, owner, key, this.deps.clock.now());
-      if (prior) return this.replay(prior, fingerprint);
+    if (key !== undefined && prior !== 'later') {
+      const found = prior === 'look' ? await findIdempotencyKey(this.db, owner, key, this.deps.clock.now()) : prior;
+      if (found) return this.replay(found, fingerprint);
     }
 
     const body = await this.validate(req.jobType, schema, req.body);
     const now = this.deps.clock.now();
+    const cancelAfter = body.cancel_after === undefined ? undefined : parseSubmitDuration(body.cancel_after);
+    const retention = body.retention === undefined ? undefined : parseSubmitDuration(body.retention);
     const row = {
       uuid: randomUUID(),
       owner,
@@ -106,6 +238,12 @@ export class JobService {
       started_at: null,
       finished_at: null,
       updated_at: now,
+      deadline: cancelAfter === undefined ? null : now + cancelAfter,
+      priority: body.priority ?? 0,
+      retention_ms: retention ?? null,
+      purge_at: null,
+      data_removed_at: null,
+      progress: null,
     } satisfies NewJob;
     const outcome: SubmitOutcome = {
       statusCode: 200,
@@ -114,28 +252,29 @@ export class JobService {
       replayed: false,
     };
 
-    const reserve =
+    const record: IdempotencyRow | undefined =
       key === undefined
         ? undefined
-        : (trx: Kysely<Database>) =>
-            reserveIdempotencyKey(trx, {
-              owner,
-              key,
-              fingerprint,
-              response_status: outcome.statusCode,
-              response_body: JSON.stringify(outcome.body),
-              request_id: req.requestId,
-              job_uuid: row.uuid,
-              created_at: now,
-              expires_at: now + this.deps.config.idempotencyTtlMs,
-            });
-    if (!(await this.deps.lifecycle.create(row, reserve))) {
-      // A concurrent request with the same key won the race: answer as its replay.
-      const prior = await findIdempotencyKey(this.db, owner, key!, this.deps.clock.now());
-      if (!prior) throw conflict('Idempotency-Key: a request with this key is in progress; retry');
-      return this.replay(prior, fingerprint);
-    }
-    return outcome;
+        : {
+            owner,
+            key,
+            fingerprint,
+            response_status: outcome.statusCode,
+            response_body: JSON.stringify(outcome.body),
+            request_id: req.requestId,
+            job_uuid: row.uuid,
+            created_at: now,
+            expires_at: now + this.deps.config.idempotencyTtlMs,
+          };
+    const reserve = record === undefined ? undefined : (trx: Kysely<Database>) => reserveIdempotencyKey(trx, record);
+    return { row, reserve, record, outcome, fingerprint, later: prior === 'later' };
+  }
+
+  /** A key taken by a concurrent request (or an earlier item of the batch): answer as its replay. */
+  private async lost(req: SubmitRequest, fingerprint: string): Promise<SubmitOutcome> {
+    const prior = await findIdempotencyKey(this.db, req.owner, req.idempotencyKey!, this.deps.clock.now());
+    if (!prior) throw conflict('Idempotency-Key: a request with this key is in progress; retry');
+    return this.replay(prior, fingerprint);
   }
 
   private replay(
@@ -255,16 +394,43 @@ export class JobService {
     return toApiJob(row);
   }
 
+  /**
+   * DELETE /jobs/{uuid}: purges a finished job's data (jobs/purge.ts) and answers the tombstone;
+   * a repeat answers the same. An active job is a 409 (cancel it first). When the result store
+   * fails half-way the job's data is already erased and its result refused; housekeeping finishes
+   * the purge, and this answers 503 so the client may retry.
+   */
+  async delete(owner: string, uuid: string): Promise<ApiJob> {
+    const row = await getJobView(this.db, uuid, owner);
+    if (!row) throw notFound(JOB_NOT_FOUND);
+    if (!isTerminal(row.status)) {
+      throw conflict(`job is ${row.status}; cancel it first (POST /api/v1/jobs/${uuid}/cancel), then delete it`);
+    }
+    if (row.data_removed_at === null) {
+      try {
+        await purgeJob(this.deps, uuid, owner);
+      } catch (err) {
+        if (err instanceof DomainError) throw err;
+        throw new DomainError(
+          'unavailable',
+          "the result store is unavailable: the job's data is erased and its result will be deleted shortly; retry to confirm",
+        );
+      }
+    }
+    return this.view((await getJobView(this.db, uuid, owner))!);
+  }
+
   async result(owner: string, uuid: string): Promise<ResultLink> {
     const row = await getJobView(this.db, uuid, owner);
     if (!row) throw notFound(JOB_NOT_FOUND);
+    if (row.data_removed_at !== null) throw gone(DATA_REMOVED);
     if (row.status !== 'completed' || !row.result_key) {
       throw conflict(
         isTerminal(row.status) ? `job is ${row.status}; it has no result` : `result is not ready: job is ${row.status}`,
       );
     }
     if (row.result_deleted_at !== null) {
-      throw gone('result was deleted at the end of its retention period');
+      throw gone(DATA_REMOVED);
     }
     const expiresAt = this.deps.clock.now() + this.deps.config.resultUrlTtlMs;
     return {

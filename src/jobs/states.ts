@@ -19,12 +19,17 @@ export function isTerminal(status: JobStatus): status is TerminalStatus {
   return (TERMINAL_STATUSES as readonly string[]).includes(status);
 }
 
-export function canTransition(from: JobStatus, to: JobStatus): boolean {
-  return NEXT[from].includes(to);
+/**
+ * Whether `to` may follow `from`. `unchanged` is a change that keeps the status, which only a
+ * finished job may undergo: the purge of its data (DELETE, retention; changes.ts purge, purged).
+ * A terminal status itself never changes.
+ */
+export function canTransition(from: JobStatus, to: JobStatus | 'unchanged'): boolean {
+  return to === 'unchanged' ? isTerminal(from) : NEXT[from].includes(to);
 }
 
 /** Throws on a transition the state machine forbids: a programming error, never a client's. */
-export function assertTransitions(from: readonly JobStatus[], to: JobStatus): void {
+export function assertTransitions(from: readonly JobStatus[], to: JobStatus | 'unchanged'): void {
   for (const f of from) {
     if (!canTransition(f, to)) throw new Error(`illegal job transition ${f} → ${to}`);
   }

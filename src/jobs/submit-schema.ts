@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { checkUrlSyntax } from '../media/policy.js';
 import { SLOT_NAMES, type JobType, type SlotName } from '../processors/types.js';
-import { EVENT_TYPES } from '../contract.js';
+import { CANCEL_AFTER_MAX_MS, CANCEL_AFTER_MIN_MS, EVENT_TYPES, PRIORITY_MAX, PRIORITY_MIN } from '../contract.js';
+import { formatSubmitDuration, parseSubmitDuration } from './durations.js';
 
 /**
  * The submit body schema of one job type, built from its catalogue entry. The same schema
@@ -9,6 +10,51 @@ import { EVENT_TYPES } from '../contract.js';
  */
 export interface SchemaOptions {
   allowPrivate: boolean;
+  /** RESULT_RETENTION: the longest `retention` a job may ask for (default 7 days). */
+  maxRetentionMs?: number;
+}
+
+const DURATION_SYNTAX = 'must be a duration such as "90s", "5m" or "1h30m", or a number of seconds';
+
+/** A duration field (`cancel_after`, `retention`) between `min` and `max` ms; the message names the bounds. */
+export function durationSchema(min: number, max: number, description: string) {
+  return z
+    .union([z.string().max(32), z.number()], { error: DURATION_SYNTAX })
+    .superRefine((v, ctx) => {
+      const ms = parseSubmitDuration(v);
+      if (ms === undefined) ctx.addIssue({ code: 'custom', message: DURATION_SYNTAX });
+      else if (ms < min || ms > max)
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be between ${formatSubmitDuration(min)} and ${formatSubmitDuration(max)}`,
+        });
+    })
+    .describe(description);
+}
+
+/** The fields of DESIGN.md §7 that every job type's submit body takes. */
+export function schedulingFields(opts: SchemaOptions) {
+  const maxRetention = opts.maxRetentionMs ?? 7 * 86_400_000;
+  return {
+    cancel_after: durationSchema(
+      CANCEL_AFTER_MIN_MS,
+      CANCEL_AFTER_MAX_MS,
+      'Cancel the job if it has not finished this long after submission: "90s", "5m", "1h30m" or a number of seconds (1s to 7d). The header Cancel-After is the same.',
+    ).optional(),
+    retention: durationSchema(
+      1000,
+      maxRetention,
+      `Purge the job's data (input, webhook, result) this long after it finished; at most RESULT_RETENTION (${formatSubmitDuration(maxRetention)}).`,
+    ).optional(),
+    priority: z
+      .int()
+      .min(PRIORITY_MIN)
+      .max(PRIORITY_MAX)
+      .optional()
+      .describe(
+        "Seconds (−600..600): among the same owner's queued jobs, taken as if submitted this much earlier. Never changes the order between owners.",
+      ),
+  };
 }
 
 /** Slot schemas, so the JSON Schema renderer can show them as "string or array of strings". */
@@ -63,6 +109,7 @@ export function submitSchema(type: JobType, opts: SchemaOptions) {
     model: z.enum(type.models.map((m) => m.name) as [string, ...string[]]),
     input,
     webhook: webhookSchema(opts).optional(),
+    ...schedulingFields(opts),
   });
 }
 
@@ -71,6 +118,9 @@ export type SubmitBody = {
   model: string;
   input: Record<string, unknown>;
   webhook?: { url: string; secret?: string; events?: (typeof EVENT_TYPES)[number][] };
+  cancel_after?: string | number;
+  retention?: string | number;
+  priority?: number;
 };
 
 /** JSON Schema (draft 2020-12) of a zod schema, with media slots shown as string-or-array. */

@@ -1,5 +1,5 @@
 import type { JobRow, JobView } from '../store/jobs.js';
-import type { ApiJob, ErrorType } from '../contract.js';
+import type { ApiJob, ErrorType, JobProgress } from '../contract.js';
 
 export type { ApiJob, JobRow, JobView };
 
@@ -24,7 +24,21 @@ export type ApiJobSource = Pick<
   | 'created_at'
   | 'started_at'
   | 'finished_at'
+  | 'deadline'
+  | 'priority'
+  | 'progress'
+  | 'data_removed_at'
 >;
+
+/** The stored progress JSON (written by the lifecycle's renew from a JobProgress), or null. */
+export function parseProgress(json: string | null): JobProgress | null {
+  if (json === null) return null;
+  try {
+    return JSON.parse(json) as JobProgress;
+  } catch {
+    return null;
+  }
+}
 
 export function toApiJob(row: ApiJobSource): ApiJob {
   return {
@@ -40,5 +54,9 @@ export function toApiJob(row: ApiJobSource): ApiJob {
     created_at: iso(row.created_at)!,
     started_at: iso(row.started_at),
     finished_at: iso(row.finished_at),
+    deadline: iso(row.deadline),
+    priority: row.priority,
+    progress: parseProgress(row.progress),
+    data_removed: row.data_removed_at !== null,
   };
 }

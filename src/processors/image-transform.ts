@@ -41,7 +41,7 @@ export function createImageTransformJobType(opts: { maxPixels?: number } = {}): 
     async run(ctx) {
       const src = ctx.media.source![0]!;
       const o = ctx.options;
-      ctx.progress('transforming image');
+      ctx.progress('transforming image', { percent: 0 });
       let pipeline = sharp(src.bytes, { limitInputPixels: maxPixels, failOn: 'error' }).rotate();
       if (o.width !== undefined || o.height !== undefined) {
         pipeline = pipeline.resize({ width: o.width, height: o.height, fit: o.fit, kernel: ctx.model as 'lanczos3' });
@@ -58,6 +58,7 @@ export function createImageTransformJobType(opts: { maxPixels?: number } = {}): 
         );
       }
       ctx.signal.throwIfAborted();
+      ctx.progress('transforming image', { percent: 100 });
       return { bytes, contentType: CONTENT_TYPES[o.format], extension: EXTENSIONS[o.format] };
     },
   };

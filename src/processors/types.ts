@@ -18,8 +18,20 @@ export interface RunContext<O> {
   media: Partial<Record<SlotName, FetchedMedia[]>>;
   /** Aborted on cancel, on JOB_TIMEOUT and on shutdown: stop work promptly when it fires. */
   signal: AbortSignal;
-  /** Sets the job's `status_detail` (e.g. "detecting faces"). Cheap; call it per stage. */
-  progress(detail: string): void;
+  /**
+   * Reports progress: `stage` (e.g. "detecting faces") becomes the job's structured `progress.stage`
+   * and its `status_detail`; `at` adds a measure (frames done of all, or a percentage; the percent
+   * is derived from current/total when not given). Cheap: call it per stage and per unit of work
+   * (every frame); the worker writes at most one update per 500 ms (a new stage at once).
+   */
+  progress(stage: string, at?: ProgressAt): void;
+}
+
+/** How far a stage is: `current` of `total` units, and/or a percentage (0–100). */
+export interface ProgressAt {
+  percent?: number | null;
+  current?: number;
+  total?: number;
 }
 
 export interface ProcessorResult {

@@ -9,6 +9,7 @@ import { formatDuration } from '../media/net-errors.js';
 import { createGuardedAgent, type IsPublic, type LookupAll } from '../media/index.js';
 import { type ErrorType } from '../contract.js';
 import { JobError } from '../errors.js';
+import { toProgress } from '../jobs/progress.js';
 import type { Held, JobLifecycle } from '../jobs/lifecycle.js';
 import type { Catalogue } from '../processors/catalogue.js';
 import { SLOT_NAMES, type SlotName } from '../processors/types.js';
@@ -247,14 +248,27 @@ export class RemoteWork {
     uuid: string,
     lease: string,
     detail?: string,
-    progress?: number,
+    progress?: number | { stage: string; percent?: number | null; current?: number; total?: number },
   ): Promise<{ leaseExpiresAt: number; cancelRequested: boolean }> {
     const { lifecycle, clock, config } = this.deps;
     const claimedAt = claimedAtOf(lease);
     if (claimedAt === undefined) throw conflict(NOT_HELD);
     const held: Held = { uuid, lease, job_type: '', startedAt: claimedAt };
-    const shown = progress === undefined ? detail : `${detail ?? 'processing'} (${Math.round(progress * 100)}%)`;
-    const jobType = await lifecycle.renew(held, shown);
+    // A number is an older worker's fraction of its detail; an object is the contract's progress;
+    // a detail alone is a stage without a measure.
+    const report =
+      typeof progress === 'number'
+        ? toProgress(detail ?? 'processing', { percent: progress * 100 })
+        : progress !== undefined
+          ? toProgress(progress.stage, progress)
+          : detail !== undefined
+            ? toProgress(detail)
+            : undefined;
+    const shown =
+      report && (detail === undefined || typeof progress === 'number' || detail === report.progress.stage)
+        ? report.detail
+        : detail;
+    const jobType = await lifecycle.renew(held, shown, report?.progress);
     const now = clock.now();
     if (jobType === undefined) {
       // Not ours any more: a cancelled job tells its worker to stop; anything else is a 409.

@@ -18,8 +18,11 @@ import type { Database, JobStatus, JobsTable } from './schema.js';
  */
 
 export type JobRow = Selectable<JobsTable>;
-/** A new job; its vtime is computed by insertJob. */
-export type NewJob = Omit<Insertable<JobsTable>, 'vtime'>;
+/** A new job; its vtime and rank are computed by insertJob. */
+export type NewJob = Omit<Insertable<JobsTable>, 'vtime' | 'rank'>;
+
+/** An owner's own order: created_at moved `priority` seconds earlier. */
+const rankOf = (row: NewJob) => row.created_at - (row.priority ?? 0) * 1000;
 
 /** The columns the public job object needs (status is the hottest read: no input, no webhook). */
 const VIEW_COLUMNS = [
@@ -39,6 +42,10 @@ const VIEW_COLUMNS = [
   'created_at',
   'started_at',
   'finished_at',
+  'deadline',
+  'priority',
+  'progress',
+  'data_removed_at',
 ] as const;
 export type JobView = Pick<JobRow, (typeof VIEW_COLUMNS)[number]>;
 
@@ -56,7 +63,7 @@ export async function insertJob(db: Kysely<Database>, row: NewJob, notify?: RawB
   if (notify === undefined) {
     await db
       .insertInto('jobs')
-      .values({ ...row, vtime })
+      .values({ ...row, vtime, rank: rankOf(row) })
       .execute();
     return;
   }
@@ -66,12 +73,53 @@ export async function insertJob(db: Kysely<Database>, row: NewJob, notify?: RawB
     .with('inserted', (q) =>
       q
         .insertInto('jobs')
-        .values({ ...row, vtime })
+        .values({ ...row, vtime, rank: rankOf(row) })
         .returning('uuid'),
     )
     .selectFrom('inserted')
     .select(notify.as('notified'))
     .execute();
+}
+
+/**
+ * Inserts many queued jobs (a batch) in multi-row statements. Each owner's jobs take consecutive
+ * virtual start times from max(head of the queue, owner's last queued vtime + 1), as that many
+ * single submits would: two index seeks per owner, then one INSERT per 500 rows.
+ */
+export async function insertJobs(db: Kysely<Database>, rows: readonly NewJob[]): Promise<void> {
+  if (rows.length === 0) return;
+  const head = await db
+    .selectFrom('jobs')
+    .select('vtime')
+    .where(sql<boolean>`status = 'queued'`)
+    .orderBy('vtime')
+    .orderBy('created_at')
+    .orderBy('uuid')
+    .limit(1)
+    .executeTakeFirst();
+  const next = new Map<string, number>();
+  for (const owner of new Set(rows.map((r) => r.owner))) {
+    const last = await db
+      .selectFrom('jobs')
+      .select('vtime')
+      .where(sql<boolean>`status = 'queued'`)
+      .where('owner', '=', owner)
+      .orderBy('vtime', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    next.set(owner, Math.max(head?.vtime ?? 0, last ? last.vtime + 1 : 0));
+  }
+  const values = rows.map((row) => {
+    const vtime = next.get(row.owner)!;
+    next.set(row.owner, vtime + 1);
+    return { ...row, vtime, rank: rankOf(row) };
+  });
+  for (let i = 0; i < values.length; i += 500) {
+    await db
+      .insertInto('jobs')
+      .values(values.slice(i, i + 500))
+      .execute();
+  }
 }
 
 /** A job of `owner`; another owner's job is indistinguishable from a missing one. */
@@ -124,7 +172,11 @@ export interface TransitionSpec extends StatusMove {
   leaseOwner?: string;
   /** When set, only if the lease expired before this time (a dead worker's job). */
   leaseExpiredBefore?: number;
+  /** When set, only if the job's deadline passed before this time. */
+  deadlineBefore?: number;
   set?: Omit<Updateable<JobsTable>, 'status' | 'uuid'>;
+  /** Terminal moves: the job's data is purged this long after now, unless the job has a retention of its own. */
+  retentionMs?: number;
   now: number;
 }
 
@@ -147,12 +199,16 @@ export function updateState(
       status: spec.to,
       updated_at: spec.now,
       ...(terminal ? { finished_at: spec.now, lease_owner: null, lease_expires_at: null } : {}),
+      ...(terminal && spec.retentionMs !== undefined
+        ? { purge_at: sql<number>`${spec.now} + coalesce(retention_ms, ${spec.retentionMs})` }
+        : {}),
     })
     .where('uuid', '=', uuid)
     .where('status', 'in', spec.from);
   if (spec.owner !== undefined) q = q.where('owner', '=', spec.owner);
   if (spec.leaseOwner !== undefined) q = q.where('lease_owner', '=', spec.leaseOwner);
   if (spec.leaseExpiredBefore !== undefined) q = q.where('lease_expires_at', '<', spec.leaseExpiredBefore);
+  if (spec.deadlineBefore !== undefined) q = q.where('deadline', '<', spec.deadlineBefore);
   return q.returningAll().executeTakeFirst();
 }
 
@@ -169,7 +225,9 @@ export interface ClaimSpec {
   limit: number;
 }
 
-const claimSet = (spec: ClaimSpec) => sql`status = ${statusLit(spec.move.to)}, status_detail = 'starting',
+const claimSet = (
+  spec: ClaimSpec,
+) => sql`status = ${statusLit(spec.move.to)}, status_detail = 'starting', progress = NULL,
   lease_owner = ${spec.leaseOwner}, lease_expires_at = ${spec.now + spec.leaseMs}, attempts = attempts + 1,
   started_at = coalesce(started_at, ${spec.now}), updated_at = ${spec.now}`;
 
@@ -178,6 +236,11 @@ const claimSet = (spec: ClaimSpec) => sql`status = ${statusLit(spec.move.to)}, s
  * in one statement. Each type is an index seek to the head of its own range of `jobs_queue_type`,
  * so neither the backlog nor other types' jobs add cost. PostgreSQL locks the picked rows with
  * SKIP LOCKED, so concurrent claimers take different jobs without waiting on each other.
+ *
+ * Priority: a picked head's slot (its vtime) is the owner's turn; the owner's best-ranked queued
+ * job of that type (`jobs_queue_rank`, one seek per picked job) takes the turn, and the head takes
+ * that job's later slot. An owner's set of slots never changes, so neither does the order
+ * between owners; without priorities the seek finds nothing (rank is created_at).
  */
 export async function claimJobs(db: Kysely<Database>, dialect: Dialect, spec: ClaimSpec): Promise<JobRow[]> {
   if (spec.jobTypes.length === 0 || spec.limit <= 0) return [];
@@ -185,7 +248,7 @@ export async function claimJobs(db: Kysely<Database>, dialect: Dialect, spec: Cl
   const from = statusLit(onlyFrom(spec.move));
   if (dialect === 'postgres') {
     const arms = spec.jobTypes.map(
-      (t, i) => sql`${sql.raw(`c${i}`)} AS (SELECT uuid, vtime, created_at FROM jobs
+      (t, i) => sql`${sql.raw(`c${i}`)} AS (SELECT uuid, owner, job_type, rank, vtime, created_at FROM jobs
         WHERE status = ${from} AND job_type = ${t}
         ORDER BY vtime, created_at, uuid LIMIT ${k} FOR UPDATE SKIP LOCKED)`,
     );
@@ -194,22 +257,57 @@ export async function claimJobs(db: Kysely<Database>, dialect: Dialect, spec: Cl
       sql` UNION ALL `,
     );
     const res = await sql<JobRow>`WITH ${sql.join(arms)},
-        pick AS (SELECT uuid FROM (${union}) u ORDER BY vtime, created_at, uuid LIMIT ${k})
-      UPDATE jobs SET ${claimSet(spec)} FROM pick WHERE jobs.uuid = pick.uuid RETURNING jobs.*`.execute(db);
+        pick AS (SELECT * FROM (${union}) u ORDER BY vtime, created_at, uuid LIMIT ${k}),
+        cand AS (SELECT p.uuid AS head, p.vtime AS head_vtime, b.uuid AS best, b.vtime AS best_vtime
+          FROM pick p CROSS JOIN LATERAL (SELECT j.uuid, j.vtime FROM jobs j
+            WHERE j.status = ${from} AND j.owner = p.owner AND j.job_type = p.job_type AND j.rank < p.rank
+            ORDER BY j.rank, j.uuid LIMIT 1 FOR UPDATE SKIP LOCKED) b
+          WHERE b.uuid NOT IN (SELECT uuid FROM pick)),
+        swap AS (SELECT DISTINCT ON (best) head, best, best_vtime FROM cand ORDER BY best, head_vtime),
+        moved AS (UPDATE jobs SET vtime = swap.best_vtime FROM swap WHERE jobs.uuid = swap.head RETURNING jobs.uuid),
+        take AS (SELECT uuid FROM pick WHERE uuid NOT IN (SELECT head FROM swap) UNION ALL SELECT best FROM swap)
+      UPDATE jobs SET ${claimSet(spec)} FROM take WHERE jobs.uuid = take.uuid RETURNING jobs.*`.execute(db);
     return sortClaimed(res.rows);
   }
-  // SQLite has one writer: the pick and the update cannot interleave with another claim.
+  // SQLite has one writer: the pick, the swaps and the update cannot interleave with another claim.
   const union = sql.join(
     spec.jobTypes.map(
-      (t) => sql`SELECT * FROM (SELECT uuid, vtime, created_at FROM jobs WHERE status = ${from} AND job_type = ${t}
-        ORDER BY vtime, created_at, uuid LIMIT ${k})`,
+      (t) => sql`SELECT * FROM (SELECT uuid, owner, job_type, rank, vtime, created_at FROM jobs
+        WHERE status = ${from} AND job_type = ${t} ORDER BY vtime, created_at, uuid LIMIT ${k})`,
     ),
     sql` UNION ALL `,
   );
-  const res = await sql<JobRow>`UPDATE jobs SET ${claimSet(spec)}
-    WHERE status = ${from} AND uuid IN (SELECT uuid FROM (${union}) ORDER BY vtime, created_at, uuid LIMIT ${k})
-    RETURNING *`.execute(db);
-  return sortClaimed(res.rows);
+  const run = async (trx: Kysely<Database>) => {
+    const picks = await sql<Pick<JobRow, 'uuid' | 'owner' | 'job_type' | 'rank' | 'vtime'>>`SELECT * FROM (${union})
+      ORDER BY vtime, created_at, uuid LIMIT ${k}`.execute(trx);
+    const taken = new Set(picks.rows.map((p) => p.uuid));
+    const take: string[] = [];
+    for (const p of picks.rows) {
+      const best = await trx
+        .selectFrom('jobs')
+        .select(['uuid', 'vtime'])
+        .where('status', '=', 'queued')
+        .where('owner', '=', p.owner)
+        .where('job_type', '=', p.job_type)
+        .where('rank', '<', p.rank)
+        .orderBy('rank')
+        .orderBy('uuid')
+        .limit(1)
+        .executeTakeFirst();
+      if (!best || taken.has(best.uuid)) {
+        take.push(p.uuid);
+        continue;
+      }
+      await trx.updateTable('jobs').set({ vtime: best.vtime }).where('uuid', '=', p.uuid).execute();
+      taken.add(best.uuid);
+      take.push(best.uuid);
+    }
+    if (take.length === 0) return [];
+    const res = await sql<JobRow>`UPDATE jobs SET ${claimSet(spec)}
+      WHERE status = ${from} AND uuid IN (${sql.join(take)}) RETURNING *`.execute(trx);
+    return res.rows;
+  };
+  return sortClaimed(db.isTransaction ? await run(db) : await db.transaction().execute(run));
 }
 
 /** Claim order, as the indexes hold it: (vtime, created_at, uuid). */
@@ -293,10 +391,16 @@ export async function renewLease(
   leaseOwner: string,
   until: number,
   detail?: string,
+  progress?: string,
 ): Promise<string | undefined> {
   const row = await db
     .updateTable('jobs')
-    .set({ status: move.to, lease_expires_at: until, ...(detail !== undefined ? { status_detail: detail } : {}) })
+    .set({
+      status: move.to,
+      lease_expires_at: until,
+      ...(detail !== undefined ? { status_detail: detail } : {}),
+      ...(progress !== undefined ? { progress } : {}),
+    })
     .where('uuid', '=', uuid)
     .where('status', '=', onlyFrom(move))
     .where('lease_owner', '=', leaseOwner)
@@ -315,6 +419,89 @@ export function expiredLeases(db: Kysely<Database>, now: number, limit: number) 
     .orderBy('lease_expires_at')
     .limit(limit)
     .execute();
+}
+
+/** Active jobs whose deadline passed, soonest first (the partial index jobs_deadlines: active deadlines only). */
+export function expiredDeadlines(db: Kysely<Database>, now: number, limit: number) {
+  return db
+    .selectFrom('jobs')
+    .select(['uuid', 'status'])
+    .where('deadline', 'is not', null)
+    .where(sql<boolean>`status IN ('queued', 'processing')`)
+    .where('deadline', '<', now)
+    .orderBy('deadline')
+    .limit(limit)
+    .execute();
+}
+
+/** Finished jobs whose purge is due (retention) or must be retried, soonest first (jobs_purges). */
+export function duePurges(db: Kysely<Database>, now: number, limit: number) {
+  return db
+    .selectFrom('jobs')
+    .select(['uuid'])
+    .where('purge_at', 'is not', null)
+    .where('purge_at', '<=', now)
+    .orderBy('purge_at')
+    .limit(limit)
+    .execute();
+}
+
+/**
+ * The first half of a purge, in the caller's transaction: the job's input, webhook and its
+ * deliveries' URL, secret and bodies are erased, and its result stops being handed out
+ * (result_deleted_at). purge_at becomes now, so housekeeping retries the blob deletion if it
+ * fails; markPurged ends it. Undefined when the job is not a finished job (of `owner`) with data.
+ */
+export async function eraseJobData(
+  db: Kysely<Database>,
+  uuid: string,
+  spec: { from: readonly JobStatus[]; owner?: string; now: number },
+): Promise<JobRow | undefined> {
+  let q = db
+    .updateTable('jobs')
+    .set({
+      input: '{}',
+      webhook: null,
+      progress: null,
+      result_deleted_at: sql<number>`coalesce(result_deleted_at, ${spec.now})`,
+      purge_at: spec.now,
+      updated_at: spec.now,
+    })
+    .where('uuid', '=', uuid)
+    .where('status', 'in', spec.from)
+    .where('data_removed_at', 'is', null);
+  if (spec.owner !== undefined) q = q.where('owner', '=', spec.owner);
+  const row = await q.returningAll().executeTakeFirst();
+  if (!row) return undefined;
+  // Delivery history stays (attempt times and statuses); what the client sent does not.
+  await db
+    .updateTable('webhook_events')
+    .set({ url: '', destination: null, secret: null, body: '{}', updated_at: spec.now })
+    .where('job_uuid', '=', uuid)
+    .execute();
+  await db
+    .updateTable('webhook_events')
+    .set({ state: 'failed', next_attempt_at: null, lease_owner: null, lease_expires_at: null })
+    .where('job_uuid', '=', uuid)
+    .where('state', '=', 'pending')
+    .execute();
+  return row;
+}
+
+/** The second half: the blobs are gone, the job is a tombstone. */
+export async function markPurged(
+  db: Kysely<Database>,
+  uuid: string,
+  spec: { from: readonly JobStatus[]; now: number },
+): Promise<boolean> {
+  const res = await db
+    .updateTable('jobs')
+    .set({ data_removed_at: spec.now, purge_at: null, updated_at: spec.now })
+    .where('uuid', '=', uuid)
+    .where('status', 'in', spec.from)
+    .where('data_removed_at', 'is', null)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) > 0;
 }
 
 /** Completed jobs whose result blob is past retention and not yet deleted. */

@@ -44,6 +44,19 @@ export interface JobsTable {
   started_at: number | null;
   finished_at: number | null;
   updated_at: number;
+  /** cancel_after: past it an active job is cancelled (housekeeping, by the partial index jobs_deadlines). */
+  deadline: Generated<number | null>;
+  /** −600..600 s; `rank` = created_at − priority × 1000 orders an owner's own queued jobs. */
+  priority: Generated<number>;
+  rank: Generated<number>;
+  /** The job's own `retention` (ms), else RESULT_RETENTION applies. */
+  retention_ms: Generated<number | null>;
+  /** When the job's data is (or was, for a purge that must be retried) due to be purged; null once purged. */
+  purge_at: Generated<number | null>;
+  /** Set once the purge finished: input, webhook and result are gone (the tombstone's data_removed). */
+  data_removed_at: Generated<number | null>;
+  /** JSON of the latest structured progress, or null. */
+  progress: Generated<string | null>;
 }
 
 export interface IdempotencyKeysTable {

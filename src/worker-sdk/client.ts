@@ -89,7 +89,7 @@ export class WorkerClient {
     uuid: string,
     lease: string,
     detail?: string,
-    progress?: number,
+    progress?: { stage: string; percent: number | null },
   ): Promise<{ lease_expires_at: string; cancel_requested: boolean }> {
     return (
       await this.call<{ lease_expires_at: string; cancel_requested: boolean }>('POST', `/jobs/${uuid}/heartbeat`, {

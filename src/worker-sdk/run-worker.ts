@@ -42,8 +42,14 @@ export interface JobContext {
    * stops and the grace is over. Honour it: the job is no longer this worker's.
    */
   signal: AbortSignal;
-  /** Shown in the job's public status: sent at once (at most every 250 ms) and with every heartbeat. */
-  progress(detail: string, fraction?: number): void;
+  /**
+   * Reports progress, shown in the job's public status (`progress` and `status_detail`): sent at
+   * once (at most every 250 ms) and with every heartbeat. `ctx.progress(42.5, 'denoising')` gives a
+   * percentage (0–100) and the stage; `ctx.progress('denoising', 0.425)` (text, then a fraction
+   * 0–1) is the same, and `ctx.progress('denoising')` a stage without a measure.
+   */
+  progress(percent: number, stage?: string): void;
+  progress(stage: string, fraction?: number): void;
   /** Downloads a staged input URL (network errors and 5xx are retried a few times). */
   download(url: string): Promise<{ bytes: Buffer; contentType: string }>;
 }
@@ -241,7 +247,10 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
     const heart = heartbeats(job, leaseMs, controller);
     const ctx: JobContext = {
       signal: controller.signal,
-      progress: (text, fraction) => heart.progress(text, fraction),
+      progress: (a: string | number, b?: string | number) =>
+        typeof a === 'number'
+          ? heart.progress(typeof b === 'string' ? b : 'processing', a / 100)
+          : heart.progress(a, typeof b === 'number' ? b : undefined),
       download: (url) =>
         persist('download', () => client.download(url, controller.signal), controller.signal, DOWNLOAD_TRIES),
     };
@@ -363,8 +372,9 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
       lastSent = Date.now();
       const d = detail;
       detail = undefined;
+      const progress = d ? { stage: d.text, percent: d.fraction === undefined ? null : d.fraction * 100 } : undefined;
       client
-        .heartbeat(job.uuid, job.lease_token, d?.text, d?.fraction)
+        .heartbeat(job.uuid, job.lease_token, d?.text, progress)
         .then((r) => {
           if (r.cancel_requested) controller.abort(new Stopped('cancelled'));
         })

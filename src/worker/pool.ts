@@ -10,7 +10,8 @@ import type { JobRow } from '../jobs/view.js';
 import { createGuardedAgent, type IsPublic, type LookupAll } from '../media/index.js';
 import { formatDuration } from '../media/net-errors.js';
 import type { Catalogue } from '../processors/catalogue.js';
-import { SLOT_NAMES } from '../processors/types.js';
+import { SLOT_NAMES, type ProgressAt } from '../processors/types.js';
+import { toProgress } from '../jobs/progress.js';
 import { fetchInputs, hasMedia } from './inputs.js';
 import type { Signals } from '../signals.js';
 import type { StorageHealth } from '../storage/health.js';
@@ -51,6 +52,8 @@ interface Running {
 }
 
 const CLAIM_COALESCE_MS = 5;
+/** Progress within one stage is written at most this often (a lease renewal each). */
+const PROGRESS_WRITE_MS = 500;
 const MAX_COALESCE_MS = 50;
 
 /**
@@ -182,15 +185,19 @@ export class WorkerPool {
 
     // Lease upkeep doubles as the cross-process cancel check: a failed renewal means the job
     // is no longer ours (cancelled, or our lease lapsed and another worker took it).
-    let detail: string | undefined;
+    let pending: ReturnType<typeof toProgress> | undefined;
     /** Set while the result waits for the storage: a timeout then says so. */
     const storage = { down: false };
     let renewing: Promise<void> = Promise.resolve();
+    let lastWrite = -Infinity;
+    let lastStage: string | undefined;
+    let flush: NodeJS.Timeout | undefined;
     const renew = () => {
-      const d = detail;
-      detail = undefined;
+      const p = pending;
+      pending = undefined;
+      lastWrite = performance.now();
       renewing = renewing
-        .then(() => lifecycle.progress(held, d))
+        .then(() => lifecycle.progress(held, p?.detail, p?.progress))
         .then((ours) => {
           if (!ours && !signal.aborted) controller.abort(new Stop('cancelled'));
         })
@@ -205,10 +212,22 @@ export class WorkerPool {
       const type = this.deps.catalogue.get(job.job_type);
       if (!type) throw new JobError('internal_error', `job type ${job.job_type} is not available on this worker`);
       const input = JSON.parse(job.input) as Record<string, unknown>;
-      const progress = (d: string) => {
+      // A new stage is written at once; reports within a stage (every frame) at most every 500 ms.
+      const progress = (stage: string, at?: ProgressAt) => {
         if (signal.aborted) return;
-        detail = d;
-        renew();
+        pending = toProgress(stage, at);
+        const since = performance.now() - lastWrite;
+        if (stage !== lastStage || since >= PROGRESS_WRITE_MS) {
+          lastStage = stage;
+          clearTimeout(flush);
+          flush = undefined;
+          renew();
+        } else {
+          flush ??= setTimeout(() => {
+            flush = undefined;
+            if (pending && !signal.aborted) renew();
+          }, PROGRESS_WRITE_MS - since);
+        }
       };
       if (hasMedia(type, input)) progress('downloading media');
       const media = await fetchInputs(type, input, {
@@ -269,6 +288,7 @@ export class WorkerPool {
     } finally {
       clearInterval(heartbeat);
       clearTimeout(timeout);
+      clearTimeout(flush);
     }
   }
 }

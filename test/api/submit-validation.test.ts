@@ -109,7 +109,7 @@ describe('submit validation', () => {
       400,
       'input.format: must be one of "jpeg", "png", "webp", "avif"',
     ],
-    ['unknown top-level field', (b) => ({ ...b, priority: 1 }), 400, 'priority: unknown field'],
+    ['unknown top-level field', (b) => ({ ...b, urgency: 1 }), 400, 'urgency: unknown field'],
     [
       'webhook not an object',
       (b) => ({ ...b, webhook: 'https://hooks.example.com/' }),

@@ -157,7 +157,7 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     ]);
   });
 
-  it('cancels a queued job from its page', async () => {
+  it('cancels a queued job from its page, shows progress bars and deletes the job', async () => {
     const sleep = (ms: number) =>
       svc.call('POST', '/api/v1/jobs/submit/test-sleep', {
         body: { job_type: 'test-sleep', model: 'v1', input: { ms } },
@@ -170,11 +170,18 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     const queued = (await sleep(1)).body.data;
     await page.goto(`${site}/dashboard/#/jobs`);
     await page.locator(`tr[data-uuid="${queued.uuid}"] .status-queued`).waitFor();
+    // The running job reports its stage: a progress bar in the list.
+    await page.locator(`tr[data-uuid="${blocker.uuid}"] progress`).waitFor();
     await shot(page, 'jobs');
     await page.locator(`tr[data-uuid="${queued.uuid}"] a`).click();
     await page.getByRole('button', { name: 'Cancel job' }).click();
     await page.locator('.summary .status-cancelled').waitFor();
     expect((await svc.call('GET', `/api/v1/jobs/${queued.uuid}/status`)).body.data.status).toBe('cancelled');
+    // A finished job's data can be deleted from its page (after a confirmation).
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('button', { name: 'Delete job data' }).click();
+    await page.getByText("This job's data (input, webhook, result) was deleted.").waitFor();
+    expect((await svc.call('GET', `/api/v1/jobs/${queued.uuid}/status`)).body.data.data_removed).toBe(true);
     await svc.call('POST', `/api/v1/jobs/${blocker.uuid}/cancel`);
   });
 

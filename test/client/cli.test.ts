@@ -8,7 +8,7 @@ import { runClientCommand, type CliStream } from '../../src/cli/client.js';
 import { defaultJobTypes } from '../../src/processors/catalogue.js';
 import { sleepJobType } from '../helpers/job-types.js';
 import { startMediaServer, type MediaServer } from '../helpers/media-server.js';
-import { startService, tempDir, type TestService } from '../helpers/service.js';
+import { startService, tempDir, waitFor, type TestService } from '../helpers/service.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -233,6 +233,46 @@ describe('media-jobs client commands', () => {
     );
     const w = await run(['wait', uuid]);
     expect(w.code).toBe(1);
+  });
+
+  it('submits with a deadline and priority, runs a batch file, and deletes a job', async () => {
+    const sub = await run([
+      'submit',
+      'test-sleep',
+      '--model',
+      'v1',
+      '--input',
+      '{"ms":1}',
+      '--cancel-after',
+      '90s',
+      '--priority=-30', // a negative number needs the = form (node:util parseArgs)
+      '--retention',
+      '1h',
+      '--json',
+    ]);
+    expect(sub.code, sub.stderr).toBe(0);
+    const job = JSON.parse(sub.stdout);
+    expect(job.priority).toBe(-30);
+    expect(Date.parse(job.deadline) - Date.parse(job.created_at)).toBe(90_000);
+    expect((await run(['submit', 'test-sleep', '--model', 'v1', '--priority', '601'])).code).toBe(2);
+
+    const file = path.join(tempDir('mj-cli-batch-'), 'batch.json');
+    fs.writeFileSync(
+      file,
+      JSON.stringify([
+        { job_type: 'test-sleep', model: 'v1', input: { ms: 1 } },
+        { job_type: 'test-sleep', model: 'v9', input: { ms: 1 } },
+      ]),
+    );
+    const b = await run(['batch', file, '--idempotency-key', 'cli-batch-1']);
+    expect(b.code).toBe(1); // one item was refused
+    expect(b.stdout).toMatch(/^0\s+200\s+[0-9a-f-]{36}\s+ok$/m);
+    expect(b.stdout).toMatch(/^1\s+400\s+-\s+model: must be "v1"$/m);
+
+    await waitFor(async () => (await run(['status', job.uuid, '--json'])).stdout.includes('"completed"'), 'the job');
+    const d = await run(['delete', job.uuid]);
+    expect(d.code, d.stderr).toBe(0);
+    expect(d.stdout).toMatch(/^data_removed {2}true$/m);
   });
 
   it('lists jobs as a table, filtered', async () => {

@@ -222,6 +222,30 @@ describe('MediaJobsClient against a real service', () => {
     await expect(client.cancel(job.uuid)).rejects.toMatchObject({ status: 409 });
   });
 
+  it('submits with cancelAfter, priority and retention, submits batches, deletes, and watches progress', async () => {
+    const job = await client.submit('test-sleep', sleepBody(1), { cancelAfter: '5m', priority: 60, retention: '1h' });
+    expect(job.priority).toBe(60);
+    expect(Date.parse(job.deadline!) - Date.parse(job.created_at)).toBe(300_000);
+    const events = [];
+    for await (const e of client.watch(job.uuid)) events.push(e);
+    expect(events.at(-1)).toMatchObject({ type: 'status', job: { status: 'completed' } });
+    expect(events.some((e) => e.progress?.stage === 'sleeping')).toBe(
+      events.some((e) => e.job.status === 'processing'),
+    );
+    const gone = await client.delete(job.uuid);
+    expect(gone).toMatchObject({ uuid: job.uuid, data_removed: true, result_ready: false });
+    await expect(client.result(job.uuid)).rejects.toMatchObject({ status: 410 });
+
+    const items = [
+      { job_type: 'test-sleep', ...sleepBody(1) },
+      { job_type: 'test-sleep', model: 'v9', input: { ms: 1 } },
+    ];
+    const first = await client.submitBatch(items, { idempotencyKey: 'client-batch-1' });
+    expect(first.map((i) => i.status)).toEqual([200, 400]);
+    const again = await client.submitBatch(items, { idempotencyKey: 'client-batch-1' });
+    expect('uuid' in again[0]!.data && again[0]!.data.uuid).toBe('uuid' in first[0]!.data && first[0]!.data.uuid);
+  });
+
   it('treats a cancel whose answer was lost as done when the retry finds the job cancelled', async () => {
     const job = await client.submit('test-sleep', sleepBody(60_000));
     const spy = spyFetch((n) => (n === 1 ? 'lose' : undefined));

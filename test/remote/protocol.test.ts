@@ -172,7 +172,26 @@ describe('a remote job end to end', () => {
     });
     expect(hb.status, hb.text).toBe(200);
     expect(hb.body.data.cancel_requested).toBe(false);
-    expect(await status(uuid)).toMatchObject({ status: 'processing', status_detail: 'upscaling (50%)' });
+    expect(await status(uuid)).toMatchObject({
+      status: 'processing',
+      status_detail: 'upscaling (50%)',
+      progress: { stage: 'upscaling', percent: 50 },
+    });
+    // The contract's structured progress (DESIGN.md §7), with counts.
+    const structured = await w('POST', `/jobs/${uuid}/heartbeat`, {
+      lease_token: job.lease_token,
+      progress: { stage: 'tiles', percent: null, current: 3, total: 12 },
+    });
+    expect(structured.status, structured.text).toBe(200);
+    expect(await status(uuid)).toMatchObject({
+      status_detail: 'tiles (3 of 12)',
+      progress: { stage: 'tiles', percent: 25, current: 3, total: 12 },
+    });
+    const bad = await w('POST', `/jobs/${uuid}/heartbeat`, {
+      lease_token: job.lease_token,
+      progress: { stage: 'tiles', percent: 101 },
+    });
+    expect(bad.status).toBe(400);
 
     expect((await w('POST', `/jobs/${uuid}/complete`, { lease_token: job.lease_token })).status).toBe(400); // no output yet
     expect(
@@ -235,6 +254,24 @@ describe('a remote job end to end', () => {
 });
 
 describe('the lease rules of a remote job', () => {
+  it('cancels a running remote job at its deadline and tells the worker on its next heartbeat', async () => {
+    const r = await svc.call('POST', '/api/v1/jobs/submit/test-remote-b', {
+      body: { job_type: 'test-remote-b', model: 'v1', input: { text: 'too slow' } },
+      headers: { 'Cancel-After': '2s' },
+    });
+    expect(r.status, r.text).toBe(200);
+    const uuid = r.body.data.uuid as string;
+    const job = await claimJob(uuid, ['test-remote-b']);
+    const ended = await waitFor(async () => {
+      const s = await status(uuid);
+      return s.status === 'cancelled' ? s : undefined;
+    }, 'the deadline to cancel the running job');
+    expect(ended.status_detail).toBe('deadline passed while processing');
+    const hb = await w('POST', `/jobs/${uuid}/heartbeat`, { lease_token: job.lease_token });
+    expect(hb.status).toBe(200);
+    expect(hb.body.data.cancel_requested).toBe(true);
+  });
+
   it('tells the worker of a cancel on its next heartbeat, then refuses its calls', async () => {
     const uuid = await submit('test-remote', { source: media.url('/small.png') });
     const job = await claimJob(uuid);

@@ -12,12 +12,15 @@ import { ApiError } from '../api-error.js';
 import { fail } from '../envelope.js';
 import { COMMON_ERRORS, jobParams, jobUuid, responses } from '../schemas.js';
 import { Wakeable, wakeOn } from '../../background/wake.js';
+import { PROGRESS_EVENT_INTERVAL_MS } from '../../contract.js';
 
 /**
  * GET /api/v1/jobs/{uuid}/events: the job's state as Server-Sent Events.
  *
  * - `event: status` when `status` changes (the first event is always the current state);
- * - `event: progress` when only `status_detail` changes (a processor's progress, queue position);
+ * - `event: progress` when only `status_detail` or `progress` changes (a processor's progress,
+ *   queue position), at most one every PROGRESS_EVENT_INTERVAL_MS (500 ms) per stream: a change
+ *   inside the interval is sent at its end (the latest state), never dropped;
  * - the stream ends right after the `status` event of a terminal state.
  *
  * Terminal states and progress details arrive at once through the `job-finished` and
@@ -130,16 +133,35 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
         release();
         stream.end();
       };
+      let lastProgressAt = -Infinity;
+      /** A progress change waits for the end of the interval (then the latest state is sent). */
+      let held = false;
       const emit = (job: ApiJob) => {
-        if (last && last.status === job.status && last.status_detail === job.status_detail) return;
-        const event = !last || last.status !== job.status ? 'status' : 'progress';
-        stream.write(message(++seq, event, job));
+        held = false;
+        if (
+          last &&
+          last.status === job.status &&
+          last.status_detail === job.status_detail &&
+          JSON.stringify(last.progress) === JSON.stringify(job.progress)
+        )
+          return;
+        const isStatus = !last || last.status !== job.status;
+        if (!isStatus) {
+          const now = performance.now();
+          if (now - lastProgressAt < PROGRESS_EVENT_INTERVAL_MS) {
+            held = true;
+            return;
+          }
+          lastProgressAt = now;
+        }
+        stream.write(message(++seq, isStatus ? 'status' : 'progress', job));
         last = job;
       };
       // One read per wake-up or per pollMs (queue positions move without a signal), until the end.
       const follow = async (): Promise<void> => {
         while (!isClosed()) {
-          await changed.wait(pollMs, gone.signal);
+          const waitMs = held ? Math.max(1, lastProgressAt + PROGRESS_EVENT_INTERVAL_MS - performance.now()) : pollMs;
+          await changed.wait(waitMs, gone.signal);
           if (isClosed()) return;
           let job: ApiJob;
           try {

@@ -5,9 +5,14 @@ import { checkIdempotencyKey } from '../../jobs/idempotency.js';
 import type { JobService } from '../../jobs/service.js';
 import { JOB_STATUSES } from '../../jobs/states.js';
 import { describeIssue } from '../../jobs/submit-schema.js';
+import { parseSubmitDuration } from '../../jobs/durations.js';
+import { DomainError, invalid } from '../../errors.js';
+import { CANCEL_AFTER_HEADER, type BatchItemResult } from '../../contract.js';
+import { STATUS_OF_KIND } from '../api-error.js';
 import { ok } from '../envelope.js';
 import {
   COMMON_ERRORS,
+  batchEnvelopeSchema,
   jobEnvelopeSchema,
   jobListEnvelopeSchema,
   resultLinkEnvelopeSchema,
@@ -54,6 +59,35 @@ function preferWait(prefer: string | undefined): number {
   return m ? Math.min(MAX_WAIT_SECONDS, Number(m[1])) : 0;
 }
 
+/**
+ * The `Cancel-After` header (Replicate's) is the body's `cancel_after`: it is moved into the body
+ * (so the idempotency fingerprint sees it); both given and different is a 400.
+ */
+export function withCancelAfter(body: unknown, headerValue: string | undefined): unknown {
+  if (headerValue === undefined) return body;
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return body;
+  const given = (body as { cancel_after?: unknown }).cancel_after;
+  if (given === undefined) return { ...body, cancel_after: headerValue };
+  const a = parseSubmitDuration(given);
+  const b = parseSubmitDuration(headerValue);
+  if (a === undefined || b === undefined || a !== b) {
+    throw invalid(`${CANCEL_AFTER_HEADER}: differs from the body's cancel_after; give one of them`);
+  }
+  return body;
+}
+
+/** The batch body: the items are checked one by one by the service (one bad item refuses only itself). */
+export const batchBody = (maxItems: number) =>
+  z.strictObject({
+    jobs: z
+      .array(z.unknown())
+      .min(1)
+      .max(maxItems)
+      .describe(
+        `1 to ${maxItems} submit bodies, each with its \`job_type\` and an optional \`idempotency_key\` of its own.`,
+      ),
+  });
+
 export function jobRoutes(scope: FastifyInstance, service: JobService): void {
   const app = scope.withTypeProvider<ZodTypeProvider>();
   // The body is validated by the service against the job type's catalogue schema (its messages);
@@ -85,7 +119,7 @@ export function jobRoutes(scope: FastifyInstance, service: JobService): void {
       const outcome = await service.submit({
         owner: request.owner,
         jobType,
-        body: request.body,
+        body: withCancelAfter(request.body, header(request.headers['cancel-after'])),
         idempotencyKey,
         requestId: request.id,
         method: 'POST',
@@ -105,6 +139,68 @@ export function jobRoutes(scope: FastifyInstance, service: JobService): void {
       }
       return reply.code(outcome.statusCode).send(outcome.body);
     },
+  );
+
+  app.post(
+    '/jobs/batch',
+    {
+      schema: {
+        ...doc('submitBatch', ['Jobs']),
+        body: batchBody(service.maxBatchItems),
+        response: responses(
+          {
+            200: {
+              description:
+                'One result per item, in order: `status` is the HTTP status the item alone would have got, `data` its job (or `{}`).',
+              schema: batchEnvelopeSchema,
+            },
+          },
+          400,
+          413,
+          415,
+          ...COMMON_ERRORS,
+        ),
+      },
+    },
+    async (request) => {
+      const batchKey = checkIdempotencyKey(header(request.headers['idempotency-key']));
+      const outcomes = await service.submitBatch({
+        owner: request.owner,
+        items: request.body.jobs,
+        batchKey,
+        requestId: request.id,
+      });
+      const items: BatchItemResult[] = outcomes.map((o) =>
+        o instanceof DomainError
+          ? { code: -1, message: o.message, status: STATUS_OF_KIND[o.kind], data: {} }
+          : { code: 0, message: 'ok', status: o.statusCode, data: o.body.data },
+      );
+      return ok({ items });
+    },
+  );
+
+  app.delete(
+    '/jobs/:uuid',
+    {
+      schema: {
+        ...doc('deleteJob', ['Jobs']),
+        params: jobParams,
+        response: responses(
+          {
+            200: {
+              description:
+                'The job as a tombstone: its input, webhook and result are deleted, `data_removed` is true. A repeat answers the same.',
+              schema: jobEnvelopeSchema,
+            },
+          },
+          404,
+          409,
+          ...COMMON_ERRORS,
+          503,
+        ),
+      },
+    },
+    async (request) => ok(await service.delete(request.owner, jobUuid(request.params.uuid))),
   );
 
   app.get(

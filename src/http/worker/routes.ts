@@ -180,11 +180,19 @@ export async function workerRoutes(scope: FastifyInstance, deps: WorkerRouteDeps
         body: leaseBody.extend({
           status_detail: z.string().max(200).optional().describe("Shown in the job's public status at once."),
           progress: z
-            .number()
-            .min(0)
-            .max(1)
+            .union([
+              z.number().min(0).max(1),
+              z.strictObject({
+                stage: z.string().min(1).max(200),
+                percent: z.number().min(0).max(100).nullable().optional(),
+                current: z.int().min(0).optional(),
+                total: z.int().min(0).optional(),
+              }),
+            ])
             .optional()
-            .describe('Fraction done, shown as a percentage after the detail.'),
+            .describe(
+              'Structured progress `{"stage","percent"}` (percent 0–100 or null, optional `current`/`total`), shown as the job\'s `progress`; a bare number is a fraction 0–1 of `status_detail` (older workers).',
+            ),
         }),
         response: responses(
           {

@@ -67,6 +67,7 @@ export function createFaceSwapJobType(opts: FaceSwapJobTypeOptions = {}): FaceSw
     const reference = slotBytes(ctx.media.reference, 'reference', false);
     checkInputs(options, reference !== undefined);
     ctx.signal.throwIfAborted();
+    ctx.progress('starting face swap', { percent: 0 });
 
     const control = new Int32Array(new SharedArrayBuffer(4));
     const { port1, port2 } = new MessageChannel();

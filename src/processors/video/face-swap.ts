@@ -45,8 +45,6 @@ const KEY_FRAME_SECONDS = 1 / 3;
 const STATS_EMA = 0.1;
 /** Most faces followed at once with `faces: all`. */
 const MAX_FACES = 8;
-/** Status updates at most this often: each one is a database write. */
-const PROGRESS_EVERY_MS = 500;
 /** Largest accepted source/reference image, in pixels. */
 const IMAGE_MAX_PIXELS = 40_000_000;
 
@@ -249,7 +247,6 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
         await writeFrame(encoder.child.stdin, out.frame.data);
       };
       let index = 0;
-      let lastProgress = -Infinity;
       const total = v.frames;
       try {
         for await (const data of readFrames(decoder.child.stdout, frameBytes)) {
@@ -258,11 +255,8 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
             throw new JobError('invalid_media', `input.target: more than ${maxFrames} frames, over the frame limit`);
           }
           const frame: RgbImage = { data, width, height };
-          const now = performance.now();
-          if (now - lastProgress >= PROGRESS_EVERY_MS) {
-            lastProgress = now;
-            ctx.progress(`swapping faces: frame ${index + 1} of ${Math.max(total, index + 1)}`);
-          }
+          // Every frame: the worker writes at most one update per 500 ms.
+          ctx.progress('swapping faces', { current: index + 1, total: Math.max(total, index + 1) });
           const tracks = await abortable(tracker.analyse(frame, index), signal);
           index++;
           if (tracks.length === 0) {
@@ -321,7 +315,7 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
         }
         throw new JobError('invalid_media', 'input.target: no face found in any frame');
       }
-      ctx.progress('encoding');
+      ctx.progress('encoding', { percent: null });
       if (keepRotation) {
         // This ffmpeg writes `rotate=N` as a display matrix that ffprobe reads back as N degrees
         // counter-clockwise, i.e. (360 - N) clockwise: write the complement of the clockwise angle.
