@@ -41,7 +41,8 @@ beforeAll(async () => {
     {
       jobTypes: [sleepJobType(), steppingJobType()],
       wrapResults: (inner: ResultStore): ResultStore => ({
-        put: (k, b, t) => inner.put(k, b, t),
+        put: (k, b, t, s) => inner.put(k, b, t, s),
+        check: (s) => inner.check(s),
         signedUrl: (k, e) => inner.signedUrl(k, e),
         delete: async (k) => {
           if (storageDown) throw new Error('storage unavailable');

@@ -12,14 +12,8 @@ import { perTestTypes, root } from '../remote/worker-support.js';
 /**
  * The Python package (clients/python) for real: pip installs it offline into a fresh venv, then
  * its unittest suites run with that venv's Python against services started here, over loopback.
- *
- * ROUND2: clients/python/tests/test_round2.py checks the client against DESIGN.md section 7
- * (deadlines, priority, retention, deletion, batches, progress objects: issue 19). Its tests skip
- * unless MJ_TEST_ROUND2=1; set ROUND2 to true once that server work is merged (until then
- * `MJ_TEST_ROUND2=1 npx vitest run test/client/python.test.ts` tries them).
- */
-const ROUND2 = process.env.MJ_TEST_ROUND2 === '1';
 
+ */
 const PY_DIR = path.join(root, 'clients/python');
 const TESTS_DIR = path.join(PY_DIR, 'tests');
 /** One declared type per worker test (a stopped worker's late long poll must not take the next test's job). */
@@ -114,19 +108,14 @@ describe('the Python package', () => {
         MJ_TEST_LIMITED_URL: limited.base,
         MJ_TEST_LIMITED_KEY: limited.key,
         MJ_TEST_EXPECT_INSTALLED: '1',
-        MJ_TEST_ROUND2: ROUND2 ? '1' : '0',
       },
     });
     expect(r.code, r.out).toBe(0);
     const ran = Number(/^Ran (\d+) tests? in/m.exec(r.out)?.[1]);
     expect(ran, r.out).toBeGreaterThanOrEqual(40);
-    // Every test ran: the only skips are the round-2 ones while ROUND2 is off.
+    // Every test ran: none skipped.
     const skips = r.out.split('\n').filter((l) => / \.\.\. skipped /.test(l));
-    expect(
-      skips.filter((l) => !l.includes('MJ_TEST_ROUND2')),
-      r.out,
-    ).toEqual([]);
-    if (ROUND2) expect(skips, r.out).toEqual([]);
+    expect(skips, r.out).toEqual([]);
   }, 300_000);
 
   it("runs the README's and docs/client.md's Python examples as written", async () => {

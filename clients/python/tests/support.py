@@ -7,7 +7,6 @@ Environment (test/client/python.test.ts sets it):
   MEDIA_JOBS_WORKER_TOKEN              a worker token that may claim every declared type
   MJ_TEST_REMOTE_TYPES                 comma-separated declared (remote) job types, one per worker test
   MJ_TEST_LIMITED_URL, MJ_TEST_LIMITED_KEY   a service with RATE_LIMIT_SUBMIT=2 (a real 429)
-  MJ_TEST_ROUND2=1                     run test_round2 (DESIGN section 7 features)
 """
 from __future__ import annotations
 

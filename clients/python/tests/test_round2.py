@@ -1,12 +1,8 @@
 """The client against the Jobs API round 2 (DESIGN.md section 7, issue 19): deadlines, priority,
 retention, deletion, batches, and progress objects from workers and in SSE.
-
-Skipped unless MJ_TEST_ROUND2=1: the runner (test/client/python.test.ts) sets it once the
-service has those features (flip ROUND2 there).
 """
 from __future__ import annotations
 
-import os
 import threading
 import unittest
 import uuid as uuidlib
@@ -17,10 +13,6 @@ from media_jobs.worker import JobContext, Output, Worker, WorkerJob
 
 from support import URL, WORKER_TOKEN, client, needs_service, needs_worker, remote_type, wait_for
 
-round2 = unittest.skipUnless(os.environ.get("MJ_TEST_ROUND2") == "1", "MJ_TEST_ROUND2 is not 1 (issue 19 not merged)")
-
-
-@round2
 @needs_service
 class Round2(unittest.TestCase):
     def setUp(self) -> None:
@@ -77,7 +69,6 @@ class Round2(unittest.TestCase):
         self.assertEqual([i["data"].get("uuid") for i in again], [i["data"].get("uuid") for i in first])
 
 
-@round2
 @needs_worker
 class Round2Progress(unittest.TestCase):
     def test_worker_progress_is_an_object_in_the_status_and_the_stream(self) -> None:
