@@ -654,7 +654,7 @@ export function NewJob() {
             <legend>Options</legend>
             {type?.options.properties?.target_face_indices && type.slots.target?.accepts === 'image' && (
               <FacePicker
-                url={(slots.target ?? '').trim()}
+                url={((slots as Partial<Record<string, string>>).target ?? '').trim()}
                 minConfidence={options.min_confidence as number | undefined}
                 value={options.target_face_indices as number[] | undefined}
                 onChange={(v) => setOptions((o) => ({ ...o, target_face_indices: v }))}

@@ -128,8 +128,8 @@ type Pt = { x: number; y: number };
 const svgPoly = (pts: readonly Pt[], fill: string) =>
   `<polygon points="${pts.map((p) => `${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(' ')}" fill="${fill}"/>`;
 
-/** Paint colours far from any skin tone, so a remnant of them is unambiguous. */
-export const PAINT = { lips: [20, 210, 40] as const, lids: [40, 70, 255] as const };
+/** One saturated green for lips and lids: no skin, and no make-up of the source photos, is anywhere near it. */
+export const PAINT = [20, 210, 40] as const;
 
 /**
  * The target with its lips and upper eyelids painted a saturated colour, along its own 68 landmarks
@@ -152,8 +152,8 @@ export async function paintedFace(bytes: Buffer, lm: readonly Pt[]): Promise<Buf
     return [...upper, ...upper.map((p) => ({ x: p.x, y: p.y - lift })).reverse()];
   });
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${meta.width}" height="${meta.height}">
-    <g stroke="${rgb(PAINT.lips)}" stroke-width="${(0.03 * faceW).toFixed(1)}" stroke-linejoin="round">${svgPoly(lips, rgb(PAINT.lips))}</g>
-    ${lids.map((p) => svgPoly(p, rgb(PAINT.lids))).join('')}</svg>`;
+    <g stroke="${rgb(PAINT)}" stroke-width="${(0.03 * faceW).toFixed(1)}" stroke-linejoin="round">${svgPoly(lips, rgb(PAINT))}</g>
+    ${lids.map((p) => svgPoly(p, rgb(PAINT))).join('')}</svg>`;
   return sharp(bytes)
     .composite([{ input: Buffer.from(svg), left: 0, top: 0 }])
     .png()

@@ -225,13 +225,16 @@ describe('image-face-swap (warp-blend-v1)', { timeout: LONG }, () => {
     const target = await paintedFace(base, lm);
     const painted = await decode(target);
     // The paint is plainly there before the swap...
-    expect(paintRemnants(painted, lm, PAINT.lips)).toBeGreaterThan(1000);
-    expect(paintRemnants(painted, lm, PAINT.lids)).toBeGreaterThan(300);
-    const run = runContext({ source: await portrait('curlyBlonde'), target }, { format: 'png' });
-    const after = await decode((await jt.run(run.ctx)).bytes);
-    // ...and none of it after: no pixel of the face has moved even a fifth of the way towards it.
-    expect(paintRemnants(after, lm, PAINT.lips)).toBe(0);
-    expect(paintRemnants(after, lm, PAINT.lids)).toBe(0);
+    expect(paintRemnants(painted, lm, PAINT)).toBeGreaterThan(1500);
+    const source = await portrait('curlyBlonde');
+    const after = await decode((await jt.run(runContext({ source, target }, { format: 'png' }).ctx)).bytes);
+    // The same swap onto the unpainted target: the source's own make-up (a teal eyeliner) is the baseline.
+    const clean = await decode((await jt.run(runContext({ source, target: base }, { format: 'png' }).ctx)).bytes);
+    // ...and none of it after: no more pixels have moved a fifth of the way towards the paint than
+    // without it (round 1 left 250 such pixels at the lips and 2500 at the lids).
+    const baseline = paintRemnants(clean, lm, PAINT);
+    expect(baseline).toBeLessThan(100);
+    expect(paintRemnants(after, lm, PAINT)).toBeLessThanOrEqual(baseline + 5);
     // The colour still follows the target's skin: mean face colour close to the unpainted target's.
     const r = interior(lm, 0.25, 0.5, 0.3);
     const box = { x: r.x0, y: r.y0, width: r.x1 - r.x0, height: r.y1 - r.y0 };

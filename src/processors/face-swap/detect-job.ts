@@ -47,7 +47,7 @@ export function createFaceDetectJobType(
       threadPool,
       ctx,
       { kind: 'detect', input: { target, minConfidence: options.min_confidence, maxPixels } },
-      [target.buffer as ArrayBuffer],
+      [target.buffer],
     );
   }
 

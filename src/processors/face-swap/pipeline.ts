@@ -80,7 +80,7 @@ export function pickByIndex<T>(faces: readonly T[], indices: readonly number[], 
 /** checkInputs at submit time (JobType.checkInput): the offending field under `input` and why, or undefined. */
 export function checkFaceInput(input: Record<string, unknown>): { field: string; message: string } | undefined {
   try {
-    checkInputs(input as Pick<FaceSwapOptions, 'faces' | 'target_face_indices'>, input.reference !== undefined);
+    checkInputs(input, input.reference !== undefined);
     return undefined;
   } catch (err) {
     // checkInputs phrases its messages as "input.reference: …" for failed jobs.

@@ -43,7 +43,7 @@ export async function runOnPool(
     if (msg === STAGES_DONE) stagesDone();
     else if (typeof msg === 'string' && !ctx.signal.aborted) ctx.progress(msg);
   });
-  const task = pool.get().run({ ...job, port: port2, control } as WorkerTask, {
+  const task = pool.get().run({ ...job, port: port2, control }, {
     transferList: [port2, ...buffers] as ArrayBuffer[],
   });
   let onAbort: (() => void) | undefined;

@@ -107,10 +107,16 @@ export function nonSkinMask(lab: Float32Array, use: Uint8Array, m: SkinModel): U
   return out;
 }
 
+/** Largest colour step (ΔE², between 4-neighbours) inside one non-skin region. */
+const STEP_DELTA_E2 = 12 * 12;
 /** Occluders smaller than this (fraction of the face size squared, outside the feature zones) are ignored. */
 const MIN_OCCLUDER_AREA = 0.004;
+/** An occluder is kept inside the inner face only when it covers this much of it. */
+const INNER_COVER = 0.03;
+/** ...or spans this much of the face size inside it. */
+const INNER_SPAN = 0.5;
 /** An occluder also hides a feature zone when it covers at least this much of the zone... */
-const ZONE_COVER = 0.75;
+const ZONE_COVER = 0.3;
 /** ...and only its pixels there within this colour distance (ΔE) of the occluder's colour outside the zones. */
 const ZONE_DELTA_E = 14;
 
@@ -120,7 +126,9 @@ const ZONE_DELTA_E = 14;
  * `nonSkin` is the target's non-skin mask over the face, `edge` marks pixels at the face outline (where
  * anything in front of the face enters it), `zoneOf` gives each pixel's feature zone (0: none, 1..n:
  * eyes, brows, mouth, grown by a margin). A connected non-skin component is an occluder when it
- * reaches the outline and covers enough area outside the zones; inside a zone it hides the zone only
+ * reaches the outline and covers enough area outside the zones; it enters the inner face (`inner`: brows
+ * to mouth, grown) only when it covers a good part of its core (`innerCore`: the landmarks' hull); inside a
+ * zone it hides the zone only
  * where it covers nearly all of it in its own colour (a bar across the mouth), so a brow or an eye
  * that merely touches hair at the temple is still replaced.
  */
@@ -128,11 +136,15 @@ export function occlusionMask(
   nonSkin: Uint8Array,
   edge: Uint8Array,
   zoneOf: Uint8Array,
+  inner: Uint8Array,
+  innerCore: Uint8Array,
   lab: Float32Array,
   w: number,
   h: number,
   faceSize: number,
 ): Uint8Array {
+  let innerArea = 0;
+  for (let i = 0; i < innerCore.length; i++) innerArea += innerCore[i]!;
   const n = w * h;
   const label = new Int32Array(n).fill(-1);
   const queue = new Int32Array(n);
@@ -165,24 +177,58 @@ export function occlusionMask(
       }
       const x = i % w;
       const y = (i - x) / w;
-      if (x > 0 && nonSkin[i - 1] && label[i - 1]! < 0) ((label[i - 1] = comp), (queue[tail++] = i - 1));
-      if (x < w - 1 && nonSkin[i + 1] && label[i + 1]! < 0) ((label[i + 1] = comp), (queue[tail++] = i + 1));
-      if (y > 0 && nonSkin[i - w] && label[i - w]! < 0) ((label[i - w] = comp), (queue[tail++] = i - w));
-      if (y < h - 1 && nonSkin[i + w] && label[i + w]! < 0) ((label[i + w] = comp), (queue[tail++] = i + w));
+      // Neighbours join when they are non-skin too and of a similar colour: blue eye shadow touching
+      // dark hair at the temple stays a region of its own.
+      const li = lab[i * 3]!;
+      const ai = lab[i * 3 + 1]!;
+      const bi = lab[i * 3 + 2]!;
+      const join = (j: number) => {
+        if (!nonSkin[j] || label[j]! >= 0) return;
+        const dl = lab[j * 3]! - li;
+        const da = lab[j * 3 + 1]! - ai;
+        const db = lab[j * 3 + 2]! - bi;
+        if (dl * dl + da * da + db * db >= STEP_DELTA_E2) return;
+        label[j] = comp;
+        queue[tail++] = j;
+      };
+      if (x > 0) join(i - 1);
+      if (x < w - 1) join(i + 1);
+      if (y > 0) join(i - w);
+      if (y < h - 1) join(i + w);
     }
     comp++;
     if (!touches || outside < minArea) continue;
     ml /= outside;
     ma /= outside;
     mb /= outside;
-    // How much of each zone this component covers.
+    // How much of each zone, and of the inner face, this component covers.
     const cover = new Map<number, number>();
-    for (let k = 0; k < tail; k++) {
-      const z = zoneOf[queue[k]!]!;
-      if (z) cover.set(z, (cover.get(z) ?? 0) + 1);
-    }
+    let inInner = 0;
+    let x0 = w;
+    let x1 = -1;
+    let y0 = h;
+    let y1 = -1;
     for (let k = 0; k < tail; k++) {
       const i = queue[k]!;
+      const z = zoneOf[i]!;
+      if (z) cover.set(z, (cover.get(z) ?? 0) + 1);
+      inInner += innerCore[i]!;
+      if (inner[i]) {
+        const x = i % w;
+        const y = (i - x) / w;
+        if (x < x0) x0 = x;
+        if (x > x1) x1 = x;
+        if (y < y0) y0 = y;
+        if (y > y1) y1 = y;
+      }
+    }
+    // Into the inner face (brows to mouth) only something that really crosses it (covers part of
+    // the landmarks' hull, or spans half the face inside it): a strand of hair that merely touches
+    // a brow's end does not make the brow an occluder.
+    const crosses = inInner >= INNER_COVER * innerArea || Math.max(x1 - x0, y1 - y0) >= INNER_SPAN * faceSize;
+    for (let k = 0; k < tail; k++) {
+      const i = queue[k]!;
+      if (inner[i] && !crosses) continue;
       const z = zoneOf[i]!;
       if (!z) {
         occluded[i] = 1;
@@ -300,6 +346,7 @@ export function transferLighting(
   const cy = h / 2;
   const s = 2 / Math.max(w, h);
   for (let c = 0; c < 3; c++) {
+    if (degrees[c]! < 0) continue; // that channel is not corrected here
     const T = terms(degrees[c]!);
     const m = T.length;
     const deg = degrees[c]!;

@@ -8,6 +8,7 @@ import { boundingRegion, convexHull, faceSize, type Region } from './geometry.js
 import { resizeRegion } from './image.js';
 import { distanceInside, featherAlpha, fillPolygon, rasterizePolygon } from './mask.js';
 import type { BlendMode } from './options.js';
+import { laplacianVariance, matchDetail } from './detail.js';
 import { fitSkinModel, nonSkinMask, occlusionMask, softenMask, transferLighting } from './skin.js';
 import type { Point, RgbImage } from './types.js';
 import { triangulate, warpPiecewiseAffine } from './warp.js';
@@ -40,11 +41,12 @@ export interface SwapTuning {
   /** ...and ramps from 0 to 1 over this distance. */
   feather: number;
   /**
-   * Experiment switch (issue 18): 'lowpass' is round 1's local low-pass correction (blur(target) −
-   * blur(source) at `lowpass` = [L, ab] of the face size), 'surface' the polynomial lighting surface.
+   * Scale (of the face size) of the local chroma correction: blur(target) − blur(source) over skin
+   * only, so the colour follows the target closely without taking the shape of its lips or lids.
    */
-  lighting: 'surface' | 'lowpass';
-  lowpass: [number, number];
+  sigmaAB: number;
+  /** Resampling of the source in the warp: Catmull-Rom keeps the detail that bilinear softens. */
+  kernel: 'bilinear' | 'bicubic';
   /**
    * 0: the source's eyes, nose and mouth are warped exactly onto the target's; 1: they keep the
    * source's own proportions (similarity-aligned to the target), which carries much of the identity.
@@ -58,8 +60,8 @@ export interface SwapTuning {
 export const DEFAULT_TUNING: Readonly<SwapTuning> = {
   erode: 0.02,
   feather: 0.06,
-  lighting: 'surface',
-  lowpass: [0.12, 0.025],
+  sigmaAB: 0.025,
+  kernel: 'bicubic',
   shape: 1,
   forehead: 0.1,
 };
@@ -71,10 +73,12 @@ const MAX_EXTRA_FOLDED = 0.01;
 /** Margin around eyes, brows and mouth left out of the skin statistics. */
 const FEATURE_MARGIN = 0.04;
 /**
- * Polynomial degree of the lighting surface (target − source) for L, a, b: enough for a side light
- * or a colour cast, too smooth to draw the target's lips, lids or brows into the new face.
+ * Polynomial degree of the lightness surface (target − source over skin): enough for a side light,
+ * too smooth to draw the target's lips, lids or brows into the new face.
  */
-const LIGHTING_DEGREES = [3, 2, 2] as const;
+const LIGHT_DEGREE = 3;
+/** Share of the target face's Laplacian variance the new face is sharpened up to. */
+const DETAIL_TARGET = 0.9;
 
 /** Landmark groups that are not skin: brows, eyes, outer lip line. */
 const FEATURES: readonly (readonly [number, number])[] = [
@@ -90,7 +94,7 @@ const OUTLINE = [...Array.from({ length: 17 }, (_, i) => i), ...Array.from({ len
 const INNER = Array.from({ length: 68 - 17 }, (_, i) => i + 17);
 
 /** Lift of each brow point (17-26), relative: the outer ends stay low, where hair often covers the temples. */
-const FOREHEAD_TAPER = [0.2, 0.5, 0.8, 1, 1, 1, 1, 0.8, 0.5, 0.2];
+const FOREHEAD_TAPER = [0.6, 0.8, 0.9, 1, 1, 1, 1, 0.9, 0.8, 0.6];
 
 /**
  * Appends 10 points above the brows (17-26), moved along the face's "up" direction (chin → nose
@@ -258,7 +262,7 @@ export async function swapFace(
   if (region.width < 4 || region.height < 4) return undefined;
   const n = region.width * region.height;
 
-  const { rgb: warped, covered } = warpPiecewiseAffine(src, srcPts, dstPts, triangles, region);
+  const { rgb: warped, covered } = warpPiecewiseAffine(src, srcPts, dstPts, triangles, region, tuning.kernel);
 
   const inside = rasterizePolygon(convexHull(OUTLINE.map((i) => dstPts[i]!)), region);
   for (let i = 0; i < n; i++) inside[i] = inside[i]! & covered[i]!;
@@ -293,7 +297,10 @@ export async function swapFace(
   if (dstSkin && opts.occlusion !== false) {
     const edge = new Uint8Array(n);
     for (let i = 0; i < n; i++) if (inside[i] && dist[i]! <= 2) edge[i] = 1;
-    occluded = occlusionMask(dstNonSkin, edge, dstZones, dstLab, w, region.height, size);
+    const innerHull = convexHull(targetLm.slice(17));
+    const inner = rasterizePolygon(grow(innerHull, 2 * margin), region);
+    const innerCore = rasterizePolygon(innerHull, region);
+    occluded = occlusionMask(dstNonSkin, edge, dstZones, inner, innerCore, dstLab, w, region.height, size);
     const soft = softenMask(occluded, w, region.height);
     for (let i = 0; i < n; i++) alpha[i] = alpha[i]! * (1 - soft[i]!);
   }
@@ -310,14 +317,22 @@ export async function swapFace(
     measured = { src: channelStats(srcLab, skin), dst: channelStats(dstLab, skin) };
     const use = opts.colorStats ?? measured;
     transferStats(srcLab, covered, use.src, use.dst);
-    if (tuning.lighting === 'surface') {
-      transferLighting(srcLab, dstLab, skin, covered, w, region.height, LIGHTING_DEGREES);
-    } else {
-      const [sl, sab] = tuning.lowpass.map((k) => k * size) as [number, number];
-      transferLocal(srcLab, dstLab, skin, covered, w, region.height, [sl, sab, sab]);
-    }
+    // Lightness: a smooth surface (the target's broad light, none of its features); chroma: the
+    // local low-pass difference over skin only (a coloured light on the source carries no identity).
+    transferLighting(srcLab, dstLab, skin, covered, w, region.height, [LIGHT_DEGREE, -1, -1]);
+    const sab = tuning.sigmaAB * size;
+    transferLocal(srcLab, dstLab, skin, covered, w, region.height, [0, sab, sab]);
     warped.set(labToRgb(srcLab, covered));
   }
+
+  // As crisp as the photo: compare the inner face (away from the outline) of both, sharpen to match.
+  const core = new Uint8Array(n);
+  for (let i = 0; i < n; i++) core[i] = alpha[i]! >= 1 ? 1 : 0;
+  const want =
+    DETAIL_TARGET *
+    laplacianVariance(target.data, w, region.height, core, target.width, region.top * target.width + region.left);
+  const have = laplacianVariance(warped, w, region.height, core);
+  matchDetail(warped, w, region.height, covered, have, want);
 
   blendInto(target, region, warped, covered, alpha, opts.blend, size, occluded);
   return measured;
