@@ -43,9 +43,12 @@ export async function runOnPool(
     if (msg === STAGES_DONE) stagesDone();
     else if (typeof msg === 'string' && !ctx.signal.aborted) ctx.progress(msg);
   });
-  const task = pool.get().run({ ...job, port: port2, control }, {
-    transferList: [port2, ...buffers] as ArrayBuffer[],
-  });
+  const task = pool.get().run(
+    { ...job, port: port2, control },
+    {
+      transferList: [port2, ...buffers] as ArrayBuffer[],
+    },
+  );
   let onAbort: (() => void) | undefined;
   const aborted = new Promise<never>((_, reject) => {
     onAbort = () => {
