@@ -294,7 +294,7 @@ describe('video-face-swap', () => {
 
       const swapped = (await jt.run(context({ source, target: group }, { target_face_indices: [1, 3] }).ctx)).bytes;
       const [a, b] = await Promise.all([decodeFrames(group), decodeFrames(swapped)]);
-      for (const i of [0, a.frames.length - 1]) {
+      for (const i of [0, 10]) {
         const before = frameImage(a, i);
         const after = frameImage(b, i);
         const faces = leftToRight(await detectFaces(before));
