@@ -15,7 +15,14 @@ export function laplacianVariance(
   stride = w,
   offset = 0,
 ): number {
-  const luma = (i: number) => 0.299 * rgb[i * 3]! + 0.587 * rgb[i * 3 + 1]! + 0.114 * rgb[i * 3 + 2]!;
+  // Luma of the rows in use, once (no per-pixel closures: this runs over the whole face).
+  const luma = new Float32Array(w * h);
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const i = (offset + y * stride + x) * 3;
+      luma[y * w + x] = 0.299 * rgb[i]! + 0.587 * rgb[i + 1]! + 0.114 * rgb[i + 2]!;
+    }
+  }
   let s = 0;
   let s2 = 0;
   let n = 0;
@@ -23,8 +30,7 @@ export function laplacianVariance(
     for (let x = 1; x < w - 1; x++) {
       const m = y * w + x;
       if (!mask[m] || !mask[m - 1] || !mask[m + 1] || !mask[m - w] || !mask[m + w]) continue;
-      const i = offset + y * stride + x;
-      const l = 4 * luma(i) - luma(i - 1) - luma(i + 1) - luma(i - stride) - luma(i + stride);
+      const l = 4 * luma[m]! - luma[m - 1]! - luma[m + 1]! - luma[m - w]! - luma[m + w]!;
       s += l;
       s2 += l * l;
       n++;
@@ -59,17 +65,19 @@ export function matchDetail(
       const i = y * w + x;
       if (!use[i]) continue;
       for (let c = 0; c < 3; c++) {
-        const at = (j: number) => src[j * 3 + c]!;
+        const o = i * 3 + c;
+        const up = o - w * 3;
+        const down = o + w * 3;
         const blur =
-          (4 * at(i) +
-            2 * (at(i - 1) + at(i + 1) + at(i - w) + at(i + w)) +
-            at(i - w - 1) +
-            at(i - w + 1) +
-            at(i + w - 1) +
-            at(i + w + 1)) /
+          (4 * src[o]! +
+            2 * (src[o - 3]! + src[o + 3]! + src[up]! + src[down]!) +
+            src[up - 3]! +
+            src[up + 3]! +
+            src[down - 3]! +
+            src[down + 3]!) /
           16;
-        const v = at(i) + k * (at(i) - blur);
-        rgb[i * 3 + c] = v < 0 ? 0 : v > 255 ? 255 : v;
+        const v = src[o]! + k * (src[o]! - blur);
+        rgb[o] = v < 0 ? 0 : v > 255 ? 255 : v;
       }
     }
   }

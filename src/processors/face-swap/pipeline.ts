@@ -3,7 +3,14 @@
  * pick the target faces, swap, encode. Failures the client can fix are JobError('invalid_media').
  */
 import { JobError } from '../../errors.js';
-import { computeDescriptor, descriptorDistance, detectLandmarks, leftToRight, locateFaces } from './detect.js';
+import {
+  computeDescriptor,
+  descriptorDistance,
+  detectLandmarks,
+  leftToRight,
+  locateFaces,
+  locateFacesTiny,
+} from './detect.js';
 import { CONTENT_TYPES, EXTENSIONS, decodeImage, encodeImage } from './image.js';
 import type { FaceMode, FaceSwapOptions } from './options.js';
 import { swapFace } from './swap.js';
@@ -103,7 +110,10 @@ export async function runFaceSwap(input: SwapJobInput, hooks: PipelineHooks): Pr
   ]);
   hooks.checkAborted();
 
-  const srcFaces = await locateFaces(source, options.min_confidence);
+  // The source's largest face needs no exact order: the Tiny Face Detector (about 5x cheaper than
+  // SSD) finds it, and SSD runs only when it finds nothing or a face is picked by index.
+  let srcFaces = options.source_face_index === undefined ? await locateFacesTiny(source, options.min_confidence) : [];
+  if (srcFaces.length === 0) srcFaces = await locateFaces(source, options.min_confidence);
   if (srcFaces.length === 0) throw new JobError('invalid_media', 'input.source: no face found');
   hooks.checkAborted();
   const dstFaces = await locateFaces(target, options.min_confidence);

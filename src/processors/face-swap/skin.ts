@@ -36,14 +36,19 @@ const MIN_L_STD = 6;
  * not shift it). Undefined when there are too few pixels.
  */
 export function fitSkinModel(lab: Float32Array, sample: Uint8Array): SkinModel | undefined {
-  const idx: number[] = [];
-  for (let i = 0; i < sample.length; i++) if (sample[i]) idx.push(i);
-  if (idx.length < 50) return undefined;
+  let count = 0;
+  for (let i = 0; i < sample.length; i++) if (sample[i]) count++;
+  if (count < 50) return undefined;
+  const idx = new Int32Array(count);
+  for (let i = 0, k = 0; i < sample.length; i++) if (sample[i]) idx[k++] = i;
+  const v = new Float32Array(count);
   const med = (c: number) => {
-    const v = Float32Array.from(idx, (i) => lab[i * 3 + c]!).sort();
-    const m = v[v.length >> 1]!;
-    const d = v.map((x) => Math.abs(x - m)).sort();
-    return { m, s: 1.4826 * d[d.length >> 1]! };
+    for (let k = 0; k < count; k++) v[k] = lab[idx[k]! * 3 + c]!;
+    v.sort();
+    const m = v[count >> 1]!;
+    for (let k = 0; k < count; k++) v[k] = Math.abs(v[k]! - m);
+    v.sort();
+    return { m, s: 1.4826 * v[count >> 1]! };
   };
   const L = med(0);
   const A = med(1);
@@ -182,19 +187,29 @@ export function occlusionMask(
       const li = lab[i * 3]!;
       const ai = lab[i * 3 + 1]!;
       const bi = lab[i * 3 + 2]!;
-      const join = (j: number) => {
-        if (!nonSkin[j] || label[j]! >= 0) return;
+      for (let k = 0; k < 4; k++) {
+        let j: number;
+        if (k === 0) {
+          if (x === 0) continue;
+          j = i - 1;
+        } else if (k === 1) {
+          if (x === w - 1) continue;
+          j = i + 1;
+        } else if (k === 2) {
+          if (y === 0) continue;
+          j = i - w;
+        } else {
+          if (y === h - 1) continue;
+          j = i + w;
+        }
+        if (!nonSkin[j] || label[j]! >= 0) continue;
         const dl = lab[j * 3]! - li;
         const da = lab[j * 3 + 1]! - ai;
         const db = lab[j * 3 + 2]! - bi;
-        if (dl * dl + da * da + db * db >= STEP_DELTA_E2) return;
+        if (dl * dl + da * da + db * db >= STEP_DELTA_E2) continue;
         label[j] = comp;
         queue[tail++] = j;
-      };
-      if (x > 0) join(i - 1);
-      if (x < w - 1) join(i + 1);
-      if (y > 0) join(i - w);
-      if (y < h - 1) join(i + w);
+      }
     }
     comp++;
     if (!touches || outside < minArea) continue;
@@ -356,9 +371,12 @@ export function transferLighting(
     const vp = new Float64Array(h * (deg + 1));
     for (let x = 0; x < w; x++) for (let k = 0; k <= deg; k++) up[x * (deg + 1) + k] = ((x - cx) * s) ** k;
     for (let y = 0; y < h; y++) for (let k = 0; k <= deg; k++) vp[y * (deg + 1) + k] = ((y - cy) * s) ** k;
-    const fill = (x: number, y: number) => {
-      for (let k = 0; k < m; k++) basis[k] = up[x * (deg + 1) + T[k]![0]]! * vp[y * (deg + 1) + T[k]![1]]!;
-    };
+    const ti = Int32Array.from(T, (t) => t[0]);
+    const tj = Int32Array.from(T, (t) => t[1]);
+    const d1 = deg + 1;
+    function fill(x: number, y: number): void {
+      for (let k = 0; k < m; k++) basis[k] = up[x * d1 + ti[k]!]! * vp[y * d1 + tj[k]!]!;
+    }
     let coef: Float64Array = new Float64Array(m);
     let cut = Infinity;
     for (let pass = 0; pass < 2; pass++) {
@@ -407,13 +425,16 @@ export function transferLighting(
         cut = Math.max(2.5 * 1.4826 * (res[res.length >> 1] ?? 0), 3);
       }
     }
+    // f(x, y) = Σ_i u^i (Σ_j c_ij v^j): per row a polynomial in u, so a few multiply-adds per pixel.
+    const rowCoef = new Float64Array(d1);
     for (let y = 0; y < h; y++) {
+      rowCoef.fill(0);
+      for (let k = 0; k < m; k++) rowCoef[ti[k]!] = rowCoef[ti[k]!]! + coef[k]! * vp[y * d1 + tj[k]!]!;
       for (let x = 0; x < w; x++) {
         const i = y * w + x;
         if (!use[i]) continue;
-        fill(x, y);
         let f = 0;
-        for (let k = 0; k < m; k++) f += coef[k]! * basis[k]!;
+        for (let q = 0; q < d1; q++) f += rowCoef[q]! * up[x * d1 + q]!;
         srcLab[i * 3 + c] = srcLab[i * 3 + c]! + f;
       }
     }
