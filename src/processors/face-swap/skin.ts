@@ -26,6 +26,8 @@ export interface SkinModel {
   lStd: number;
 }
 
+/** Pixels the robust median and spread are taken from (evenly spread over the sample). */
+const MEDIAN_SAMPLES = 8000;
 /** Smallest a/b spread assumed (JPEG noise and a very even skin would otherwise make everything "non-skin"). */
 const MIN_AB_STD = 2.5;
 const MIN_L_STD = 6;
@@ -41,14 +43,16 @@ export function fitSkinModel(lab: Float32Array, sample: Uint8Array): SkinModel |
   if (count < 50) return undefined;
   const idx = new Int32Array(count);
   for (let i = 0, k = 0; i < sample.length; i++) if (sample[i]) idx[k++] = i;
-  const v = new Float32Array(count);
+  // Medians from at most MEDIAN_SAMPLES evenly spread pixels: plenty for a robust centre and spread.
+  const step = Math.max(1, Math.ceil(count / MEDIAN_SAMPLES));
+  const v = new Float32Array(Math.ceil(count / step));
   const med = (c: number) => {
-    for (let k = 0; k < count; k++) v[k] = lab[idx[k]! * 3 + c]!;
+    for (let k = 0, j = 0; k < count; k += step, j++) v[j] = lab[idx[k]! * 3 + c]!;
     v.sort();
-    const m = v[count >> 1]!;
-    for (let k = 0; k < count; k++) v[k] = Math.abs(v[k]! - m);
+    const m = v[v.length >> 1]!;
+    for (let k = 0; k < v.length; k++) v[k] = Math.abs(v[k]! - m);
     v.sort();
-    return { m, s: 1.4826 * v[count >> 1]! };
+    return { m, s: 1.4826 * v[v.length >> 1]! };
   };
   const L = med(0);
   const A = med(1);
@@ -262,6 +266,7 @@ export function occlusionMask(
  * edge stays the target's), then two 3x3 box blurs, so the new face meets the occluder over ~2 px.
  */
 export function softenMask(mask: Uint8Array, w: number, h: number): Float32Array {
+  if (!mask.includes(1)) return new Float32Array(mask.length);
   const grown = new Float32Array(mask.length);
   for (let y = 0; y < h; y++) {
     for (let x = 0; x < w; x++) {
