@@ -32,7 +32,7 @@ try {
   const H = Math.round((before.height / before.width) * W);
   const picks = [0, 7, 14, 21, 28, 35, 42, 49];
   const tile = (f: { width: number; height: number; frames: Uint8Array[] }, i: number) =>
-    sharp(f.frames[i]!, { raw: { width: f.width, height: f.height, channels: 3 } })
+    sharp(f.frames[i], { raw: { width: f.width, height: f.height, channels: 3 } })
       .resize(W, H)
       .png()
       .toBuffer();
