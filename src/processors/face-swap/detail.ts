@@ -63,7 +63,10 @@ export function matchDetail(
   for (let y = 1; y < h - 1; y++) {
     for (let x = 1; x < w - 1; x++) {
       const i = y * w + x;
-      if (!use[i]) continue;
+      // Only where the whole 3x3 neighbourhood is face: next to uncovered (zero) pixels the blur would
+      // draw a dark-and-bright ring along the outline.
+      if (!use[i] || !use[i - 1] || !use[i + 1] || !use[i - w] || !use[i + w]) continue;
+      if (!use[i - w - 1] || !use[i - w + 1] || !use[i + w - 1] || !use[i + w + 1]) continue;
       for (let c = 0; c < 3; c++) {
         const o = i * 3 + c;
         const up = o - w * 3;
