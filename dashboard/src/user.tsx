@@ -15,6 +15,7 @@ import {
   type JsonSchema,
   type ResultLink,
 } from './api';
+import { FacePicker } from './faces';
 
 /** A help text with its `code` spans (the catalogue's descriptions are Markdown-like) as <code>. */
 export function Prose({ text: t }: { text: string }) {
@@ -505,6 +506,40 @@ export function JobPage({ uuid }: { uuid: string }) {
   );
 }
 
+const parseList = (t: string): number[] | undefined => {
+  const parts = t.split(/[\s,]+/).filter(Boolean);
+  return parts.length ? parts.map(Number) : undefined;
+};
+
+/** A list of integers (e.g. target_face_indices) typed as "1, 3"; the text is kept while it is typed. */
+function NumberListInput(props: {
+  id: string;
+  described: string | undefined;
+  value: unknown;
+  onChange: (v: unknown) => void;
+}) {
+  const shown = Array.isArray(props.value) ? props.value.join(', ') : '';
+  const [textValue, setTextValue] = useState(shown);
+  // Set from elsewhere (the face picker): show the new value.
+  useEffect(() => {
+    if (JSON.stringify(parseList(textValue)) !== JSON.stringify(props.value)) setTextValue(shown);
+  }, [shown]);
+  return (
+    <input
+      id={props.id}
+      type="text"
+      inputMode="numeric"
+      aria-describedby={props.described}
+      placeholder="e.g. 1, 3"
+      value={textValue}
+      onInput={(e) => {
+        setTextValue(e.currentTarget.value);
+        props.onChange(parseList(e.currentTarget.value));
+      }}
+    />
+  );
+}
+
 /** One form control per option, from its JSON Schema (enum, boolean, number, string). */
 function OptionField({
   name,
@@ -547,6 +582,8 @@ function OptionField({
         onChange={(e) => onChange(e.currentTarget.checked)}
       />
     );
+  } else if (type === 'array') {
+    control = <NumberListInput id={id} described={described} value={value} onChange={onChange} />;
   } else if (type === 'integer' || type === 'number') {
     control = (
       <input
@@ -688,6 +725,14 @@ export function NewJob() {
         {optionProps.length > 0 && (
           <fieldset>
             <legend>Options</legend>
+            {type?.options.properties?.target_face_indices && type.slots.target?.accepts === 'image' && (
+              <FacePicker
+                url={((slots as Partial<Record<string, string>>).target ?? '').trim()}
+                minConfidence={options.min_confidence as number | undefined}
+                value={options.target_face_indices as number[] | undefined}
+                onChange={(v) => setOptions((o) => ({ ...o, target_face_indices: v }))}
+              />
+            )}
             {optionProps.map(([name, schema]) => (
               <OptionField
                 name={name}

@@ -1,6 +1,6 @@
 import type { JobType } from './types.js';
 import os from 'node:os';
-import { createFaceSwapJobType } from './face-swap/index.js';
+import { createFaceDetectJobType, createFaceSwapJobType, createFaceThreadPool } from './face-swap/index.js';
 import { createImageTransformJobType } from './image-transform.js';
 import { createVideoFaceSwapJobType } from './video/face-swap.js';
 import { resolveBinaries } from './video/ffmpeg.js';
@@ -54,10 +54,13 @@ export function defaultJobTypes(opts: DefaultTypesOptions): JobType[] {
       FFMPEG_PATH: opts.video?.ffmpegPath ?? process.env.FFMPEG_PATH,
       FFPROBE_PATH: opts.video?.ffprobePath ?? process.env.FFPROBE_PATH,
     }));
+  // One pool for the image face types: each thread holds the face models once. Threads start on the
+  // first job, so API-only processes never load them.
+  const facePool = createFaceThreadPool(threads);
   return [
     createImageTransformJobType(),
-    // Threads start on the first swap, so API-only processes never load the face models.
-    createFaceSwapJobType({ threads }),
+    createFaceSwapJobType({ pool: facePool }),
+    createFaceDetectJobType({ pool: facePool }),
     createVideoFaceSwapJobType({ threads, limits, binaries }),
     createVideoFromImageAudioJobType({ limits, binaries }),
   ];

@@ -101,8 +101,52 @@ describe('image-face-swap through the API', { timeout: LONG }, () => {
     });
     expect(r.status).toBe(400);
     expect(r.body.message).toBe('input.reference: required when faces is "reference"');
+    // Faces picked by index cannot also be picked by mode or by reference; indices are distinct.
+    const base = { source: `${media.origin}/source.jpg`, target: `${media.origin}/target.jpg` };
+    const all = await swap({ ...base, target_face_indices: [0], faces: 'all' });
+    expect(all.status).toBe(400);
+    expect(all.body.message).toBe(
+      'input.target_face_indices: cannot be combined with faces "all" (the indices pick the faces)',
+    );
+    const withRef = await swap({ ...base, target_face_indices: [0], reference: `${media.origin}/source.jpg` });
+    expect(withRef.status).toBe(400);
+    expect(withRef.body.message).toBe('input.target_face_indices: cannot be combined with a reference image');
+    const dup = await swap({ ...base, target_face_indices: [1, 1] });
+    expect(dup.status).toBe(400);
+    expect(dup.body.message).toMatch(/target_face_indices/);
+    const negative = await swap({ ...base, source_face_index: -1 });
+    expect(negative.status).toBe(400);
+    expect(negative.body.message).toMatch(/source_face_index/);
     const missing = await swap({ source: `${media.origin}/source.jpg` });
     expect(missing.status).toBe(400);
     expect(missing.body.message).toBe('input.target: is required');
+  });
+
+  it('face-detect answers the faces as JSON, left to right', async () => {
+    const sub = await svc.call('POST', '/api/v1/jobs/submit/face-detect', {
+      body: { job_type: 'face-detect', model: 'ssd-landmarks68-v1', input: { target: `${media.origin}/target.jpg` } },
+    });
+    expect(sub.status).toBe(200);
+    const done = await waitTerminal(svc.call, sub.body.data.uuid);
+    expect(done).toMatchObject({ status: 'completed', result_ready: true });
+    const link = (await svc.call('GET', `/api/v1/jobs/${sub.body.data.uuid}/result`)).body.data;
+    expect(link.content_type).toBe('application/json');
+    const body = (await (await fetch(link.url)).json()) as {
+      width: number;
+      height: number;
+      faces: { index: number; box: { x: number; width: number } }[];
+    };
+    const meta = await sharp(files.get('/target.jpg')).metadata();
+    expect([body.width, body.height]).toEqual([meta.width, meta.height]);
+    expect(body.faces.length).toBeGreaterThanOrEqual(3);
+    expect(body.faces.map((f) => f.index)).toEqual(body.faces.map((_, i) => i));
+    const centres = body.faces.map((f) => f.box.x + f.box.width / 2);
+    expect(centres).toEqual([...centres].sort((a, b) => a - b));
+    // The catalogue lists it with its model.
+    const types = (await svc.call('GET', '/api/v1/job-types')).body.data.job_types as {
+      name: string;
+      models: { name: string }[];
+    }[];
+    expect(types.find((t) => t.name === 'face-detect')?.models.map((m) => m.name)).toEqual(['ssd-landmarks68-v1']);
   });
 });

@@ -7,11 +7,29 @@
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobError } from '../../src/errors.js';
-import { detectFaces, descriptorDistance, loadFaceModels } from '../../src/processors/face-swap/detect.js';
+import { detectFaces, descriptorDistance, leftToRight, loadFaceModels } from '../../src/processors/face-swap/detect.js';
 import { decodeImage } from '../../src/processors/face-swap/image.js';
-import { createFaceSwapJobType, type FaceSwapJobType } from '../../src/processors/face-swap/index.js';
+import {
+  createFaceDetectJobType,
+  createFaceSwapJobType,
+  createFaceThreadPool,
+  type FaceSwapJobType,
+} from '../../src/processors/face-swap/index.js';
+import type { FaceDetectJobType } from '../../src/processors/face-swap/detect-job.js';
 import type { Box, DetectedFace, RgbImage } from '../../src/processors/face-swap/types.js';
-import { landscape, portrait, runContext, sample } from './fixtures.js';
+import {
+  BAR_COLOUR,
+  PAINT,
+  barRect,
+  barredFace,
+  landscape,
+  media,
+  paintedFace,
+  portrait,
+  runContext,
+  sample,
+} from './fixtures.js';
+import { interior, laplacianVariance, paintRemnants } from './measure.js';
 
 const LONG = 180_000;
 const decode = (bytes: Buffer | Uint8Array) => decodeImage(bytes, 'test', 1e9);
@@ -86,15 +104,20 @@ async function expectJobError(p: Promise<unknown>, message: RegExp): Promise<voi
 
 describe('image-face-swap (warp-blend-v1)', { timeout: LONG }, () => {
   let jt: FaceSwapJobType;
+  let fd: FaceDetectJobType;
 
   beforeAll(async () => {
-    jt = createFaceSwapJobType({ threads: 1 });
+    // One thread shared by both job types, as the catalogue does.
+    const pool = createFaceThreadPool(1);
+    jt = createFaceSwapJobType({ pool });
+    fd = createFaceDetectJobType({ pool });
     // Models in the worker thread (for the jobs) and here (to measure the results).
     await Promise.all([jt.warmup(), loadFaceModels()]);
   }, LONG);
 
   afterAll(async () => {
     await jt?.close();
+    await fd?.close();
   });
 
   it('swaps the largest face: target size kept, identity moved to the source, rest untouched', async () => {
@@ -118,6 +141,11 @@ describe('image-face-swap (warp-blend-v1)', { timeout: LONG }, () => {
     const toSource = descriptorDistance(swapped.descriptor!, srcFace.descriptor!);
     const toOriginal = descriptorDistance(swapped.descriptor!, original.descriptor!);
     expect(toSource).toBeLessThan(toOriginal);
+    // Same person by face-api's usual threshold (0.6), and by our stricter goal.
+    expect(toSource).toBeLessThan(0.4);
+    // As sharp as the photo around it: no soft patch at 100 %.
+    const sharpness = laplacianVariance(after, original.landmarks) / laplacianVariance(before, original.landmarks);
+    expect(sharpness).toBeGreaterThanOrEqual(0.7);
 
     // The face visibly changed; everything well outside it is bit-identical (PNG is lossless).
     expect(meanDiff(before, after, around(original, 0, before))).toBeGreaterThan(4);
@@ -155,6 +183,9 @@ describe('image-face-swap (warp-blend-v1)', { timeout: LONG }, () => {
     expect(match).toBe(2);
 
     expect(meanDiff(before, after, around(faces[match]!, 0, before))).toBeGreaterThan(4);
+    const srcFace = (await detectFaces(await decode(await portrait('curlyBlonde')), { descriptors: true }))[0]!;
+    const swapped = nearest(await detectFaces(after, { descriptors: true }), faces[match]!);
+    expect(descriptorDistance(swapped.descriptor!, srcFace.descriptor!)).toBeLessThan(0.4);
     faces.forEach((f, i) => {
       if (i !== match) expect(meanDiff(before, after, around(f, 0, before)), `face ${i}`).toBe(0);
     });
@@ -186,6 +217,138 @@ describe('image-face-swap (warp-blend-v1)', { timeout: LONG }, () => {
         faces.map((f) => around(f, 0.5, before)),
       ),
     ).toBe(0);
+  });
+
+  it("leaves no remnant of the target's painted lips and eyelids in the new face", async () => {
+    const base = await portrait('brunette');
+    const lm = (await detectFaces(await decode(base)))[0]!.landmarks;
+    const target = await paintedFace(base, lm);
+    const painted = await decode(target);
+    // The paint is plainly there before the swap...
+    expect(paintRemnants(painted, lm, PAINT)).toBeGreaterThan(1500);
+    const source = await portrait('curlyBlonde');
+    const after = await decode((await jt.run(runContext({ source, target }, { format: 'png' }).ctx)).bytes);
+    // The same swap onto the unpainted target: the source's own make-up (a teal eyeliner) is the baseline.
+    const clean = await decode((await jt.run(runContext({ source, target: base }, { format: 'png' }).ctx)).bytes);
+    // ...and none of it after: no more pixels have moved a fifth of the way towards the paint than
+    // without it (round 1 left 250 such pixels at the lips and 2500 at the lids).
+    const baseline = paintRemnants(clean, lm, PAINT);
+    expect(baseline).toBeLessThan(100);
+    expect(paintRemnants(after, lm, PAINT)).toBeLessThanOrEqual(baseline + 5);
+    // The colour still follows the target's skin: mean face colour close to the unpainted target's.
+    const r = interior(lm, 0.25, 0.5, 0.3);
+    const box = { x: r.x0, y: r.y0, width: r.x1 - r.x0, height: r.y1 - r.y0 };
+    expect(meanDiff(await decode(base), after, box)).toBeLessThan(25);
+  });
+
+  it('keeps an opaque bar across the lower face in front of the new face', async () => {
+    const base = await portrait('brunette');
+    const lm = (await detectFaces(await decode(base)))[0]!.landmarks;
+    const target = await barredFace(base, lm);
+    const run = runContext({ source: await portrait('curlyBlonde'), target }, { format: 'png' });
+    const before = await decode(target);
+    const after = await decode((await jt.run(run.ctx)).bytes);
+    const bar = barRect(lm);
+    // The bar itself, away from its anti-aliased edge: bit-identical (and still the bar's colour).
+    const inner = {
+      x: Math.max(0, bar.left + 2),
+      y: bar.top + 2,
+      width: Math.min(before.width, bar.left + bar.width - 2) - Math.max(0, bar.left + 2),
+      height: bar.height - 4,
+    };
+    expect(changedOutside(before, after, [])).toBeGreaterThan(0);
+    let changed = 0;
+    for (let y = inner.y; y < inner.y + inner.height; y++) {
+      for (let x = inner.x; x < inner.x + inner.width; x++) {
+        const o = (y * after.width + x) * 3;
+        for (let c = 0; c < 3; c++) if (after.data[o + c] !== before.data[o + c]) changed++;
+      }
+    }
+    expect(changed).toBe(0);
+    expect(
+      Array.from(
+        after.data.subarray((inner.y * after.width + inner.x + 5) * 3, (inner.y * after.width + inner.x + 5) * 3 + 3),
+      ),
+    ).toEqual([...BAR_COLOUR]);
+    // The face above the bar did change.
+    const eyes = interior(lm, 0.15, 0.2, 0.55);
+    expect(
+      meanDiff(before, after, { x: eyes.x0, y: eyes.y0, width: eyes.x1 - eyes.x0, height: eyes.y1 - eyes.y0 }),
+    ).toBeGreaterThan(4);
+  });
+
+  it('face-detect lists the faces left to right, with boxes, scores and landmarks, as JSON', async () => {
+    const target = sample(4);
+    const abort = new AbortController();
+    const stages: string[] = [];
+    const result = await fd.run({
+      model: 'ssd-landmarks68-v1',
+      options: fd.options.parse({}),
+      media: { target: media(target) },
+      signal: abort.signal,
+      progress: (s) => stages.push(s),
+    });
+    expect(result.contentType).toBe('application/json');
+    expect(result.extension).toBe('json');
+    expect(stages).toEqual(['detecting faces']);
+    const body = JSON.parse(result.bytes.toString('utf8')) as {
+      width: number;
+      height: number;
+      faces: { index: number; box: Box; score: number; landmarks: [number, number][] }[];
+    };
+    const img = await decode(target);
+    expect([body.width, body.height]).toEqual([img.width, img.height]);
+    expect(body.faces.map((f) => f.index)).toEqual([0, 1, 2, 3]);
+    const centres = body.faces.map((f) => f.box.x + f.box.width / 2);
+    expect(centres).toEqual([...centres].sort((a, b) => a - b));
+    // The same faces the swap sees, in the same order.
+    const mine = leftToRight(await detectFaces(img));
+    body.faces.forEach((f, i) => {
+      expect(f.landmarks).toHaveLength(68);
+      expect(f.score).toBeGreaterThan(0.5);
+      expect(Math.abs(f.box.x - mine[i]!.box.x)).toBeLessThan(1);
+      expect(Math.abs(f.box.width - mine[i]!.box.width)).toBeLessThan(1);
+      // The landmarks lie in the box.
+      for (const [x, y] of f.landmarks) {
+        expect(x).toBeGreaterThan(f.box.x - 0.2 * f.box.width);
+        expect(x).toBeLessThan(f.box.x + 1.2 * f.box.width);
+        expect(y).toBeGreaterThan(f.box.y - 0.2 * f.box.height);
+        expect(y).toBeLessThan(f.box.y + 1.2 * f.box.height);
+      }
+    });
+  });
+
+  it('with target_face_indices [1, 3], replaces exactly faces 1 and 3 (face-detect order)', async () => {
+    const target = sample(4);
+    const run = runContext(
+      { source: await portrait('curlyBlonde'), target },
+      { target_face_indices: [1, 3], format: 'png' },
+    );
+    const result = await jt.run(run.ctx);
+    const before = await decode(target);
+    const after = await decode(result.bytes);
+    const faces = leftToRight(await detectFaces(before));
+    expect(faces).toHaveLength(4);
+    for (const i of [1, 3])
+      expect(meanDiff(before, after, around(faces[i]!, 0, before)), `face ${i}`).toBeGreaterThan(4);
+    for (const i of [0, 2]) expect(meanDiff(before, after, around(faces[i]!, 0, before)), `face ${i}`).toBe(0);
+    expect(changedOutside(before, after, [around(faces[1]!, 0.5, before), around(faces[3]!, 0.5, before)])).toBe(0);
+  });
+
+  it('fails clearly for a face index that does not exist', async () => {
+    const source = await portrait('curlyBlonde');
+    await expectJobError(
+      jt.run(runContext({ source, target: sample(4) }, { target_face_indices: [0, 4] }).ctx),
+      /^input\.target: no face at index 4 \(4 faces found, indices 0-3\)$/,
+    );
+    await expectJobError(
+      jt.run(runContext({ source, target: sample(4) }, { source_face_index: 1 }).ctx),
+      /^input\.source: no face at index 1 \(1 face found, indices 0-0\)$/,
+    );
+    await expectJobError(
+      jt.run(runContext({ source, target: sample(4), reference: source }, { target_face_indices: [0] }).ctx),
+      /^input\.target_face_indices: cannot be combined with a reference image$/,
+    );
   });
 
   it('fails cleanly, naming the input, when a picture has no face', async () => {

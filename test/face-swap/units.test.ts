@@ -59,6 +59,19 @@ describe('face-swap options', () => {
     expect(() => checkInputs({ faces: 'reference' }, false)).toThrow(/^input\.reference: required/);
     expect(() => checkInputs({ faces: 'largest' }, true)).toThrow(JobError);
     expect(() => checkInputs({ faces: 'all' }, false)).not.toThrow();
+    // Faces picked by index: only with the default mode and without a reference.
+    expect(() => checkInputs({ target_face_indices: [0, 2] }, false)).not.toThrow();
+    expect(() => checkInputs({ faces: 'largest', target_face_indices: [1] }, false)).not.toThrow();
+    expect(() => checkInputs({ faces: 'all', target_face_indices: [1] }, false)).toThrow(
+      /^input\.target_face_indices: cannot be combined with faces "all"/,
+    );
+    expect(() => checkInputs({ target_face_indices: [1] }, true)).toThrow(
+      /^input\.target_face_indices: cannot be combined with a reference image$/,
+    );
+    expect(faceSwapOptionsSchema.safeParse({ target_face_indices: [1, 1] }).success).toBe(false);
+    expect(faceSwapOptionsSchema.safeParse({ target_face_indices: [] }).success).toBe(false);
+    expect(faceSwapOptionsSchema.safeParse({ target_face_indices: [0.5] }).success).toBe(false);
+    expect(faceSwapOptionsSchema.safeParse({ source_face_index: 32 }).success).toBe(false);
   });
 });
 

@@ -13,16 +13,21 @@ import {
   descriptorDistance,
   detectFaces,
   detectLandmarks,
+  leftToRight,
 } from '../../src/processors/face-swap/detect.js';
 import { decodeImage } from '../../src/processors/face-swap/image.js';
 import type { Box, RgbImage } from '../../src/processors/face-swap/types.js';
 import { createVideoFaceSwapJobType, type VideoFaceSwapJobType } from '../../src/processors/video/face-swap.js';
 import { videoFaceSwapOptionsSchema } from '../../src/processors/video/options.js';
-import type { RunContext } from '../../src/processors/types.js';
+import type { ProgressAt, RunContext } from '../../src/processors/types.js';
 import { landscape, portrait } from '../face-swap/fixtures.js';
 import { audioHash, decodeFrames, makeClip, makeTone, media, probe } from './fixtures.js';
 
 const LONG = 300_000;
+
+/** A progress report as one line ("swapping faces: frame 3 of 50"), for assertions. */
+const line = (stage: string, at?: ProgressAt): string =>
+  at?.current === undefined ? stage : `${stage}: frame ${at.current} of ${at.total ?? '?'}`;
 
 function context(
   slots: { source?: Buffer; target?: Buffer; reference?: Buffer; audio?: Buffer },
@@ -43,7 +48,7 @@ function context(
       options: videoFaceSwapOptionsSchema.parse(options),
       media: m,
       signal: abort.signal,
-      progress: (s: string): void => void stages.push(s),
+      progress: (s: string, at?: ProgressAt): void => void stages.push(line(s, at)),
     },
   };
 }
@@ -61,6 +66,22 @@ async function errorOf(p: Promise<unknown>): Promise<JobError> {
   );
   expect(err).toBeInstanceOf(JobError);
   return err as JobError;
+}
+
+/** Mean absolute difference of two frames over a box (clipped to the frame). */
+function meanDiffBox(a: RgbImage, b: RgbImage, box: Box): number {
+  const x0 = Math.max(0, Math.floor(box.x));
+  const y0 = Math.max(0, Math.floor(box.y));
+  const x1 = Math.min(a.width, Math.ceil(box.x + box.width));
+  const y1 = Math.min(a.height, Math.ceil(box.y + box.height));
+  let sum = 0;
+  for (let y = y0; y < y1; y++) {
+    for (let x = x0; x < x1; x++) {
+      const o = (y * a.width + x) * 3;
+      for (let c = 0; c < 3; c++) sum += Math.abs(a.data[o + c]! - b.data[o + c]!);
+    }
+  }
+  return sum / Math.max(1, (x1 - x0) * (y1 - y0) * 3);
 }
 
 const tempDirs = () => readdirSync(os.tmpdir()).filter((n) => n.startsWith('media-jobs-video-'));
@@ -218,9 +239,9 @@ describe('video-face-swap', () => {
       const run = context({ source, target: long });
       let aborted = false;
       const progress = run.ctx.progress;
-      run.ctx.progress = (s: string) => {
-        progress(s);
-        const m = /frame (\d+)/.exec(s);
+      run.ctx.progress = (s: string, at?: ProgressAt) => {
+        progress(s, at);
+        const m = /frame (\d+)/.exec(line(s, at));
         if (m && Number(m[1]) >= 10 && !aborted) {
           aborted = true;
           run.abort.abort(new Error('cancelled by test'));
@@ -253,6 +274,42 @@ describe('video-face-swap', () => {
       const err = await errorOf(jt.run(context({ source, target: still }).ctx));
       expect(err.errorType).toBe('invalid_media');
       expect(err.message).toBe('input.target: no face found in any frame');
+    },
+    LONG,
+  );
+
+  it(
+    'with target_face_indices, follows exactly those faces of the first frame; a missing index fails clearly',
+    async () => {
+      // sample4's four faces, left to right as face-detect orders them.
+      const group = await makeClip({
+        seconds: 1,
+        photo: 4,
+        region: { left: 0, top: 0, width: 1920, height: 1448 },
+        width: 960,
+        height: 724,
+        pan: 0.01,
+      });
+      const err = await errorOf(jt.run(context({ source, target: group }, { target_face_indices: [1, 5] }).ctx));
+      expect(err.errorType).toBe('invalid_media');
+      expect(err.message).toBe(
+        'input.target: no face at index 5 (4 faces found on the first frame with a face, indices 0-3)',
+      );
+
+      const swapped = (await jt.run(context({ source, target: group }, { target_face_indices: [1, 3] }).ctx)).bytes;
+      const [a, b] = await Promise.all([decodeFrames(group), decodeFrames(swapped)]);
+      for (const i of [0, 10]) {
+        const before = frameImage(a, i);
+        const after = frameImage(b, i);
+        const faces = leftToRight(await detectFaces(before));
+        expect(faces).toHaveLength(4);
+        const diff = faces.map((f) => meanDiffBox(before, after, f.box));
+        expect(diff[1], `frame ${i} face 1`).toBeGreaterThan(4);
+        expect(diff[3], `frame ${i} face 3`).toBeGreaterThan(4);
+        // Faces 0 and 2 only carry re-encoding noise.
+        expect(diff[0], `frame ${i} face 0`).toBeLessThan(2);
+        expect(diff[2], `frame ${i} face 2`).toBeLessThan(2);
+      }
     },
     LONG,
   );

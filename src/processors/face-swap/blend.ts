@@ -236,6 +236,7 @@ export function blendInto(
   alpha: Float32Array,
   mode: BlendMode,
   faceSize: number,
+  occluded?: Uint8Array,
 ): void {
   const { width: rw, height: rh } = region;
   const face = warped;
@@ -248,7 +249,8 @@ export function blendInto(
     for (let y = 0; y < rh; y++) {
       for (let x = 0; x < rw; x++) {
         const i = y * rw + x;
-        if (state[i] === INSIDE || !covered[i]) continue;
+        // An occluder's pixels are not the face's surroundings: no boundary value there (free edge).
+        if (state[i] === INSIDE || !covered[i] || occluded?.[i]) continue;
         const ring =
           (x > 0 && state[i - 1] === INSIDE) ||
           (x < rw - 1 && state[i + 1] === INSIDE) ||

@@ -134,7 +134,9 @@ export function transferStats(values: Float32Array, use: Uint8Array, from: Chann
   const k = [0, 0, 0];
   for (let c = 0; c < 3; c++) {
     const ratio = from.std[c]! > 1e-3 ? to.std[c]! / from.std[c]! : 1;
-    k[c] = Math.min(1.33, Math.max(0.75, ratio));
+    // Lightness is never compressed: that would flatten the face's detail (a soft patch at 100 %);
+    // the lighting step matches the target's broad shading instead.
+    k[c] = Math.min(1.33, Math.max(c === 0 ? 1 : 0.75, ratio));
   }
   for (let i = 0; i < use.length; i++) {
     if (!use[i]) continue;
@@ -205,6 +207,7 @@ export function transferLocal(
   sigma: readonly [number, number, number],
 ): void {
   for (const sg of new Set(sigma)) {
+    if (sg <= 0) continue; // that channel is not corrected here
     const channels = [0, 1, 2].filter((c) => sigma[c] === sg);
     const f = Math.max(1, Math.floor(sg / 3));
     const lw = Math.ceil(width / f);

@@ -9,6 +9,7 @@ import type * as FaceApiModule from '@vladmandic/face-api/dist/face-api.node-was
 import type * as TfModule from '@tensorflow/tfjs';
 import type * as TfWasmModule from '@tensorflow/tfjs-backend-wasm';
 import { resizeRegion } from './image.js';
+import { MAX_FACES } from './options.js';
 import type { Box, DetectedFace, Point, RgbImage } from './types.js';
 
 const require = createRequire(import.meta.url);
@@ -22,7 +23,6 @@ const DETECT_MAX_SIDE = 1024;
 const LANDMARK_MAX_SIDE = 224;
 /** The recognition net's input size. */
 const DESCRIPTOR_SIDE = 150;
-const MAX_FACES = 32;
 
 interface Runtime {
   faceapi: FaceApi;
@@ -124,6 +124,16 @@ export async function locateFaces(img: RgbImage, minConfidence: number): Promise
   } finally {
     tensor.dispose();
   }
+}
+
+/**
+ * Faces in the order face-detect reports and indices refer to: left to right by the centre of the
+ * box (top to bottom on a tie), so the order does not depend on sizes or detector scores.
+ */
+export function leftToRight<T extends { box: Box }>(faces: readonly T[]): T[] {
+  const cx = (f: T) => f.box.x + f.box.width / 2;
+  const cy = (f: T) => f.box.y + f.box.height / 2;
+  return [...faces].sort((a, b) => cx(a) - cx(b) || cy(a) - cy(b));
 }
 
 /** Integer crop of `box` clipped to the image (what face-api's extractFaceTensors does). */

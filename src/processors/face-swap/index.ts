@@ -3,8 +3,6 @@
  * `target`. The work runs in a piscina pool of worker threads (models loaded once per thread), so the
  * API's event loop never waits on it.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
-import { MessageChannel } from 'node:worker_threads';
 // sharp must be loaded by the main thread before any worker thread loads it (lovell/sharp#2263:
 // otherwise glibc may unload libvips when a worker exits, and the next worker crashes).
 import 'sharp';
@@ -18,10 +16,11 @@ import {
   type FaceSwapOptions,
 } from './options.js';
 import { checkFaceInput, checkInputs } from './pipeline.js';
-import { lazyThreadPool, workerBeside } from '../thread-pool.js';
-import { CONTROL_CANCELLED, STAGES_DONE, type WorkerReply, type WorkerTask } from './worker.js';
+import { createFaceThreadPool, runOnPool, type FaceThreadPool } from './pool.js';
 
 export { faceSwapOptionsSchema, JOB_TYPE_NAME, MODEL_WARP_BLEND_V1, DEFAULT_MAX_PIXELS } from './options.js';
+export { createFaceDetectJobType, FACE_DETECT, MODEL_FACE_DETECT_V1 } from './detect-job.js';
+export { createFaceThreadPool, type FaceThreadPool } from './pool.js';
 export type { FaceSwapOptions } from './options.js';
 /** Pixel-free checks of the options against the slots given; usable at submit time for an early 400. */
 export { checkInputs, effectiveFaceMode } from './pipeline.js';
@@ -31,6 +30,8 @@ export interface FaceSwapJobTypeOptions {
   threads?: number;
   /** Largest accepted input, in pixels (width x height, default 40 MP). */
   maxPixels?: number;
+  /** A pool shared with other face job types (face-detect); default: a pool of `threads` of its own. */
+  pool?: FaceThreadPool;
 }
 
 export interface FaceSwapJobType extends JobType<typeof faceSwapOptionsSchema> {
@@ -51,13 +52,9 @@ function slotBytes(media: FetchedMedia[] | undefined, slot: string, required: bo
 }
 
 export function createFaceSwapJobType(opts: FaceSwapJobTypeOptions = {}): FaceSwapJobType {
-  const threads = Math.max(1, Math.floor(opts.threads ?? 1));
   const maxPixels = opts.maxPixels ?? DEFAULT_MAX_PIXELS;
   // Created on first use: an API-only process that merely lists job types starts no threads.
-  const threadPool = lazyThreadPool<WorkerTask, WorkerReply>(workerBeside(import.meta.url), threads, {
-    kind: 'warmup',
-  });
-  const getPool = threadPool.get;
+  const threadPool = opts.pool ?? createFaceThreadPool(opts.threads);
 
   async function run(ctx: RunContext<FaceSwapOptions>): Promise<ProcessorResult> {
     if (ctx.model !== MODEL_WARP_BLEND_V1) throw new Error(`unknown model ${ctx.model} for ${JOB_TYPE_NAME}`);
@@ -67,60 +64,13 @@ export function createFaceSwapJobType(opts: FaceSwapJobTypeOptions = {}): FaceSw
     const reference = slotBytes(ctx.media.reference, 'reference', false);
     checkInputs(options, reference !== undefined);
     ctx.signal.throwIfAborted();
-    ctx.progress('starting face swap', { percent: 0 });
-
-    const control = new Int32Array(new SharedArrayBuffer(4));
-    const { port1, port2 } = new MessageChannel();
-    let stagesDone!: () => void;
-    const allStages = new Promise<void>((resolve) => (stagesDone = resolve));
-    port1.on('message', (msg: unknown) => {
-      if (msg === STAGES_DONE) stagesDone();
-      else if (typeof msg === 'string' && !ctx.signal.aborted) ctx.progress(msg);
-    });
-    const transferList = [port2, source.buffer, target.buffer, ...(reference ? [reference.buffer] : [])];
-    const task = getPool().run(
-      { kind: 'swap', input: { source, target, reference, options, maxPixels }, port: port2, control },
-      { transferList: transferList as ArrayBuffer[] },
+    const buffers = [source.buffer, target.buffer, ...(reference ? [reference.buffer] : [])] as ArrayBuffer[];
+    return runOnPool(
+      threadPool,
+      ctx,
+      { kind: 'swap', input: { source, target, reference, options, maxPixels } },
+      buffers,
     );
-
-    // Cancellation is cooperative: the worker sees the flag between stages (≤ ~0.5 s) and stops, and
-    // this promise settles at once. Piscina's own `signal` would instead terminate the thread, which
-    // loses the loaded models and can crash the process if sharp is mid-operation in that thread.
-    let onAbort: (() => void) | undefined;
-    const aborted = new Promise<never>((_, reject) => {
-      onAbort = () => {
-        Atomics.store(control, 0, CONTROL_CANCELLED);
-        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the signal's own reason (an Error) is what the worker inspects
-        reject(ctx.signal.reason ?? new Error('aborted'));
-      };
-      ctx.signal.addEventListener('abort', onAbort, { once: true });
-    });
-    task.catch(() => {}); // if the abort wins the race, a late failure must not go unhandled
-    aborted.catch(() => {});
-    let reply: WorkerReply;
-    try {
-      reply = await Promise.race([task, aborted]);
-      // The reply and the stage messages travel on different ports, so the reply can overtake the
-      // last stages. The worker ends the stages with a marker on the stage port itself (in order).
-      await Promise.race([allStages, sleep(1000, undefined, { ref: false })]);
-    } finally {
-      if (onAbort) ctx.signal.removeEventListener('abort', onAbort);
-      port1.close();
-    }
-    switch (reply.kind) {
-      case 'ok':
-        return {
-          bytes: Buffer.from(reply.bytes.buffer, reply.bytes.byteOffset, reply.bytes.byteLength),
-          contentType: reply.contentType,
-          extension: reply.extension,
-        };
-      case 'job-error':
-        throw new JobError(reply.errorType, reply.message);
-      case 'cancelled':
-        throw ctx.signal.reason ?? new Error('aborted');
-      default:
-        throw new Error(`unexpected worker reply ${reply.kind}`);
-    }
   }
 
   return {

@@ -20,6 +20,30 @@ export type BlendMode = (typeof BLEND_MODES)[number];
  * The non-media fields of `input`. Strict, so a misspelt option is a 400 rather than silently ignored.
  * Descriptions feed GET /job-types and the API docs, so they are written for API users.
  */
+/** Most faces the detector reports (face-detect's list, and the largest index a mapping can name). */
+export const MAX_FACES = 32;
+
+/** `target_face_indices`: distinct indices into face-detect's left-to-right order. */
+export const targetFaceIndices = z
+  .array(
+    z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_FACES - 1),
+  )
+  .min(1)
+  .max(MAX_FACES)
+  .refine((a) => new Set(a).size === a.length, 'indices must be distinct')
+  .optional();
+
+export const sourceFaceIndex = z
+  .number()
+  .int()
+  .min(0)
+  .max(MAX_FACES - 1)
+  .optional();
+
 export const faceSwapOptionsSchema = z.strictObject({
   faces: z
     .enum(FACE_MODES)
@@ -29,6 +53,14 @@ export const faceSwapOptionsSchema = z.strictObject({
         '`reference` (the one face that matches the person in the `reference` image). Defaults to ' +
         '`reference` when a `reference` image is given, otherwise `largest`.',
     ),
+  target_face_indices: targetFaceIndices.describe(
+    'Replace exactly these faces of `target`, by their index in the order `face-detect` reports ' +
+      '(left to right by the centre of the face box, 0 = leftmost). Not combinable with `faces` ' +
+      '`all`/`reference` or a `reference` image. An index with no face fails the job (`invalid_media`).',
+  ),
+  source_face_index: sourceFaceIndex.describe(
+    'Which face of `source` to put in, by its index in `face-detect` order (left to right). Default: the largest.',
+  ),
   format: z.enum(OUTPUT_FORMATS).default('jpeg').describe('Output image format.'),
   quality: z
     .number()

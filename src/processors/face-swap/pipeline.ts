@@ -3,7 +3,14 @@
  * pick the target faces, swap, encode. Failures the client can fix are JobError('invalid_media').
  */
 import { JobError } from '../../errors.js';
-import { computeDescriptor, descriptorDistance, detectLandmarks, locateFaces } from './detect.js';
+import {
+  computeDescriptor,
+  descriptorDistance,
+  detectLandmarks,
+  leftToRight,
+  locateFaces,
+  locateFacesTiny,
+} from './detect.js';
 import { CONTENT_TYPES, EXTENSIONS, decodeImage, encodeImage } from './image.js';
 import type { FaceMode, FaceSwapOptions } from './options.js';
 import { swapFace } from './swap.js';
@@ -38,7 +45,21 @@ export function effectiveFaceMode(options: Pick<FaceSwapOptions, 'faces'>, hasRe
 }
 
 /** Checks that need no pixels, so a bad combination fails before any decoding. */
-export function checkInputs(options: Pick<FaceSwapOptions, 'faces'>, hasReference: boolean): void {
+export function checkInputs(
+  options: Pick<FaceSwapOptions, 'faces' | 'target_face_indices'>,
+  hasReference: boolean,
+): void {
+  if (options.target_face_indices !== undefined) {
+    if (hasReference) {
+      throw new JobError('invalid_media', 'input.target_face_indices: cannot be combined with a reference image');
+    }
+    if (options.faces !== undefined && options.faces !== 'largest') {
+      throw new JobError(
+        'invalid_media',
+        `input.target_face_indices: cannot be combined with faces "${options.faces}" (the indices pick the faces)`,
+      );
+    }
+  }
   const mode = effectiveFaceMode(options, hasReference);
   if (mode === 'reference' && !hasReference) {
     throw new JobError('invalid_media', 'input.reference: required when faces is "reference"');
@@ -46,6 +67,21 @@ export function checkInputs(options: Pick<FaceSwapOptions, 'faces'>, hasReferenc
   if (mode !== 'reference' && hasReference) {
     throw new JobError('invalid_media', `input.reference: only used when faces is "reference" (faces is "${mode}")`);
   }
+}
+
+/** The faces at `indices` of a left-to-right list, or invalid_media naming the input and the count. */
+export function pickByIndex<T>(faces: readonly T[], indices: readonly number[], label: string, where = ''): T[] {
+  return indices.map((i) => {
+    const f = faces[i];
+    if (f === undefined) {
+      const n = faces.length;
+      throw new JobError(
+        'invalid_media',
+        `${label}: no face at index ${i} (${n} face${n === 1 ? '' : 's'} found${where}, indices 0-${n - 1})`,
+      );
+    }
+    return f;
+  });
 }
 
 /** checkInputs at submit time (JobType.checkInput): the offending field under `input` and why, or undefined. */
@@ -74,20 +110,32 @@ export async function runFaceSwap(input: SwapJobInput, hooks: PipelineHooks): Pr
   ]);
   hooks.checkAborted();
 
-  const srcFaces = await locateFaces(source, options.min_confidence);
+  // The source's largest face needs no exact order: the Tiny Face Detector (about 5x cheaper than
+  // SSD) finds it, and SSD runs only when it finds nothing or a face is picked by index.
+  let srcFaces = options.source_face_index === undefined ? await locateFacesTiny(source, options.min_confidence) : [];
+  if (srcFaces.length === 0) srcFaces = await locateFaces(source, options.min_confidence);
   if (srcFaces.length === 0) throw new JobError('invalid_media', 'input.source: no face found');
   hooks.checkAborted();
   const dstFaces = await locateFaces(target, options.min_confidence);
   if (dstFaces.length === 0) throw new JobError('invalid_media', 'input.target: no face found');
   hooks.checkAborted();
 
-  // The source contributes one face: its largest (faces are sorted largest first).
-  const srcLandmarks = await detectLandmarks(source, srcFaces[0]!.box);
+  // The source contributes one face: the one at source_face_index, else its largest (faces are
+  // sorted largest first).
+  const srcFace =
+    options.source_face_index === undefined
+      ? srcFaces[0]!
+      : pickByIndex(leftToRight(srcFaces), [options.source_face_index], 'input.source')[0]!;
+  const srcLandmarks = await detectLandmarks(source, srcFace.box);
   let chosen: Point[][];
   if (mode === 'reference') {
     chosen = [await matchReference(reference!, target, dstFaces, options, hooks)];
   } else {
-    const boxes: Box[] = mode === 'all' ? dstFaces.map((f) => f.box) : [dstFaces[0]!.box];
+    const boxes: Box[] = options.target_face_indices
+      ? pickByIndex(leftToRight(dstFaces), options.target_face_indices, 'input.target').map((f) => f.box)
+      : mode === 'all'
+        ? dstFaces.map((f) => f.box)
+        : [dstFaces[0]!.box];
     chosen = [];
     for (const box of boxes) chosen.push(await detectLandmarks(target, box));
   }
@@ -138,4 +186,39 @@ async function matchReference(
     );
   }
   return best.landmarks;
+}
+
+export interface DetectJobInput {
+  target: Uint8Array;
+  minConfidence: number;
+  maxPixels: number;
+}
+
+/** face-detect's result (DESIGN section 8): every face, left to right, with its box and 68 landmarks. */
+export interface DetectResult {
+  width: number;
+  height: number;
+  faces: { index: number; box: Box; score: number; landmarks: [number, number][] }[];
+}
+
+const r1 = (v: number) => Math.round(v * 10) / 10;
+
+/** The face-detect job: the same decoding, detector and order as the swap, as JSON. */
+export async function runFaceDetect(input: DetectJobInput, hooks: PipelineHooks): Promise<DetectResult> {
+  hooks.progress('detecting faces');
+  const target = await decodeImage(input.target, 'input.target', input.maxPixels);
+  hooks.checkAborted();
+  const found = leftToRight(await locateFaces(target, input.minConfidence));
+  const faces: DetectResult['faces'] = [];
+  for (const [index, f] of found.entries()) {
+    hooks.checkAborted();
+    const landmarks = await detectLandmarks(target, f.box);
+    faces.push({
+      index,
+      box: { x: r1(f.box.x), y: r1(f.box.y), width: r1(f.box.width), height: r1(f.box.height) },
+      score: Math.round(f.score * 1000) / 1000,
+      landmarks: landmarks.map((p) => [r1(p.x), r1(p.y)]),
+    });
+  }
+  return { width: target.width, height: target.height, faces };
 }

@@ -8,6 +8,8 @@ import { boundingRegion, convexHull, faceSize, type Region } from './geometry.js
 import { resizeRegion } from './image.js';
 import { distanceInside, featherAlpha, fillPolygon, rasterizePolygon } from './mask.js';
 import type { BlendMode } from './options.js';
+import { laplacianVariance, matchDetail } from './detail.js';
+import { fitSkinModel, nonSkinMask, occlusionMask, softenMask, transferLighting } from './skin.js';
 import type { Point, RgbImage } from './types.js';
 import { triangulate, warpPiecewiseAffine } from './warp.js';
 
@@ -19,6 +21,8 @@ export interface SwapOptions {
    * running average over earlier frames, so the face's colour does not flicker from frame to frame).
    */
   colorStats?: ColorStats | undefined;
+  /** Keep what is in front of the target face (default true). */
+  occlusion?: boolean | undefined;
 }
 
 /** Skin colour statistics (CIELAB) of the warped source face and of the target face. */
@@ -37,12 +41,12 @@ export interface SwapTuning {
   /** ...and ramps from 0 to 1 over this distance. */
   feather: number;
   /**
-   * Local colour transfer scale for lightness: the source keeps its own shading below this scale
-   * (shading carries identity); above it, the target's lighting wins.
+   * Scale (of the face size) of the local chroma correction: blur(target) − blur(source) over skin
+   * only, so the colour follows the target closely without taking the shape of its lips or lids.
    */
-  sigmaL: number;
-  /** Same for chroma: a coloured light on the source face carries no identity, so follow the target closely. */
   sigmaAB: number;
+  /** Resampling of the source in the warp: Catmull-Rom keeps the detail that bilinear softens. */
+  kernel: 'bilinear' | 'bicubic';
   /**
    * 0: the source's eyes, nose and mouth are warped exactly onto the target's; 1: they keep the
    * source's own proportions (similarity-aligned to the target), which carries much of the identity.
@@ -56,8 +60,8 @@ export interface SwapTuning {
 export const DEFAULT_TUNING: Readonly<SwapTuning> = {
   erode: 0.02,
   feather: 0.06,
-  sigmaL: 0.12,
   sigmaAB: 0.025,
+  kernel: 'bicubic',
   shape: 1,
   forehead: 0.1,
 };
@@ -68,6 +72,13 @@ const MAX_DOWNSAMPLE = 1.25;
 const MAX_EXTRA_FOLDED = 0.01;
 /** Margin around eyes, brows and mouth left out of the skin statistics. */
 const FEATURE_MARGIN = 0.04;
+/**
+ * Polynomial degree of the lightness surface (target − source over skin): enough for a side light,
+ * too smooth to draw the target's lips, lids or brows into the new face.
+ */
+const LIGHT_DEGREE = 3;
+/** Share of the target face's Laplacian variance the new face is sharpened up to. */
+const DETAIL_TARGET = 0.9;
 
 /** Landmark groups that are not skin: brows, eyes, outer lip line. */
 const FEATURES: readonly (readonly [number, number])[] = [
@@ -83,7 +94,7 @@ const OUTLINE = [...Array.from({ length: 17 }, (_, i) => i), ...Array.from({ len
 const INNER = Array.from({ length: 68 - 17 }, (_, i) => i + 17);
 
 /** Lift of each brow point (17-26), relative: the outer ends stay low, where hair often covers the temples. */
-const FOREHEAD_TAPER = [0.2, 0.5, 0.8, 1, 1, 1, 1, 0.8, 0.5, 0.2];
+const FOREHEAD_TAPER = [0.6, 0.8, 0.9, 1, 1, 1, 1, 0.9, 0.8, 0.6];
 
 /**
  * Appends 10 points above the brows (17-26), moved along the face's "up" direction (chin → nose
@@ -193,20 +204,11 @@ export function foldedFraction(src: readonly Point[], dst: readonly Point[], tri
   return total > 0 ? folded / total : 0;
 }
 
-/** Weights for skin statistics: the blend mask minus eyes, brows and mouth (grown by a margin) of every landmark set. */
-function skinWeights(
-  landmarkSets: readonly (readonly Point[])[],
-  region: Region,
-  alpha: Float32Array,
-  margin: number,
-): Float32Array {
-  const features = new Uint8Array(alpha.length);
-  for (const lm of landmarkSets) {
-    for (const [from, to] of FEATURES) fillPolygon(features, grow(lm.slice(from, to), margin), region, 1);
-  }
-  const w = Float32Array.from(alpha);
-  for (let i = 0; i < w.length; i++) if (features[i]) w[i] = 0;
-  return w;
+/** Feature zones (1-5: brows, eyes, mouth) of one landmark set, grown by `margin`, region-sized. */
+function featureZones(lm: readonly Point[], region: Region, margin: number): Uint8Array {
+  const zones = new Uint8Array(region.width * region.height);
+  FEATURES.forEach(([from, to], k) => fillPolygon(zones, grow(lm.slice(from, to), margin), region, k + 1));
+  return zones;
 }
 
 /**
@@ -260,33 +262,78 @@ export async function swapFace(
   if (region.width < 4 || region.height < 4) return undefined;
   const n = region.width * region.height;
 
-  const { rgb: warped, covered } = warpPiecewiseAffine(src, srcPts, dstPts, triangles, region);
+  const { rgb: warped, covered } = warpPiecewiseAffine(src, srcPts, dstPts, triangles, region, tuning.kernel);
 
   const inside = rasterizePolygon(convexHull(OUTLINE.map((i) => dstPts[i]!)), region);
   for (let i = 0; i < n; i++) inside[i] = inside[i]! & covered[i]!;
   const dist = distanceInside(inside, region.width, region.height);
   const alpha = featherAlpha(dist, tuning.erode * size, tuning.feather * size);
 
+  const w = region.width;
+  const dstRgb = new Float32Array(n * 3);
+  for (let y = 0; y < region.height; y++) {
+    const row = ((region.top + y) * target.width + region.left) * 3;
+    for (let i = 0; i < w * 3; i++) dstRgb[y * w * 3 + i] = target.data[row + i]!;
+  }
+  const dstLab = rgbToLab(dstRgb, covered);
+  const srcLab = rgbToLab(warped, covered);
+  const margin = FEATURE_MARGIN * size;
+  const dstZones = featureZones(targetLm, region, margin);
+  const srcZones = featureZones(dstPts, region, margin);
+
+  // Skin models of both faces, fitted away from the outline and the features.
+  const sampleOf = (zones: Uint8Array) => {
+    const m = new Uint8Array(n);
+    for (let i = 0; i < n; i++) m[i] = alpha[i]! > 0.5 && !zones[i] ? 1 : 0;
+    return m;
+  };
+  const dstSkin = fitSkinModel(dstLab, sampleOf(dstZones));
+  const srcSkin = fitSkinModel(srcLab, sampleOf(srcZones));
+  const dstNonSkin = dstSkin ? nonSkinMask(dstLab, inside, dstSkin) : new Uint8Array(n);
+  const srcNonSkin = srcSkin ? nonSkinMask(srcLab, inside, srcSkin) : new Uint8Array(n);
+
+  // Whatever is in front of the target face (hair, a hand-held object, a shoulder) stays in front.
+  let occluded: Uint8Array | undefined;
+  if (dstSkin && opts.occlusion !== false) {
+    const edge = new Uint8Array(n);
+    for (let i = 0; i < n; i++) if (inside[i] && dist[i]! <= 2) edge[i] = 1;
+    const innerHull = convexHull(targetLm.slice(17));
+    const inner = rasterizePolygon(grow(innerHull, 2 * margin), region);
+    const innerCore = rasterizePolygon(innerHull, region);
+    occluded = occlusionMask(dstNonSkin, edge, dstZones, inner, innerCore, dstLab, w, region.height, size);
+    const soft = softenMask(occluded, w, region.height);
+    for (let i = 0; i < n; i++) alpha[i] = alpha[i]! * (1 - soft[i]!);
+  }
+
   let measured: ColorStats | undefined;
   if (opts.colorCorrection) {
-    const dstRgb = new Float32Array(n * 3);
-    for (let y = 0; y < region.height; y++) {
-      const row = ((region.top + y) * target.width + region.left) * 3;
-      for (let i = 0; i < region.width * 3; i++) dstRgb[y * region.width * 3 + i] = target.data[row + i]!;
+    // Statistics and lighting over skin only: no feature zone of either face, nothing either skin
+    // model calls non-skin (lipstick or eye shadow beyond the landmarks, hair, an occluder).
+    const skin = new Float32Array(n);
+    for (let i = 0; i < n; i++) {
+      if (dstZones[i] || srcZones[i] || dstNonSkin[i] || srcNonSkin[i] || occluded?.[i]) continue;
+      skin[i] = alpha[i]!;
     }
-    const srcLab = rgbToLab(warped, covered);
-    const dstLab = rgbToLab(dstRgb, covered);
-    // Statistics over skin only: the target's features sit at targetLm, the warped source's at dstPts.
-    const skin = skinWeights([targetLm, dstPts], region, alpha, FEATURE_MARGIN * size);
     measured = { src: channelStats(srcLab, skin), dst: channelStats(dstLab, skin) };
     const use = opts.colorStats ?? measured;
     transferStats(srcLab, covered, use.src, use.dst);
-    const sl = tuning.sigmaL * size;
+    // Lightness: a smooth surface (the target's broad light, none of its features); chroma: the
+    // local low-pass difference over skin only (a coloured light on the source carries no identity).
+    transferLighting(srcLab, dstLab, skin, covered, w, region.height, [LIGHT_DEGREE, -1, -1]);
     const sab = tuning.sigmaAB * size;
-    transferLocal(srcLab, dstLab, skin, covered, region.width, region.height, [sl, sab, sab]);
+    transferLocal(srcLab, dstLab, skin, covered, w, region.height, [0, sab, sab]);
     warped.set(labToRgb(srcLab, covered));
   }
 
-  blendInto(target, region, warped, covered, alpha, opts.blend, size);
+  // As crisp as the photo: compare the inner face (away from the outline) of both, sharpen to match.
+  const core = new Uint8Array(n);
+  for (let i = 0; i < n; i++) core[i] = alpha[i]! >= 1 ? 1 : 0;
+  const want =
+    DETAIL_TARGET *
+    laplacianVariance(target.data, w, region.height, core, target.width, region.top * target.width + region.left);
+  const have = laplacianVariance(warped, w, region.height, core);
+  matchDetail(warped, w, region.height, covered, have, want);
+
+  blendInto(target, region, warped, covered, alpha, opts.blend, size, occluded);
   return measured;
 }

@@ -29,13 +29,26 @@ export interface WarpResult {
  * Warps `src` so that `srcPts` land on `dstPts`, rendering only the part inside `region` of the
  * destination. Pixel centres are at integer + 0.5 in both images, as for the landmark coordinates.
  */
+/** Catmull-Rom weights of the 4 taps around a sample at fraction t (sum 1; sharper than bilinear). */
+function cubicWeights(t: number, w: Float64Array): void {
+  const t2 = t * t;
+  const t3 = t2 * t;
+  w[0] = 0.5 * (-t3 + 2 * t2 - t);
+  w[1] = 0.5 * (3 * t3 - 5 * t2 + 2);
+  w[2] = 0.5 * (-3 * t3 + 4 * t2 + t);
+  w[3] = 0.5 * (t3 - t2);
+}
+
 export function warpPiecewiseAffine(
   src: RgbImage,
   srcPts: readonly Point[],
   dstPts: readonly Point[],
   triangles: Uint32Array,
   region: Region,
+  kernel: 'bilinear' | 'bicubic' = 'bilinear',
 ): WarpResult {
+  const wx = new Float64Array(4);
+  const wy = new Float64Array(4);
   const { width: rw, height: rh } = region;
   const rgb = new Float32Array(rw * rh * 3);
   const covered = new Uint8Array(rw * rh);
@@ -74,6 +87,34 @@ export function warpPiecewiseAffine(
         let sy = l0 * s0.y + l1 * s1.y + l2 * s2.y - 0.5;
         sx = sx < 0 ? 0 : sx > sw - 1 ? sw - 1 : sx;
         sy = sy < 0 ? 0 : sy > sh - 1 ? sh - 1 : sy;
+        const o = ((y - region.top) * rw + (x - region.left)) * 3;
+        if (kernel === 'bicubic') {
+          // 4x4 Catmull-Rom taps, clamped at the image edge.
+          const ix = Math.floor(sx);
+          const iy = Math.floor(sy);
+          cubicWeights(sx - ix, wx);
+          cubicWeights(sy - iy, wy);
+          let r = 0;
+          let g = 0;
+          let b = 0;
+          for (let j = 0; j < 4; j++) {
+            const yy = Math.min(sh - 1, Math.max(0, iy - 1 + j));
+            const row = yy * sw;
+            for (let i = 0; i < 4; i++) {
+              const xx = Math.min(sw - 1, Math.max(0, ix - 1 + i));
+              const k = wx[i]! * wy[j]!;
+              const q = (row + xx) * 3;
+              r += sd[q]! * k;
+              g += sd[q + 1]! * k;
+              b += sd[q + 2]! * k;
+            }
+          }
+          rgb[o] = r < 0 ? 0 : r > 255 ? 255 : r;
+          rgb[o + 1] = g < 0 ? 0 : g > 255 ? 255 : g;
+          rgb[o + 2] = b < 0 ? 0 : b > 255 ? 255 : b;
+          covered[o / 3] = 1;
+          continue;
+        }
         const ix = Math.min(sw - 2, Math.floor(sx));
         const iy = Math.min(sh - 2, Math.floor(sy));
         const fx = sx - ix;
@@ -86,7 +127,6 @@ export function warpPiecewiseAffine(
         const w01 = fx * (1 - fy);
         const w10 = (1 - fx) * fy;
         const w11 = fx * fy;
-        const o = ((y - region.top) * rw + (x - region.left)) * 3;
         for (let c = 0; c < 3; c++) {
           rgb[o + c] = sd[i00 + c]! * w00 + sd[i01 + c]! * w01 + sd[i10 + c]! * w10 + sd[i11 + c]! * w11;
         }

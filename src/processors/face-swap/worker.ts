@@ -7,7 +7,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { type ErrorType } from '../../contract.js';
 import { JobError } from '../../errors.js';
 import { loadFaceModels } from './detect.js';
-import { runFaceSwap, type SwapJobInput } from './pipeline.js';
+import { runFaceDetect, runFaceSwap, type DetectJobInput, type SwapJobInput } from './pipeline.js';
 
 /** Values of the shared control word (Int32Array over a SharedArrayBuffer, index 0). */
 export const CONTROL_PENDING = 0;
@@ -19,14 +19,12 @@ export const STAGES_DONE = '\u0000done';
 
 export type WorkerTask =
   | { kind: 'warmup' }
-  | {
-      kind: 'swap';
-      input: SwapJobInput;
+  | (({ kind: 'swap'; input: SwapJobInput } | { kind: 'detect'; input: DetectJobInput }) & {
       /** Receives stage names (strings) for the job's status_detail, then STAGES_DONE. */
       port: MessagePort;
       /** Set to CONTROL_CANCELLED by the main thread when the job's AbortSignal fires. */
       control: Int32Array;
-    };
+    });
 
 export type WorkerReply =
   | { kind: 'ready' }
@@ -48,12 +46,17 @@ export default async function handle(task: WorkerTask): Promise<WorkerReply> {
       return { kind: 'cancelled' };
     }
     // Models load on first use (detect.ts), so a bad input fails before paying for them.
-    const out = await runFaceSwap(task.input, {
-      progress: (stage) => port.postMessage(stage),
+    const hooks = {
+      progress: (stage: string) => port.postMessage(stage),
       checkAborted: () => {
         if (Atomics.load(control, 0) === CONTROL_CANCELLED) throw new Cancelled();
       },
-    });
+    };
+    if (task.kind === 'detect') {
+      const bytes = Buffer.from(JSON.stringify(await runFaceDetect(task.input, hooks)));
+      return { kind: 'ok', bytes, contentType: 'application/json', extension: 'json', facesSwapped: 0 };
+    }
+    const out = await runFaceSwap(task.input, hooks);
     return { kind: 'ok', ...out };
   } catch (err) {
     if (err instanceof Cancelled) return { kind: 'cancelled' };

@@ -150,7 +150,14 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
       const reference = hasReference ? new Uint8Array(ctx.media.reference![0]!.bytes) : undefined;
       const prepared = await abortable(
         call(
-          { kind: 'prepare', source, reference, minConfidence: options.min_confidence, maxPixels: IMAGE_MAX_PIXELS },
+          {
+            kind: 'prepare',
+            source,
+            reference,
+            minConfidence: options.min_confidence,
+            maxPixels: IMAGE_MAX_PIXELS,
+            sourceFaceIndex: options.source_face_index,
+          },
           'prepared',
           [source.buffer, ...(reference ? [reference.buffer] : [])] as ArrayBuffer[],
         ),
@@ -216,6 +223,13 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
           detect: async (frame) =>
             (await call({ kind: 'detect', frame, minConfidence: options.min_confidence, descriptors: false }, 'faces'))
               .faces,
+          detectPrecise: async (frame) =>
+            (
+              await call(
+                { kind: 'detect', frame, minConfidence: options.min_confidence, descriptors: false, precise: true },
+                'faces',
+              )
+            ).faces,
           landmarks: async (crop: RgbImage, box: Box) =>
             (await call({ kind: 'landmarks', crop, boxes: [box] }, 'landmarks', [crop.data.buffer as ArrayBuffer]))
               .landmarks[0]!,
@@ -230,6 +244,7 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
           keyInterval: Math.max(1, Math.round(v.fps * KEY_FRAME_SECONDS)),
           fps: v.fps,
           maxFaces: MAX_FACES,
+          indices: options.target_face_indices,
         },
       );
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BLEND_MODES, FACE_MODES } from '../face-swap/options.js';
+import { BLEND_MODES, FACE_MODES, sourceFaceIndex, targetFaceIndices } from '../face-swap/options.js';
 
 export const VIDEO_FACE_SWAP = 'video-face-swap';
 export const VIDEO_FROM_IMAGE_AUDIO = 'video-from-image-audio';
@@ -47,6 +47,14 @@ export const videoFaceSwapOptionsSchema = z.strictObject({
         'through the video), `all` (every face), or `reference` (the person in the `reference` image). ' +
         'Defaults to `reference` when a `reference` image is given, otherwise `largest`.',
     ),
+  target_face_indices: targetFaceIndices.describe(
+    'Replace exactly these faces, by their index (left to right, as `face-detect` orders them) on the first ' +
+      'frame with a face; they are then followed through the video. Not combinable with `faces` `all`/`reference` ' +
+      'or a `reference` image. An index with no face fails the job (`invalid_media`).',
+  ),
+  source_face_index: sourceFaceIndex.describe(
+    'Which face of `source` to put in, by its `face-detect` index (left to right). Default: the largest.',
+  ),
   format,
   quality,
   max_duration: maxDuration,

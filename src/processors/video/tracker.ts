@@ -5,7 +5,8 @@
  * smoothed over time (One-Euro). Identity is kept by face descriptor: a face that leaves and comes
  * back is recognised, and `reference` picks the person by descriptor.
  */
-import { descriptorDistance } from '../face-swap/detect.js';
+import { descriptorDistance, leftToRight } from '../face-swap/detect.js';
+import { pickByIndex } from '../face-swap/pipeline.js';
 import { boundingRegion, extents, faceSize, type Region } from '../face-swap/geometry.js';
 import type { FaceMode } from '../face-swap/options.js';
 import type { ColorStats } from '../face-swap/swap.js';
@@ -16,6 +17,8 @@ import type { FoundFace } from './worker.js';
 export interface TrackerDeps {
   /** Faces on a whole frame (key frames), largest first, with landmarks. */
   detect(frame: RgbImage): Promise<FoundFace[]>;
+  /** The same with the image job's detector (face-detect's faces and order), for picking faces by index. */
+  detectPrecise?(frame: RgbImage): Promise<FoundFace[]>;
   /** Landmarks for one box of a crop, in crop coordinates. */
   landmarks(crop: RgbImage, box: Box): Promise<Point[]>;
   descriptor(crop: RgbImage, landmarks: Point[]): Promise<Float32Array>;
@@ -29,6 +32,8 @@ export interface TrackerConfig {
   keyInterval: number;
   fps: number;
   maxFaces: number;
+  /** target_face_indices: these faces (left to right) of the first frame with a face are the ones followed. */
+  indices?: readonly number[] | undefined;
 }
 
 /** The detector's box expressed relative to the landmarks' bounding box, so tracking crops look like detections. */
@@ -168,7 +173,9 @@ export class FaceTracker {
   }
 
   private async keyFrame(frame: RgbImage): Promise<void> {
-    const found = await this.deps.detect(frame);
+    const picking = this.cfg.indices !== undefined && this.tracks.length === 0;
+    const found =
+      picking && this.deps.detectPrecise ? await this.deps.detectPrecise(frame) : await this.deps.detect(frame);
     if (found.length > 0) this.sawFace = true;
     const active = this.tracks.filter((t) => t.active);
     // Continuing faces: greedy matching by overlap of the detector's box and the tracked face's box.
@@ -204,15 +211,27 @@ export class FaceTracker {
     if (fresh.length === 0) return;
 
     const { mode } = this.cfg;
-    if (mode === 'largest' && this.tracks.length === 0) {
+    if (picking) {
+      // The faces at the given indices of the first frame with a face, left to right as face-detect orders them.
+      const picked = pickByIndex(
+        leftToRight(fresh.map(({ f }) => f)),
+        this.cfg.indices!,
+        'input.target',
+        ' on the first frame with a face',
+      );
+      for (const f of picked) this.newTrack(f).descriptor = await this.descriptorOf(frame, f.landmarks);
+      return;
+    }
+    if (mode === 'largest' && this.tracks.length === 0 && !this.cfg.indices) {
       // The largest face where faces first appear becomes the person followed through the video.
       const f = fresh[0]!.f;
       const t = this.newTrack(f);
       t.descriptor = await this.descriptorOf(frame, f.landmarks);
       return;
     }
-    const wanted =
-      mode === 'all'
+    const wanted = this.cfg.indices
+      ? this.tracks.some((t) => !t.active)
+      : mode === 'all'
         ? this.tracks.length < this.cfg.maxFaces || this.tracks.some((t) => !t.active)
         : this.tracks.every((t) => !t.active);
     if (!wanted) return;

@@ -9,12 +9,14 @@ import { JobError } from '../../errors.js';
 import {
   computeDescriptor,
   detectLandmarks,
+  leftToRight,
   loadFaceModels,
   locateFaces,
   locateFacesTiny,
 } from '../face-swap/detect.js';
 import { boundingRegion, faceSize } from '../face-swap/geometry.js';
 import { decodeImage, resizeRegion } from '../face-swap/image.js';
+import { pickByIndex } from '../face-swap/pipeline.js';
 import type { BlendMode } from '../face-swap/options.js';
 import { extendForehead, swapFace, type ColorStats } from '../face-swap/swap.js';
 import type { Box, Point, RgbImage } from '../face-swap/types.js';
@@ -43,8 +45,11 @@ export type VideoTask =
       reference?: Uint8Array | undefined;
       minConfidence: number;
       maxPixels: number;
+      /** face-detect index of the source face; default the largest. */
+      sourceFaceIndex?: number | undefined;
     }
-  | { kind: 'detect'; frame: RgbImage; minConfidence: number; descriptors: boolean }
+  /** `precise`: the image job's detector (SSD), whose faces and order face-detect reports. */
+  | { kind: 'detect'; frame: RgbImage; minConfidence: number; descriptors: boolean; precise?: boolean }
   | { kind: 'landmarks'; crop: RgbImage; boxes: Box[] }
   | { kind: 'descriptor'; crop: RgbImage; landmarks: Point[] }
   | {
@@ -67,11 +72,12 @@ export type VideoReply =
   | { kind: 'job-error'; errorType: ErrorType; message: string };
 
 /** Decodes an image input, finds its largest face, and returns landmarks and descriptor. */
-async function faceOf(bytes: Uint8Array, label: string, minConfidence: number, maxPixels: number) {
+async function faceOf(bytes: Uint8Array, label: string, minConfidence: number, maxPixels: number, index?: number) {
   const img = await decodeImage(bytes, label, maxPixels);
   const found = await locateFaces(img, minConfidence);
   if (found.length === 0) throw new JobError('invalid_media', `${label}: no face found`);
-  const landmarks = await detectLandmarks(img, found[0]!.box);
+  const face = index === undefined ? found[0]! : pickByIndex(leftToRight(found), [index], label)[0]!;
+  const landmarks = await detectLandmarks(img, face.box);
   const descriptor = await computeDescriptor(img, landmarks);
   return { img, landmarks, descriptor };
 }
@@ -95,7 +101,7 @@ async function handleTask(task: VideoTask): Promise<VideoReply> {
       await loadFaceModels();
       return { kind: 'ready' };
     case 'prepare': {
-      const src = await faceOf(task.source, 'input.source', task.minConfidence, task.maxPixels);
+      const src = await faceOf(task.source, 'input.source', task.minConfidence, task.maxPixels, task.sourceFaceIndex);
       const ref = task.reference
         ? await faceOf(task.reference, 'input.reference', task.minConfidence, task.maxPixels)
         : undefined;
@@ -107,7 +113,9 @@ async function handleTask(task: VideoTask): Promise<VideoReply> {
       };
     }
     case 'detect': {
-      const boxes = await locateFacesTiny(task.frame, task.minConfidence);
+      const boxes = task.precise
+        ? await locateFaces(task.frame, task.minConfidence)
+        : await locateFacesTiny(task.frame, task.minConfidence);
       const faces: FoundFace[] = [];
       for (const b of boxes) {
         const landmarks = await detectLandmarks(task.frame, b.box);

@@ -1,0 +1,82 @@
+/**
+ * Job type `face-detect` (DESIGN section 8): the faces of one image as JSON, left to right, with the
+ * same decoding, detector and order as `image-face-swap` and `video-face-swap`, so a client can pick
+ * faces by index (`target_face_indices`, `source_face_index`) from its answer.
+ */
+import 'sharp'; // loaded by the main thread before any worker thread (see index.ts)
+import { z } from 'zod';
+import { JobError } from '../../errors.js';
+import type { JobType, ProcessorResult, RunContext } from '../types.js';
+import { DEFAULT_MAX_PIXELS } from './options.js';
+import { createFaceThreadPool, runOnPool, type FaceThreadPool } from './pool.js';
+
+export const FACE_DETECT = 'face-detect';
+export const MODEL_FACE_DETECT_V1 = 'ssd-landmarks68-v1';
+
+export const faceDetectOptionsSchema = z.strictObject({
+  min_confidence: z
+    .number()
+    .min(0.1)
+    .max(0.99)
+    .default(0.5)
+    .describe(
+      'Face detector score a face needs (0.1-0.99). Use the same value in the swap job whose indices you take from this list.',
+    ),
+});
+export type FaceDetectOptions = z.infer<typeof faceDetectOptionsSchema>;
+
+export interface FaceDetectJobType extends JobType<typeof faceDetectOptionsSchema> {
+  warmup(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function createFaceDetectJobType(
+  opts: { threads?: number; maxPixels?: number; pool?: FaceThreadPool } = {},
+): FaceDetectJobType {
+  const maxPixels = opts.maxPixels ?? DEFAULT_MAX_PIXELS;
+  const threadPool = opts.pool ?? createFaceThreadPool(opts.threads);
+
+  async function run(ctx: RunContext<FaceDetectOptions>): Promise<ProcessorResult> {
+    if (ctx.model !== MODEL_FACE_DETECT_V1) throw new Error(`unknown model ${ctx.model} for ${FACE_DETECT}`);
+    const options = faceDetectOptionsSchema.parse(ctx.options);
+    const first = ctx.media.target?.[0];
+    if (!first) throw new JobError('invalid_media', 'input.target: required');
+    const target = new Uint8Array(first.bytes);
+    ctx.signal.throwIfAborted();
+    return runOnPool(
+      threadPool,
+      ctx,
+      { kind: 'detect', input: { target, minConfidence: options.min_confidence, maxPixels } },
+      [target.buffer],
+    );
+  }
+
+  return {
+    name: FACE_DETECT,
+    description:
+      'Finds the faces in the `target` image and answers JSON: the image size and, for each face left to ' +
+      'right (`index` 0 is the leftmost), its box, detector score and 68 landmarks. The indices are the ' +
+      'ones `target_face_indices` and `source_face_index` of the face-swap job types refer to.',
+    slots: {
+      target: {
+        required: true,
+        min: 1,
+        max: 1,
+        accepts: 'image',
+        description:
+          'The picture to look for faces in (EXIF orientation applied: coordinates are as a viewer shows it).',
+      },
+    },
+    models: [
+      {
+        name: MODEL_FACE_DETECT_V1,
+        description:
+          'face-api SSD MobileNet v1 detector and 68-point landmark net (the detector and order of warp-blend-v1). CPU only.',
+      },
+    ],
+    options: faceDetectOptionsSchema,
+    run,
+    warmup: () => threadPool.warmup(),
+    close: () => threadPool.close(),
+  };
+}

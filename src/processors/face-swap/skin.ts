@@ -1,0 +1,447 @@
+/**
+ * What in the face region is skin, what is an occluder, and how the target's light differs from the
+ * source's. Three pieces, all in CIELAB, all on CPU:
+ *
+ * - A skin-colour model per face (robust mean and covariance of a/b, plus a lenient lightness band),
+ *   fitted on the face's cheeks, forehead and chin (eyes, brows and mouth left out).
+ * - Occlusion: non-skin pixels of the target face that belong to something entering the face from
+ *   outside (hair, a bar, a shoulder, glasses frames, a microphone) are kept. They are told apart from
+ *   the face's own non-skin parts (lips, eyes, brows, make-up) by connectivity: an occluder's
+ *   connected non-skin component reaches the face outline and covers skin outside the feature zones.
+ * - Lighting: a low-order polynomial surface fitted (robustly) to target − source over skin. It
+ *   follows a side light or a colour cast across the face, and cannot reproduce the shape of the
+ *   target's lips, lids or brows, so none of them is carried into the new face.
+ */
+
+export interface SkinModel {
+  /** Mean of a and b. */
+  a: number;
+  b: number;
+  /** Inverse covariance of (a, b). */
+  iaa: number;
+  iab: number;
+  ibb: number;
+  /** Lightness mean and spread. */
+  l: number;
+  lStd: number;
+}
+
+/** Pixels the robust median and spread are taken from (evenly spread over the sample). */
+const MEDIAN_SAMPLES = 8000;
+/** Smallest a/b spread assumed (JPEG noise and a very even skin would otherwise make everything "non-skin"). */
+const MIN_AB_STD = 2.5;
+const MIN_L_STD = 6;
+
+/**
+ * Robust skin model from the Lab pixels where `sample` is non-zero: median/MAD first, then mean and
+ * covariance over the pixels within 3 robust spreads (so a bar or hair over part of the sample does
+ * not shift it). Undefined when there are too few pixels.
+ */
+export function fitSkinModel(lab: Float32Array, sample: Uint8Array): SkinModel | undefined {
+  let count = 0;
+  for (let i = 0; i < sample.length; i++) if (sample[i]) count++;
+  if (count < 50) return undefined;
+  const idx = new Int32Array(count);
+  for (let i = 0, k = 0; i < sample.length; i++) if (sample[i]) idx[k++] = i;
+  // Medians from at most MEDIAN_SAMPLES evenly spread pixels: plenty for a robust centre and spread.
+  const step = Math.max(1, Math.ceil(count / MEDIAN_SAMPLES));
+  const v = new Float32Array(Math.ceil(count / step));
+  const med = (c: number) => {
+    for (let k = 0, j = 0; k < count; k += step, j++) v[j] = lab[idx[k]! * 3 + c]!;
+    v.sort();
+    const m = v[v.length >> 1]!;
+    for (let k = 0; k < v.length; k++) v[k] = Math.abs(v[k]! - m);
+    v.sort();
+    return { m, s: 1.4826 * v[v.length >> 1]! };
+  };
+  const L = med(0);
+  const A = med(1);
+  const B = med(2);
+  const sl = Math.max(L.s, MIN_L_STD);
+  const sa = Math.max(A.s, MIN_AB_STD);
+  const sb = Math.max(B.s, MIN_AB_STD);
+  let n = 0;
+  let ml = 0;
+  let ma = 0;
+  let mb = 0;
+  let sll = 0;
+  let saa = 0;
+  let sbb = 0;
+  let sab = 0;
+  for (const i of idx) {
+    const l = lab[i * 3]!;
+    const a = lab[i * 3 + 1]!;
+    const b = lab[i * 3 + 2]!;
+    if (Math.abs(l - L.m) > 3 * sl || Math.abs(a - A.m) > 3 * sa || Math.abs(b - B.m) > 3 * sb) continue;
+    n++;
+    ml += l;
+    ma += a;
+    mb += b;
+    sll += l * l;
+    saa += a * a;
+    sbb += b * b;
+    sab += a * b;
+  }
+  if (n < 50) return undefined;
+  ml /= n;
+  ma /= n;
+  mb /= n;
+  const vl = Math.max(sll / n - ml * ml, MIN_L_STD * MIN_L_STD);
+  const vaa = Math.max(saa / n - ma * ma, MIN_AB_STD * MIN_AB_STD);
+  const vbb = Math.max(sbb / n - mb * mb, MIN_AB_STD * MIN_AB_STD);
+  const vab = sab / n - ma * mb;
+  const det = vaa * vbb - vab * vab;
+  return { a: ma, b: mb, iaa: vbb / det, iab: -vab / det, ibb: vaa / det, l: ml, lStd: Math.sqrt(vl) };
+}
+
+/** Chroma distance beyond which a pixel is not skin (in spreads: Mahalanobis over a, b). */
+const SKIN_AB = 3.5;
+/** Lightness this many spreads (and at least this many L units) away is not skin: hair, a black bar. */
+const SKIN_L_SPREADS = 3.5;
+const SKIN_L_MIN = 28;
+
+/** 1 where the pixel is not skin by the model, over the pixels where `use` is non-zero. */
+export function nonSkinMask(lab: Float32Array, use: Uint8Array, m: SkinModel): Uint8Array {
+  const out = new Uint8Array(use.length);
+  const lBand = Math.max(SKIN_L_SPREADS * m.lStd, SKIN_L_MIN);
+  const ab2 = SKIN_AB * SKIN_AB;
+  for (let i = 0; i < use.length; i++) {
+    if (!use[i]) continue;
+    const dl = lab[i * 3]! - m.l;
+    const da = lab[i * 3 + 1]! - m.a;
+    const db = lab[i * 3 + 2]! - m.b;
+    const d2 = da * da * m.iaa + 2 * da * db * m.iab + db * db * m.ibb;
+    if (d2 > ab2 || Math.abs(dl) > lBand) out[i] = 1;
+  }
+  return out;
+}
+
+/** Largest colour step (ΔE², between 4-neighbours) inside one non-skin region. */
+const STEP_DELTA_E2 = 12 * 12;
+/** Occluders smaller than this (fraction of the face size squared, outside the feature zones) are ignored. */
+const MIN_OCCLUDER_AREA = 0.004;
+/** An occluder is kept inside the inner face only when it covers this much of it. */
+const INNER_COVER = 0.03;
+/** ...or spans this much of the face size inside it. */
+const INNER_SPAN = 0.5;
+/** An occluder also hides a feature zone when it covers at least this much of the zone... */
+const ZONE_COVER = 0.3;
+/** ...and only its pixels there within this colour distance (ΔE) of the occluder's colour outside the zones. */
+const ZONE_DELTA_E = 14;
+
+/**
+ * The occluded pixels of the target face: 1 where something in front of the face must be kept.
+ *
+ * `nonSkin` is the target's non-skin mask over the face, `edge` marks pixels at the face outline (where
+ * anything in front of the face enters it), `zoneOf` gives each pixel's feature zone (0: none, 1..n:
+ * eyes, brows, mouth, grown by a margin). A connected non-skin component is an occluder when it
+ * reaches the outline and covers enough area outside the zones; it enters the inner face (`inner`: brows
+ * to mouth, grown) only when it covers a good part of its core (`innerCore`: the landmarks' hull); inside a
+ * zone it hides the zone only
+ * where it covers nearly all of it in its own colour (a bar across the mouth), so a brow or an eye
+ * that merely touches hair at the temple is still replaced.
+ */
+export function occlusionMask(
+  nonSkin: Uint8Array,
+  edge: Uint8Array,
+  zoneOf: Uint8Array,
+  inner: Uint8Array,
+  innerCore: Uint8Array,
+  lab: Float32Array,
+  w: number,
+  h: number,
+  faceSize: number,
+): Uint8Array {
+  let innerArea = 0;
+  for (let i = 0; i < innerCore.length; i++) innerArea += innerCore[i]!;
+  const n = w * h;
+  const label = new Int32Array(n).fill(-1);
+  const queue = new Int32Array(n);
+  const occluded = new Uint8Array(n);
+  const zoneArea = new Map<number, number>();
+  for (let i = 0; i < n; i++) if (zoneOf[i]) zoneArea.set(zoneOf[i]!, (zoneArea.get(zoneOf[i]!) ?? 0) + 1);
+  const minArea = MIN_OCCLUDER_AREA * faceSize * faceSize;
+  let comp = 0;
+  for (let s = 0; s < n; s++) {
+    if (!nonSkin[s] || label[s]! >= 0) continue;
+    // Flood fill (4-connected) of one component, remembering its pixels in queue[start..end).
+    let head = 0;
+    let tail = 0;
+    queue[tail++] = s;
+    label[s] = comp;
+    let touches = false;
+    let outside = 0;
+    let ml = 0;
+    let ma = 0;
+    let mb = 0;
+    while (head < tail) {
+      const i = queue[head++]!;
+      // The outline next to a brow or an eye does not count: a brow reaching it is still a brow.
+      if (edge[i] && !zoneOf[i]) touches = true;
+      if (!zoneOf[i]) {
+        outside++;
+        ml += lab[i * 3]!;
+        ma += lab[i * 3 + 1]!;
+        mb += lab[i * 3 + 2]!;
+      }
+      const x = i % w;
+      const y = (i - x) / w;
+      // Neighbours join when they are non-skin too and of a similar colour: blue eye shadow touching
+      // dark hair at the temple stays a region of its own.
+      const li = lab[i * 3]!;
+      const ai = lab[i * 3 + 1]!;
+      const bi = lab[i * 3 + 2]!;
+      for (let k = 0; k < 4; k++) {
+        let j: number;
+        if (k === 0) {
+          if (x === 0) continue;
+          j = i - 1;
+        } else if (k === 1) {
+          if (x === w - 1) continue;
+          j = i + 1;
+        } else if (k === 2) {
+          if (y === 0) continue;
+          j = i - w;
+        } else {
+          if (y === h - 1) continue;
+          j = i + w;
+        }
+        if (!nonSkin[j] || label[j]! >= 0) continue;
+        const dl = lab[j * 3]! - li;
+        const da = lab[j * 3 + 1]! - ai;
+        const db = lab[j * 3 + 2]! - bi;
+        if (dl * dl + da * da + db * db >= STEP_DELTA_E2) continue;
+        label[j] = comp;
+        queue[tail++] = j;
+      }
+    }
+    comp++;
+    if (!touches || outside < minArea) continue;
+    ml /= outside;
+    ma /= outside;
+    mb /= outside;
+    // How much of each zone, and of the inner face, this component covers.
+    const cover = new Map<number, number>();
+    let inInner = 0;
+    let x0 = w;
+    let x1 = -1;
+    let y0 = h;
+    let y1 = -1;
+    for (let k = 0; k < tail; k++) {
+      const i = queue[k]!;
+      const z = zoneOf[i]!;
+      if (z) cover.set(z, (cover.get(z) ?? 0) + 1);
+      inInner += innerCore[i]!;
+      if (inner[i]) {
+        const x = i % w;
+        const y = (i - x) / w;
+        if (x < x0) x0 = x;
+        if (x > x1) x1 = x;
+        if (y < y0) y0 = y;
+        if (y > y1) y1 = y;
+      }
+    }
+    // Into the inner face (brows to mouth) only something that really crosses it (covers part of
+    // the landmarks' hull, or spans half the face inside it): a strand of hair that merely touches
+    // a brow's end does not make the brow an occluder.
+    const crosses = inInner >= INNER_COVER * innerArea || Math.max(x1 - x0, y1 - y0) >= INNER_SPAN * faceSize;
+    for (let k = 0; k < tail; k++) {
+      const i = queue[k]!;
+      if (inner[i] && !crosses) continue;
+      const z = zoneOf[i]!;
+      if (!z) {
+        occluded[i] = 1;
+        continue;
+      }
+      if (cover.get(z)! < ZONE_COVER * zoneArea.get(z)!) continue;
+      const dE = Math.hypot(lab[i * 3]! - ml, lab[i * 3 + 1]! - ma, lab[i * 3 + 2]! - mb);
+      if (dE < ZONE_DELTA_E) occluded[i] = 1;
+    }
+  }
+  return occluded;
+}
+
+/**
+ * Soft occlusion weight 0..1 from a binary mask: grown by one pixel (the occluder's anti-aliased
+ * edge stays the target's), then two 3x3 box blurs, so the new face meets the occluder over ~2 px.
+ */
+export function softenMask(mask: Uint8Array, w: number, h: number): Float32Array {
+  if (!mask.includes(1)) return new Float32Array(mask.length);
+  const grown = new Float32Array(mask.length);
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const i = y * w + x;
+      if (
+        mask[i] ||
+        (x > 0 && mask[i - 1]) ||
+        (x < w - 1 && mask[i + 1]) ||
+        (y > 0 && mask[i - w]) ||
+        (y < h - 1 && mask[i + w])
+      )
+        grown[i] = 1;
+    }
+  }
+  let a = grown;
+  for (let pass = 0; pass < 2; pass++) {
+    const b = new Float32Array(a.length);
+    for (let y = 0; y < h; y++) {
+      for (let x = 0; x < w; x++) {
+        let s = 0;
+        let c = 0;
+        for (let dy = -1; dy <= 1; dy++) {
+          const yy = y + dy;
+          if (yy < 0 || yy >= h) continue;
+          for (let dx = -1; dx <= 1; dx++) {
+            const xx = x + dx;
+            if (xx < 0 || xx >= w) continue;
+            s += a[yy * w + xx]!;
+            c++;
+          }
+        }
+        b[y * w + x] = s / c;
+      }
+    }
+    a = b;
+  }
+  // Fully occluded pixels stay exactly 1 (they must not change at all).
+  for (let i = 0; i < a.length; i++) if (mask[i]) a[i] = Math.max(a[i]!, grown[i]!);
+  return a;
+}
+
+/** Monomials x^i y^j with i + j <= degree, in a fixed order. */
+function terms(degree: number): [number, number][] {
+  const out: [number, number][] = [];
+  for (let d = 0; d <= degree; d++) for (let i = d; i >= 0; i--) out.push([i, d - i]);
+  return out;
+}
+
+/** Solves the symmetric positive (semi)definite system A x = b (Gaussian elimination, tiny ridge). */
+function solve(A: Float64Array, b: Float64Array, n: number): Float64Array {
+  const M = Float64Array.from(A);
+  const x = Float64Array.from(b);
+  for (let i = 0; i < n; i++) M[i * n + i] = M[i * n + i]! * (1 + 1e-9) + 1e-9;
+  for (let c = 0; c < n; c++) {
+    let p = c;
+    for (let r = c + 1; r < n; r++) if (Math.abs(M[r * n + c]!) > Math.abs(M[p * n + c]!)) p = r;
+    if (p !== c) {
+      for (let k = 0; k < n; k++) [M[c * n + k], M[p * n + k]] = [M[p * n + k]!, M[c * n + k]!];
+      [x[c], x[p]] = [x[p]!, x[c]!];
+    }
+    const d = M[c * n + c]!;
+    if (Math.abs(d) < 1e-12) continue;
+    for (let r = c + 1; r < n; r++) {
+      const f = M[r * n + c]! / d;
+      if (f === 0) continue;
+      for (let k = c; k < n; k++) M[r * n + k] = M[r * n + k]! - f * M[c * n + k]!;
+      x[r] = x[r]! - f * x[c]!;
+    }
+  }
+  for (let c = n - 1; c >= 0; c--) {
+    let s = x[c]!;
+    for (let k = c + 1; k < n; k++) s -= M[c * n + k]! * x[k]!;
+    const d = M[c * n + c]!;
+    x[c] = Math.abs(d) < 1e-12 ? 0 : s / d;
+  }
+  return x;
+}
+
+/**
+ * Lighting transfer: adds to `srcLab` (in place, where `use` is set) a smooth surface fitted to
+ * dst − src over the pixels with weight > 0: a polynomial of `degrees[c]` in x and y per channel,
+ * fitted by weighted least squares, twice (the second time without pixels more than 2.5 robust
+ * spreads off the first fit: a spot of make-up or a shadow edge the skin model let through). Pixels
+ * are sampled on a grid `step` apart, which is plenty for a handful of coefficients.
+ */
+export function transferLighting(
+  srcLab: Float32Array,
+  dstLab: Float32Array,
+  weight: Float32Array,
+  use: Uint8Array,
+  w: number,
+  h: number,
+  degrees: readonly [number, number, number],
+  step = 2,
+): void {
+  const cx = w / 2;
+  const cy = h / 2;
+  const s = 2 / Math.max(w, h);
+  for (let c = 0; c < 3; c++) {
+    if (degrees[c]! < 0) continue; // that channel is not corrected here
+    const T = terms(degrees[c]!);
+    const m = T.length;
+    const deg = degrees[c]!;
+    const basis = new Float64Array(m);
+    // Powers of the normalised coordinates per column and per row, so no pow() per pixel.
+    const up = new Float64Array(w * (deg + 1));
+    const vp = new Float64Array(h * (deg + 1));
+    for (let x = 0; x < w; x++) for (let k = 0; k <= deg; k++) up[x * (deg + 1) + k] = ((x - cx) * s) ** k;
+    for (let y = 0; y < h; y++) for (let k = 0; k <= deg; k++) vp[y * (deg + 1) + k] = ((y - cy) * s) ** k;
+    const ti = Int32Array.from(T, (t) => t[0]);
+    const tj = Int32Array.from(T, (t) => t[1]);
+    const d1 = deg + 1;
+    function fill(x: number, y: number): void {
+      for (let k = 0; k < m; k++) basis[k] = up[x * d1 + ti[k]!]! * vp[y * d1 + tj[k]!]!;
+    }
+    let coef: Float64Array = new Float64Array(m);
+    let cut = Infinity;
+    for (let pass = 0; pass < 2; pass++) {
+      const A = new Float64Array(m * m);
+      const b = new Float64Array(m);
+      const residuals: number[] = [];
+      for (let y = 0; y < h; y += step) {
+        for (let x = 0; x < w; x += step) {
+          const i = y * w + x;
+          const wt = weight[i]!;
+          if (wt <= 0) continue;
+          const d = dstLab[i * 3 + c]! - srcLab[i * 3 + c]!;
+          fill(x, y);
+          if (pass === 1) {
+            let f = 0;
+            for (let k = 0; k < m; k++) f += coef[k]! * basis[k]!;
+            if (Math.abs(d - f) > cut) continue;
+          }
+          for (let r = 0; r < m; r++) {
+            const br = basis[r]! * wt;
+            b[r] = b[r]! + br * d;
+            for (let k = r; k < m; k++) A[r * m + k] = A[r * m + k]! + br * basis[k]!;
+          }
+          if (pass === 0) residuals.push(d);
+        }
+      }
+      for (let r = 0; r < m; r++) for (let k = 0; k < r; k++) A[r * m + k] = A[k * m + r]!;
+      if (A[0]! <= 0) return;
+      coef = solve(A, b, m);
+      if (pass === 0) {
+        // Robust spread of the residuals of the first fit.
+        const res = Float64Array.from(residuals);
+        let k = 0;
+        for (let y = 0; y < h; y += step) {
+          for (let x = 0; x < w; x += step) {
+            const i = y * w + x;
+            if (weight[i]! <= 0) continue;
+            fill(x, y);
+            let f = 0;
+            for (let q = 0; q < m; q++) f += coef[q]! * basis[q]!;
+            res[k] = Math.abs(res[k]! - f);
+            k++;
+          }
+        }
+        res.sort();
+        cut = Math.max(2.5 * 1.4826 * (res[res.length >> 1] ?? 0), 3);
+      }
+    }
+    // f(x, y) = Σ_i u^i (Σ_j c_ij v^j): per row a polynomial in u, so a few multiply-adds per pixel.
+    const rowCoef = new Float64Array(d1);
+    for (let y = 0; y < h; y++) {
+      rowCoef.fill(0);
+      for (let k = 0; k < m; k++) rowCoef[ti[k]!] = rowCoef[ti[k]!]! + coef[k]! * vp[y * d1 + tj[k]!]!;
+      for (let x = 0; x < w; x++) {
+        const i = y * w + x;
+        if (!use[i]) continue;
+        let f = 0;
+        for (let q = 0; q < d1; q++) f += rowCoef[q]! * up[x * d1 + q]!;
+        srcLab[i * 3 + c] = srcLab[i * 3 + c]! + f;
+      }
+    }
+  }
+}

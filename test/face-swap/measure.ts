@@ -1,0 +1,74 @@
+/** Measurements of swap results for the tests (and bench/face-swap-look.ts): paint remnants, sharpness. */
+import { rgbToLab } from '../../src/processors/face-swap/color.js';
+import type { Point, RgbImage } from '../../src/processors/face-swap/types.js';
+
+/** The landmarks' bounding box shrunk by `kx`, `ky` of its size on each side (the face's interior). */
+export function interior(lm: readonly Point[], kx: number, kyTop: number, kyBottom = kyTop) {
+  const xs = lm.map((p) => p.x);
+  const ys = lm.map((p) => p.y);
+  const x0 = Math.min(...xs);
+  const x1 = Math.max(...xs);
+  const y0 = Math.min(...ys);
+  const y1 = Math.max(...ys);
+  return {
+    x0: Math.round(x0 + kx * (x1 - x0)),
+    x1: Math.round(x1 - kx * (x1 - x0)),
+    y0: Math.round(y0 + kyTop * (y1 - y0)),
+    y1: Math.round(y1 - kyBottom * (y1 - y0)),
+  };
+}
+
+function labAt(img: RgbImage, x: number, y: number): Float32Array {
+  const o = (y * img.width + x) * 3;
+  return rgbToLab(Float32Array.of(img.data[o]!, img.data[o + 1]!, img.data[o + 2]!));
+}
+
+/**
+ * Pixels of the face (jaw to brows, inside the jaw line's width) whose chroma has moved at least
+ * `k` of the way from the face's mean skin chroma towards `paint`'s: a remnant of that paint.
+ */
+export function paintRemnants(img: RgbImage, lm: readonly Point[], paint: readonly number[], k = 0.2): number {
+  const r = interior(lm, 0.08, 0, 0.04);
+  const P = rgbToLab(Float32Array.of(paint[0]!, paint[1]!, paint[2]!));
+  const ab: number[] = [];
+  let ma = 0;
+  let mb = 0;
+  for (let y = r.y0; y < r.y1; y++) {
+    for (let x = r.x0; x < r.x1; x++) {
+      const L = labAt(img, x, y);
+      ab.push(L[1]!, L[2]!);
+      ma += L[1]!;
+      mb += L[2]!;
+    }
+  }
+  const n = ab.length / 2;
+  ma /= n;
+  mb /= n;
+  const da = P[1]! - ma;
+  const db = P[2]! - mb;
+  const d2 = da * da + db * db;
+  let count = 0;
+  for (let i = 0; i < n; i++) if (((ab[2 * i]! - ma) * da + (ab[2 * i + 1]! - mb) * db) / d2 > k) count++;
+  return count;
+}
+
+/** Variance of the 4-neighbour Laplacian of luma over the face's inner part (eyes, nose, mouth, cheeks). */
+export function laplacianVariance(img: RgbImage, lm: readonly Point[]): number {
+  const r = interior(lm, 0.2, 0.15, 0.2);
+  const g = (x: number, y: number) => {
+    const o = (y * img.width + x) * 3;
+    return 0.299 * img.data[o]! + 0.587 * img.data[o + 1]! + 0.114 * img.data[o + 2]!;
+  };
+  let s = 0;
+  let s2 = 0;
+  let n = 0;
+  for (let y = r.y0; y < r.y1; y++) {
+    for (let x = r.x0; x < r.x1; x++) {
+      const l = 4 * g(x, y) - g(x - 1, y) - g(x + 1, y) - g(x, y - 1) - g(x, y + 1);
+      s += l;
+      s2 += l * l;
+      n++;
+    }
+  }
+  return s2 / n - (s / n) ** 2;
+}
