@@ -118,8 +118,8 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     expect(hints.length).toBeGreaterThan(0);
     expect(hints.join('\n')).not.toContain('`');
     expect(await page.locator('.hint code').count()).toBeGreaterThan(0);
-    await page.getByLabel(/^source/).fill(`${media.origin}/source.jpg`);
-    await page.getByLabel(/^target/).fill(`${media.origin}/target.jpg`);
+    await page.locator('#slot-source').fill(`${media.origin}/source.jpg`);
+    await page.locator('#slot-target').fill(`${media.origin}/target.jpg`);
     await shot(page, 'new-job');
     await page.getByRole('button', { name: 'Submit job' }).click();
     await page.getByRole('heading', { name: /^Job / }).waitFor();
@@ -178,7 +178,7 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     await page.locator('.summary .status-cancelled').waitFor();
     expect((await svc.call('GET', `/api/v1/jobs/${queued.uuid}/status`)).body.data.status).toBe('cancelled');
     // A finished job's data can be deleted from its page (after a confirmation).
-    page.once('dialog', (d) => void d.accept());
+    // (the page accepts every confirmation: the dialog handler set when the page opened)
     await page.getByRole('button', { name: 'Delete job data' }).click();
     await page.getByText("This job's data (input, webhook, result) was deleted.").waitFor();
     expect((await svc.call('GET', `/api/v1/jobs/${queued.uuid}/status`)).body.data.data_removed).toBe(true);
