@@ -138,7 +138,7 @@ export interface Outcomes {
   purged: boolean;
 }
 
-/** The column writes of a single-job change beyond status (the store adds updated_at; terminal ones finished_at and clear the lease). */
+/** The column writes of a single-job change beyond status (the store adds updated_at; terminal ones finished_at, and clear the lease and progress). */
 export function columnsOf(change: Change): Partial<JobRow> {
   switch (change.move) {
     case 'complete':

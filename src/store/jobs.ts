@@ -198,7 +198,7 @@ export function updateState(
       ...spec.set,
       status: spec.to,
       updated_at: spec.now,
-      ...(terminal ? { finished_at: spec.now, lease_owner: null, lease_expires_at: null } : {}),
+      ...(terminal ? { finished_at: spec.now, lease_owner: null, lease_expires_at: null, progress: null } : {}),
       ...(terminal && spec.retentionMs !== undefined
         ? { purge_at: sql<number>`${spec.now} + coalesce(retention_ms, ${spec.retentionMs})` }
         : {}),

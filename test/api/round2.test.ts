@@ -291,6 +291,9 @@ describe('structured progress', () => {
     // 40 reports over about 2 s: the throttle lets through at most one per 500 ms.
     expect(progress.length).toBeLessThan(40 / 2);
     expect(events.at(-1)).toMatchObject({ event: 'status', data: { status: 'completed' } });
+    // A finished job shows no progress (the last report may have been throttled away).
+    expect(events.at(-1)!.data.progress).toBeNull();
+    expect((await svc.call('GET', `/api/v1/jobs/${job.uuid}/status`)).body.data.progress).toBeNull();
 
     const [hook] = await waitFor(() => {
       const mine = rx.requests.filter((x) => x.json().job?.uuid === job.uuid);
