@@ -5,19 +5,8 @@
  * misconfiguration and stays an error.
  */
 
-// Node socket errors on a connection to the storage (S3 endpoint).
-const NET = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ECONNABORTED',
-  'EADDRNOTAVAIL',
-]);
+import { CONNECTION_ERROR_CODES } from '../connection-errors.js';
+
 // AWS SDK error names for a request that never got an answer, or a throttled one.
 const SDK_TRANSIENT = new Set([
   'TimeoutError',
@@ -48,7 +37,7 @@ function* chain(err: unknown): Generator<ErrorLike> {
 /** The storage is unreachable or overloaded right now: a retry may succeed. */
 export function isStorageUnavailable(err: unknown): boolean {
   for (const e of chain(err)) {
-    if (typeof e.code === 'string' && NET.has(e.code)) return true;
+    if (typeof e.code === 'string' && CONNECTION_ERROR_CODES.has(e.code)) return true;
     if (typeof e.name === 'string' && SDK_TRANSIENT.has(e.name)) return true;
     const status = e.$metadata?.httpStatusCode;
     if (typeof status === 'number' && (status >= 500 || status === 429)) return true;
@@ -66,7 +55,8 @@ export function isStorageFull(err: unknown): boolean {
 export function describeStorageError(err: unknown): string {
   if (isStorageFull(err)) return 'result storage is full (no space left on the results disk)';
   for (const e of chain(err)) {
-    if (typeof e.code === 'string' && NET.has(e.code)) return `result storage unavailable: ${e.code}`;
+    if (typeof e.code === 'string' && CONNECTION_ERROR_CODES.has(e.code))
+      return `result storage unavailable: ${e.code}`;
     const status = e.$metadata?.httpStatusCode;
     if (typeof status === 'number') return `result storage unavailable: HTTP ${status}`;
     if (typeof e.name === 'string' && SDK_TRANSIENT.has(e.name)) return `result storage unavailable: ${e.name}`;

@@ -4,21 +4,12 @@
  * back off, instead of a 500 or a crash. Everything else is a bug or bad data and stays an error.
  */
 
+import { CONNECTION_ERROR_CODES } from '../connection-errors.js';
+
 // PostgreSQL SQLSTATE classes and codes: 08 connection exception, 57P0x shutdown/crash/cannot
 // connect now, 53 insufficient resources (disk full, out of memory, too many connections),
 // 40001/40P01 serialization failure/deadlock (a retry will do).
 const PG_TRANSIENT = /^(08...|57P0[1-4]|53...|40001|40P01|55P03|57014)$/;
-// Node socket errors on a connection to the database.
-const NET = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-]);
 // SQLite: busy or locked past busy_timeout, disk full, I/O error, read-only (e.g. remounted).
 const SQLITE = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|READONLY|CANTOPEN|PROTOCOL)/;
 // pg and pg-pool report these as plain Errors without a code.
@@ -32,7 +23,8 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     e = (e as { cause?: unknown }).cause, depth++
   ) {
     const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && (PG_TRANSIENT.test(code) || NET.has(code) || SQLITE.test(code))) return true;
+    if (typeof code === 'string' && (PG_TRANSIENT.test(code) || CONNECTION_ERROR_CODES.has(code) || SQLITE.test(code)))
+      return true;
     const message = (e as { message?: unknown }).message;
     if (typeof message === 'string' && PG_MESSAGES.test(message)) return true;
   }
