@@ -7,21 +7,16 @@ import 'sharp'; // loaded by the main thread before any worker thread (see index
 import { z } from 'zod';
 import { JobError } from '../../errors.js';
 import type { JobType, ProcessorResult, RunContext } from '../types.js';
-import { DEFAULT_MAX_PIXELS } from './options.js';
+import { DEFAULT_MAX_PIXELS, minConfidence } from './options.js';
 import { createFaceThreadPool, runOnPool, type FaceThreadPool } from './pool.js';
 
 export const FACE_DETECT = 'face-detect';
 export const MODEL_FACE_DETECT_V1 = 'ssd-landmarks68-v1';
 
 export const faceDetectOptionsSchema = z.strictObject({
-  min_confidence: z
-    .number()
-    .min(0.1)
-    .max(0.99)
-    .default(0.5)
-    .describe(
-      'Face detector score a face needs (0.1-0.99). Use the same value in the swap job whose indices you take from this list.',
-    ),
+  min_confidence: minConfidence.describe(
+    'Face detector score a face needs (0.1-0.99). Use the same value in the swap job whose indices you take from this list.',
+  ),
 });
 export type FaceDetectOptions = z.infer<typeof faceDetectOptionsSchema>;
 

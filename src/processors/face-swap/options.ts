@@ -44,6 +44,9 @@ export const sourceFaceIndex = z
   .max(MAX_FACES - 1)
   .optional();
 
+/** The detector's score threshold: one range and default for the swaps and face-detect (same faces, same indices). */
+export const minConfidence = z.number().min(0.1).max(0.99).default(0.5);
+
 export const faceSwapOptionsSchema = z.strictObject({
   faces: z
     .enum(FACE_MODES)
@@ -80,14 +83,9 @@ export const faceSwapOptionsSchema = z.strictObject({
     .boolean()
     .default(true)
     .describe("Match the source face's colour to the target's skin (mean and spread per channel in CIELAB)."),
-  min_confidence: z
-    .number()
-    .min(0.1)
-    .max(0.99)
-    .default(0.5)
-    .describe(
-      'Face detector score a face needs to count as a face (0.1-0.99). Lower finds more, and more false, faces.',
-    ),
+  min_confidence: minConfidence.describe(
+    'Face detector score a face needs to count as a face (0.1-0.99). Lower finds more, and more false, faces.',
+  ),
   match_threshold: z
     .number()
     .min(0.1)

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BLEND_MODES, FACE_MODES, sourceFaceIndex, targetFaceIndices } from '../face-swap/options.js';
+import { BLEND_MODES, FACE_MODES, minConfidence, sourceFaceIndex, targetFaceIndices } from '../face-swap/options.js';
 
 export const VIDEO_FACE_SWAP = 'video-face-swap';
 export const VIDEO_FROM_IMAGE_AUDIO = 'video-from-image-audio';
@@ -60,12 +60,7 @@ export const videoFaceSwapOptionsSchema = z.strictObject({
   max_duration: maxDuration,
   blend: z.enum(BLEND_MODES).default('poisson').describe('How the new face is merged in: `poisson` or `feather`.'),
   color_correction: z.boolean().default(true).describe("Match the source face's colour to the target's skin."),
-  min_confidence: z
-    .number()
-    .min(0.1)
-    .max(0.99)
-    .default(0.5)
-    .describe('Face detector score a face needs on a key frame (0.1-0.99).'),
+  min_confidence: minConfidence.describe('Face detector score a face needs on a key frame (0.1-0.99).'),
   match_threshold: z
     .number()
     .min(0.1)
