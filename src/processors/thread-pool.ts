@@ -15,7 +15,9 @@ export interface WorkerLocation {
 export function workerBeside(moduleUrl: string): WorkerLocation {
   if (moduleUrl.endsWith('.ts')) {
     const tsx = pathToFileURL(createRequire(moduleUrl).resolve('tsx')).href;
-    return { filename: new URL('./worker.ts', moduleUrl).href, execArgv: ['--import', tsx] };
+    // --cpu-prof flags pass through, so `node --cpu-prof` profiles the worker threads too.
+    const prof = process.execArgv.filter((a) => a.startsWith('--cpu-prof'));
+    return { filename: new URL('./worker.ts', moduleUrl).href, execArgv: [...prof, '--import', tsx] };
   }
   return { filename: new URL('./worker.js', moduleUrl).href };
 }
