@@ -154,6 +154,22 @@ describe('image-face-swap (warp-blend-v1)', { timeout: LONG }, () => {
     for (const other of beforeFaces.slice(1)) expect(meanDiff(before, after, around(other, 0, before))).toBe(0);
   });
 
+  it('swaps a large face at the work size and brings it back as sharp as the photo', async () => {
+    // sample6's brunette at 2.5x: a face of ~475 px, swapped at the source's ~256 and upsampled.
+    const source = await portrait('curlyBlonde');
+    const target = await portrait('brunette', 2.5);
+    const result = await jt.run(runContext({ source, target }, { format: 'png' }).ctx);
+    const before = await decode(target);
+    const after = await decode(result.bytes);
+    const original = (await detectFaces(before, { descriptors: true }))[0]!;
+    const srcFace = (await detectFaces(await decode(source), { descriptors: true }))[0]!;
+    const swapped = nearest(await detectFaces(after, { descriptors: true }), original);
+    expect(descriptorDistance(swapped.descriptor!, srcFace.descriptor!)).toBeLessThan(0.4);
+    const sharpness = laplacianVariance(after, original.landmarks) / laplacianVariance(before, original.landmarks);
+    expect(sharpness).toBeGreaterThanOrEqual(0.7);
+    expect(changedOutside(before, after, [around(original, 0.5, before)])).toBe(0);
+  });
+
   it('answers JPEG by default, decodable, with the target size', async () => {
     const run = runContext({ source: await portrait('darkHair'), target: await portrait('brunette') });
     const result = await jt.run(run.ctx);

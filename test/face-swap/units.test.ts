@@ -10,7 +10,8 @@ import { CONTENT_TYPES, decodeImage, encodeImage } from '../../src/processors/fa
 import { createFaceSwapJobType, faceSwapOptionsSchema } from '../../src/processors/face-swap/index.js';
 import { distanceInside, featherAlpha, rasterizePolygon } from '../../src/processors/face-swap/mask.js';
 import { checkInputs, effectiveFaceMode } from '../../src/processors/face-swap/pipeline.js';
-import { alignSimilarity, foldedFraction } from '../../src/processors/face-swap/swap.js';
+import { matchDetail } from '../../src/processors/face-swap/detail.js';
+import { alignSimilarity, foldedFraction, upsampleFace } from '../../src/processors/face-swap/swap.js';
 import type { Point, RgbImage } from '../../src/processors/face-swap/types.js';
 import { triangulate, warpPiecewiseAffine } from '../../src/processors/face-swap/warp.js';
 
@@ -266,6 +267,92 @@ describe('membrane (Poisson) solver', () => {
       }
     }
     expect(worst).toBeLessThan(0.5);
+  });
+});
+
+describe('a face swapped at the work size', () => {
+  it('comes back at full size: colour kept, edge premultiplied, an occluded block exactly untouched', () => {
+    // A 40x40 rendered face at a quarter of a 160x160 full region, opaque but for a hole (an occluder).
+    const rw = 40;
+    const rh = 40;
+    const face = new Float32Array(rw * rh * 3);
+    const alpha = new Float32Array(rw * rh);
+    for (let y = 0; y < rh; y++) {
+      for (let x = 0; x < rw; x++) {
+        const i = y * rw + x;
+        face.set([100 + x, 50, 200 - y], i * 3);
+        const inHole = x >= 20 && x < 30 && y >= 20 && y < 30;
+        alpha[i] = inHole || x < 2 ? 0 : 1;
+        // What lies under alpha 0 must never show: poison it.
+        if (alpha[i] === 0) face.set([255, 255, 255], i * 3);
+      }
+    }
+    const region = { left: 0, top: 0, width: rw, height: rh };
+    const up = upsampleFace(
+      { region, face, alpha, stats: undefined },
+      { left: 0, top: 0, width: 160, height: 160 },
+      4,
+      4,
+    );
+    // Inside the hole, away from its edge by one small pixel: alpha exactly 0.
+    for (let y = 21 * 4 + 2; y < 29 * 4 - 2; y++)
+      for (let x = 21 * 4 + 2; x < 29 * 4 - 2; x++) {
+        expect(up.alpha[y * 160 + x]).toBe(0);
+      }
+    // A smooth ramp stays the ramp (bicubic inside, premultiplied bilinear at edges: no white bleeds in).
+    let worst = 0;
+    for (let y = 0; y < 160; y++) {
+      for (let x = 0; x < 160; x++) {
+        const o = y * 160 + x;
+        if (up.alpha[o]! <= 0) continue;
+        const sx = (x + 0.5) / 4 - 0.5;
+        const sy = (y + 0.5) / 4 - 0.5;
+        worst = Math.max(worst, Math.abs(up.face[o * 3]! - (100 + Math.min(39, Math.max(2, sx)))));
+        worst = Math.max(worst, Math.abs(up.face[o * 3 + 1]! - 50));
+        worst = Math.max(worst, Math.abs(up.face[o * 3 + 2]! - (200 - Math.min(39, Math.max(0, sy)))));
+      }
+    }
+    expect(worst).toBeLessThan(1.01);
+  });
+
+  it('is sharpened exactly to the wanted Laplacian variance, and never softened', () => {
+    const w = 64;
+    const h = 64;
+    // A fine texture, to be made stronger still.
+    const rgb = new Float32Array(w * h * 3);
+    for (let y = 0; y < h; y++) {
+      for (let x = 0; x < w; x++) {
+        const v = 128 + 20 * Math.sin(1.3 * x) * Math.cos(1.1 * y);
+        rgb.set([v, v, v], (y * w + x) * 3);
+      }
+    }
+    const all = new Uint8Array(w * h).fill(1);
+    const lapVar = (a: Float32Array) => {
+      let s = 0;
+      let s2 = 0;
+      let n = 0;
+      // Over the pixels whose whole 4-neighbourhood is in the core, as matchDetail measures.
+      for (let y = 3; y < h - 3; y++) {
+        for (let x = 3; x < w - 3; x++) {
+          const g = (xx: number, yy: number) => a[(yy * w + xx) * 3]!;
+          const l = 4 * g(x, y) - g(x - 1, y) - g(x + 1, y) - g(x, y - 1) - g(x, y + 1);
+          s += l;
+          s2 += l * l;
+          n++;
+        }
+      }
+      return s2 / n - (s / n) ** 2;
+    };
+    const core = new Uint8Array(w * h);
+    for (let y = 2; y < h - 2; y++) for (let x = 2; x < w - 2; x++) core[y * w + x] = 1;
+    const before = lapVar(rgb);
+    const softer = Float32Array.from(rgb);
+    expect(matchDetail(softer, w, h, all, core, before / 2)).toBe(0);
+    expect(softer).toEqual(rgb);
+    const k = matchDetail(rgb, w, h, all, core, before * 1.5);
+    expect(k).toBeGreaterThan(0);
+    expect(k).toBeLessThan(3); // under the gain cap: the target was reachable
+    expect(lapVar(rgb) / (before * 1.5)).toBeCloseTo(1, 2);
   });
 });
 

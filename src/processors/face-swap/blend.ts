@@ -224,6 +224,68 @@ function dropOutliers(state: Uint8Array, membrane: Float32Array): boolean {
 }
 
 /**
+ * Poisson cloning's correction, added to `warped` in place: the membrane that takes the face's
+ * boundary values from `target` around the mask (alpha > 0) inside `region`.
+ */
+export function cloneCorrection(
+  target: RgbImage,
+  region: Region,
+  warped: Float32Array,
+  covered: Uint8Array,
+  alpha: Float32Array,
+  faceSize: number,
+  occluded?: Uint8Array,
+): void {
+  const { width: rw, height: rh } = region;
+  const state = new Uint8Array(rw * rh);
+  const membrane = new Float32Array(rw * rh * 3);
+  for (let i = 0; i < rw * rh; i++) if (alpha[i]! > 0) state[i] = INSIDE;
+  // Boundary values only on the ring just outside the mask. Cells further out must stay out of the
+  // problem: they hold background or hair, and the coarse levels would average them in.
+  for (let y = 0; y < rh; y++) {
+    for (let x = 0; x < rw; x++) {
+      const i = y * rw + x;
+      // An occluder's pixels are not the face's surroundings: no boundary value there (free edge).
+      if (state[i] === INSIDE || !covered[i] || occluded?.[i]) continue;
+      const ring =
+        (x > 0 && state[i - 1] === INSIDE) ||
+        (x < rw - 1 && state[i + 1] === INSIDE) ||
+        (y > 0 && state[i - rw] === INSIDE) ||
+        (y < rh - 1 && state[i + rw] === INSIDE);
+      if (!ring) continue;
+      state[i] = KNOWN;
+      const t = ((region.top + y) * target.width + region.left + x) * 3;
+      for (let c = 0; c < 3; c++) membrane[i * 3 + c] = target.data[t + c]! - warped[i * 3 + c]!;
+    }
+  }
+  if (!dropOutliers(state, membrane)) return;
+  // Relax at full resolution only while the face is small; above ~200 px per level, interpolate.
+  const finest = Math.max(0, Math.floor(Math.log2(faceSize / 200)));
+  solveMembrane(state, membrane, rw, rh, finest);
+  for (let i = 0; i < rw * rh; i++) {
+    if (state[i] !== INSIDE) continue;
+    for (let c = 0; c < 3; c++) warped[i * 3 + c] = warped[i * 3 + c]! + membrane[i * 3 + c]!;
+  }
+}
+
+/** out = alpha * face + (1 - alpha) * target inside `region`, in place; pixels where alpha is 0 are not touched. */
+export function composite(target: RgbImage, region: Region, face: Float32Array, alpha: Float32Array): void {
+  const { width: rw, height: rh } = region;
+  const td = target.data;
+  for (let y = 0; y < rh; y++) {
+    let t = ((region.top + y) * target.width + region.left) * 3;
+    for (let i = y * rw, end = i + rw; i < end; i++, t += 3) {
+      const a = alpha[i]!;
+      if (a <= 0) continue;
+      for (let c = 0; c < 3; c++) {
+        const v = a * face[i * 3 + c]! + (1 - a) * td[t + c]!;
+        td[t + c] = v < 0 ? 0 : v > 255 ? 255 : Math.round(v);
+      }
+    }
+  }
+}
+
+/**
  * Writes the warped face into `target` (in place) inside `region`:
  * out = alpha * face' + (1 - alpha) * target, where face' is the warped face plus, for `poisson`,
  * the membrane correction. Pixels where alpha is 0 are not touched at all.
@@ -238,51 +300,6 @@ export function blendInto(
   faceSize: number,
   occluded?: Uint8Array,
 ): void {
-  const { width: rw, height: rh } = region;
-  const face = warped;
-  if (mode === 'poisson') {
-    const state = new Uint8Array(rw * rh);
-    const membrane = new Float32Array(rw * rh * 3);
-    for (let i = 0; i < rw * rh; i++) if (alpha[i]! > 0) state[i] = INSIDE;
-    // Boundary values only on the ring just outside the mask. Cells further out must stay out of the
-    // problem: they hold background or hair, and the coarse levels would average them in.
-    for (let y = 0; y < rh; y++) {
-      for (let x = 0; x < rw; x++) {
-        const i = y * rw + x;
-        // An occluder's pixels are not the face's surroundings: no boundary value there (free edge).
-        if (state[i] === INSIDE || !covered[i] || occluded?.[i]) continue;
-        const ring =
-          (x > 0 && state[i - 1] === INSIDE) ||
-          (x < rw - 1 && state[i + 1] === INSIDE) ||
-          (y > 0 && state[i - rw] === INSIDE) ||
-          (y < rh - 1 && state[i + rw] === INSIDE);
-        if (!ring) continue;
-        state[i] = KNOWN;
-        const t = ((region.top + y) * target.width + region.left + x) * 3;
-        for (let c = 0; c < 3; c++) membrane[i * 3 + c] = target.data[t + c]! - warped[i * 3 + c]!;
-      }
-    }
-    if (dropOutliers(state, membrane)) {
-      // Relax at full resolution only while the face is small; above ~200 px per level, interpolate.
-      const finest = Math.max(0, Math.floor(Math.log2(faceSize / 200)));
-      solveMembrane(state, membrane, rw, rh, finest);
-      for (let i = 0; i < rw * rh; i++) {
-        if (state[i] !== INSIDE) continue;
-        for (let c = 0; c < 3; c++) face[i * 3 + c] = face[i * 3 + c]! + membrane[i * 3 + c]!;
-      }
-    }
-  }
-  const td = target.data;
-  for (let y = 0; y < rh; y++) {
-    for (let x = 0; x < rw; x++) {
-      const i = y * rw + x;
-      const a = alpha[i]!;
-      if (a <= 0) continue;
-      const t = ((region.top + y) * target.width + region.left + x) * 3;
-      for (let c = 0; c < 3; c++) {
-        const v = a * face[i * 3 + c]! + (1 - a) * td[t + c]!;
-        td[t + c] = v < 0 ? 0 : v > 255 ? 255 : Math.round(v);
-      }
-    }
-  }
+  if (mode === 'poisson') cloneCorrection(target, region, warped, covered, alpha, faceSize, occluded);
+  composite(target, region, warped, alpha);
 }

@@ -40,49 +40,91 @@ export function laplacianVariance(
 }
 
 /** Most unsharp-mask gain applied (the high frequencies at most 1 + MAX_GAIN times as strong). */
-const MAX_GAIN = 2;
+const MAX_GAIN = 3;
 
 /**
- * Unsharp mask of `rgb` (in place, where `use` is set): x + k (x − blur(x)) with a 3x3 binomial blur,
- * k chosen so the Laplacian variance over `mask` rises from `have` to about `want`. Returns k.
+ * Unsharp mask of `rgb` (in place, where `use` and its whole 3x3 neighbourhood are set):
+ * x + k (x − blur(x)) with a 3x3 binomial blur, k chosen so the Laplacian variance of luma over
+ * `core` becomes `want`. The Laplacian is linear, so with L0 = Lap(luma) and Lh = Lap(luma − blur)
+ * the variance after is var(L0) + 2k cov(L0, Lh) + k² var(Lh): k is solved for exactly (an
+ * upsampled face has little energy at the finest scale, so no rule of thumb fits it). Never
+ * softens; k at most MAX_GAIN, so noise is not blown up. Returns k.
  */
 export function matchDetail(
   rgb: Float32Array,
   w: number,
   h: number,
   use: Uint8Array,
-  have: number,
+  core: Uint8Array,
   want: number,
 ): number {
-  if (have <= 0 || want <= have) return 0;
-  // The Laplacian's response to x + k (x − blur x) is roughly (1 + k) times its response to x at the
-  // high frequencies it sees, so variance scales by about (1 + k)².
-  const k = Math.min(MAX_GAIN, Math.sqrt(want / have) - 1);
-  if (k <= 0.02) return 0;
-  const src = Float32Array.from(rgb);
+  const n = w * h;
+  const luma = new Float32Array(n);
+  for (let i = 0; i < n; i++) luma[i] = 0.299 * rgb[i * 3]! + 0.587 * rgb[i * 3 + 1]! + 0.114 * rgb[i * 3 + 2]!;
+  // Where the mask applies: the whole 3x3 neighbourhood is face (next to uncovered, zero pixels
+  // the blur would draw a dark-and-bright ring along the outline).
+  const ok = new Uint8Array(n);
+  const hp = new Float32Array(n);
   for (let y = 1; y < h - 1; y++) {
     for (let x = 1; x < w - 1; x++) {
       const i = y * w + x;
-      // Only where the whole 3x3 neighbourhood is face: next to uncovered (zero) pixels the blur would
-      // draw a dark-and-bright ring along the outline.
       if (!use[i] || !use[i - 1] || !use[i + 1] || !use[i - w] || !use[i + w]) continue;
       if (!use[i - w - 1] || !use[i - w + 1] || !use[i + w - 1] || !use[i + w + 1]) continue;
-      for (let c = 0; c < 3; c++) {
-        const o = i * 3 + c;
-        const up = o - w * 3;
-        const down = o + w * 3;
-        const blur =
-          (4 * src[o]! +
-            2 * (src[o - 3]! + src[o + 3]! + src[up]! + src[down]!) +
-            src[up - 3]! +
-            src[up + 3]! +
-            src[down - 3]! +
-            src[down + 3]!) /
-          16;
-        const v = src[o]! + k * (src[o]! - blur);
-        rgb[o] = v < 0 ? 0 : v > 255 ? 255 : v;
-      }
+      ok[i] = 1;
+      hp[i] = luma[i]! - blur3(luma, i, w, 1);
+    }
+  }
+  let n0 = 0;
+  let s0 = 0;
+  let sh = 0;
+  let s00 = 0;
+  let s0h = 0;
+  let shh = 0;
+  for (let y = 1; y < h - 1; y++) {
+    for (let x = 1; x < w - 1; x++) {
+      const m = y * w + x;
+      if (!core[m] || !core[m - 1] || !core[m + 1] || !core[m - w] || !core[m + w]) continue;
+      const l0 = 4 * luma[m]! - luma[m - 1]! - luma[m + 1]! - luma[m - w]! - luma[m + w]!;
+      const lh = 4 * hp[m]! - hp[m - 1]! - hp[m + 1]! - hp[m - w]! - hp[m + w]!;
+      n0++;
+      s0 += l0;
+      sh += lh;
+      s00 += l0 * l0;
+      s0h += l0 * lh;
+      shh += lh * lh;
+    }
+  }
+  if (n0 === 0) return 0;
+  const v0 = s00 / n0 - (s0 / n0) ** 2;
+  const c = s0h / n0 - (s0 / n0) * (sh / n0);
+  const vh = shh / n0 - (sh / n0) ** 2;
+  if (want <= v0 || vh <= 0) return 0;
+  // Smallest k >= 0 with v0 + 2ck + vh k² = want (the quadratic grows for k >= 0 since c >= 0 in practice).
+  const k = Math.min(MAX_GAIN, (-c + Math.sqrt(Math.max(0, c * c + vh * (want - v0)))) / vh);
+  if (k <= 0.02) return 0;
+  const src = Float32Array.from(rgb);
+  for (let i = 0; i < n; i++) {
+    if (!ok[i]) continue;
+    for (let ch = 0; ch < 3; ch++) {
+      const o = i * 3 + ch;
+      const v = src[o]! + k * (src[o]! - blur3(src, o, w * 3, 3));
+      rgb[o] = v < 0 ? 0 : v > 255 ? 255 : v;
     }
   }
   return k;
+}
+
+/** 3x3 binomial blur at index `o` of a plane with row length `row` and pixel step `px`. */
+function blur3(a: Float32Array, o: number, row: number, px: number): number {
+  const up = o - row;
+  const down = o + row;
+  return (
+    (4 * a[o]! +
+      2 * (a[o - px]! + a[o + px]! + a[up]! + a[down]!) +
+      a[up - px]! +
+      a[up + px]! +
+      a[down - px]! +
+      a[down + px]!) /
+    16
+  );
 }

@@ -2,7 +2,7 @@
  * One face swap on decoded images: landmark geometry, piecewise-affine warp, mask, colour transfer,
  * blend. Pure computation apart from an optional sharp resize of the source.
  */
-import { blendInto } from './blend.js';
+import { cloneCorrection, composite } from './blend.js';
 import { channelStats, labToRgb, rgbToLab, transferLocal, transferStats, type ChannelStats } from './color.js';
 import { boundingRegion, convexHull, faceSize, type Region } from './geometry.js';
 import { resizeRegion } from './image.js';
@@ -23,6 +23,13 @@ export interface SwapOptions {
   colorStats?: ColorStats | undefined;
   /** Keep what is in front of the target face (default true). */
   occlusion?: boolean | undefined;
+  /**
+   * Largest face size (px, see faceSize) the swap is computed at. A larger target face is swapped on
+   * a copy of its surroundings shrunk to this size, and the result is upsampled and sharpened back
+   * to the photo's detail: the cost then stays that of a face this size. Default: the source face's
+   * own size, but at least MIN_WORK_SIZE (a smaller source has no more detail to give).
+   */
+  workSize?: number | undefined;
 }
 
 /** Skin colour statistics (CIELAB) of the warped source face and of the target face. */
@@ -211,9 +218,24 @@ function featureZones(lm: readonly Point[], region: Region, margin: number): Uin
   return zones;
 }
 
+/** A rendered face before it is written into the target: region-sized colour and final alpha. */
+interface Rendered {
+  region: Region;
+  face: Float32Array;
+  alpha: Float32Array;
+  stats: ColorStats | undefined;
+}
+
+/** Smallest default work size (px): below it, masks and colour fits get coarse. */
+export const MIN_WORK_SIZE = 256;
+/** A face this much larger than the work size is swapped at the work size (smaller steps are not worth a resize). */
+const WORK_SLACK = 1.15;
+/** Room around the target's landmarks taken along when the face is swapped at a smaller scale. */
+const WORK_MARGIN = 0.2;
+
 /**
  * Replaces the face at `targetLm` (68 landmarks) in `target`, in place, with the face at `srcLm` in
- * `source`.
+ * `source`. Returns the skin statistics measured (for video's running average), if colour-corrected.
  */
 export async function swapFace(
   target: RgbImage,
@@ -223,6 +245,176 @@ export async function swapFace(
   opts: SwapOptions,
   tuning: SwapTuning = DEFAULT_TUNING,
 ): Promise<ColorStats | undefined> {
+  const size = faceSize(targetLm);
+  const work = opts.workSize ?? Math.max(MIN_WORK_SIZE, faceSize(srcLm));
+  if (size <= work * WORK_SLACK) {
+    const r = await renderFace(target, targetLm, source, srcLm, opts, tuning, true);
+    if (r) composite(target, r.region, r.face, r.alpha);
+    return r?.stats;
+  }
+  // Swap on a shrunk copy of the face's surroundings, then bring the face back at full size.
+  const k = work / size;
+  const R = boundingRegion(extendForehead(targetLm, tuning.forehead), WORK_MARGIN * size, target.width, target.height);
+  const sw = Math.max(4, Math.round(R.width * k));
+  const sh = Math.max(4, Math.round(R.height * k));
+  const small = await resizeRegion(target, R, sw, sh);
+  const kx = R.width / sw;
+  const ky = R.height / sh;
+  const lm = targetLm.map((p) => ({ x: (p.x - R.left) / kx, y: (p.y - R.top) / ky }));
+  const r = await renderFace(small, lm, source, srcLm, opts, tuning, false);
+  if (!r) return undefined;
+  const { face, alpha } = upsampleFace(r, R, kx, ky);
+  sharpenToMatch(target, R, face, alpha);
+  composite(target, R, face, alpha);
+  return r.stats;
+}
+
+/** Catmull-Rom weights of the 4 taps around a sample at fraction t (as the warp's bicubic kernel). */
+function cubicWeights(t: number, w: Float64Array): void {
+  const t2 = t * t;
+  const t3 = t2 * t;
+  w[0] = 0.5 * (-t3 + 2 * t2 - t);
+  w[1] = 0.5 * (3 * t3 - 5 * t2 + 2);
+  w[2] = 0.5 * (-3 * t3 + 4 * t2 + t);
+  w[3] = 0.5 * (t3 - t2);
+}
+
+/**
+ * The rendered face at full size over `R` (the region the small copy was made of, `kx`/`ky` full
+ * pixels per small pixel). Inside the face (all 16 taps fully opaque) bicubic, which keeps what
+ * detail there is; near the edge bilinear with colour premultiplied by alpha, so the uncovered
+ * surroundings never bleed into the face. Alpha stays 0 wherever all four taps are 0, so an
+ * occluder kept at the small scale is kept exactly here too.
+ */
+export function upsampleFace(
+  r: Rendered,
+  R: Region,
+  kx: number,
+  ky: number,
+): { face: Float32Array; alpha: Float32Array } {
+  const { width: rw, height: rh, left: rl, top: rt } = r.region;
+  const face = new Float32Array(R.width * R.height * 3);
+  const alpha = new Float32Array(R.width * R.height);
+  const ra = r.alpha;
+  const rf = r.face;
+  const cx = new Float64Array(4);
+  const cy = new Float64Array(4);
+  for (let y = 0; y < R.height; y++) {
+    const v = (y + 0.5) / ky - 0.5 - rt;
+    if (v <= -1 || v >= rh) continue;
+    const y0 = Math.floor(v);
+    const fy = v - y0;
+    const ya = y0 < 0 ? 0 : y0;
+    const yb = y0 + 1 >= rh ? rh - 1 : y0 + 1;
+    const wy0 = y0 < 0 ? 0 : 1 - fy;
+    const wy1 = y0 + 1 >= rh ? 0 : fy;
+    const rowsIn = y0 >= 1 && y0 + 2 < rh;
+    if (rowsIn) cubicWeights(fy, cy);
+    for (let x = 0; x < R.width; x++) {
+      const u = (x + 0.5) / kx - 0.5 - rl;
+      if (u <= -1 || u >= rw) continue;
+      const x0 = Math.floor(u);
+      const fx = u - x0;
+      const o = y * R.width + x;
+      if (rowsIn && x0 >= 1 && x0 + 2 < rw && opaque16(ra, rw, x0 - 1, y0 - 1)) {
+        cubicWeights(fx, cx);
+        let cr = 0;
+        let cg = 0;
+        let cb = 0;
+        for (let j = 0; j < 4; j++) {
+          const row = (y0 - 1 + j) * rw + x0 - 1;
+          for (let i = 0; i < 4; i++) {
+            const k = cx[i]! * cy[j]!;
+            const q = (row + i) * 3;
+            cr += rf[q]! * k;
+            cg += rf[q + 1]! * k;
+            cb += rf[q + 2]! * k;
+          }
+        }
+        alpha[o] = 1;
+        face[o * 3] = cr;
+        face[o * 3 + 1] = cg;
+        face[o * 3 + 2] = cb;
+        continue;
+      }
+      const xa = x0 < 0 ? 0 : x0;
+      const xb = x0 + 1 >= rw ? rw - 1 : x0 + 1;
+      const wx0 = x0 < 0 ? 0 : 1 - fx;
+      const wx1 = x0 + 1 >= rw ? 0 : fx;
+      const i00 = ya * rw + xa;
+      const i01 = ya * rw + xb;
+      const i10 = yb * rw + xa;
+      const i11 = yb * rw + xb;
+      const w00 = wx0 * wy0 * ra[i00]!;
+      const w01 = wx1 * wy0 * ra[i01]!;
+      const w10 = wx0 * wy1 * ra[i10]!;
+      const w11 = wx1 * wy1 * ra[i11]!;
+      const a = w00 + w01 + w10 + w11;
+      if (a <= 0) continue;
+      alpha[o] = a;
+      for (let c = 0; c < 3; c++) {
+        face[o * 3 + c] =
+          (w00 * rf[i00 * 3 + c]! + w01 * rf[i01 * 3 + c]! + w10 * rf[i10 * 3 + c]! + w11 * rf[i11 * 3 + c]!) / a;
+      }
+    }
+  }
+  return { face, alpha };
+}
+
+/** Whether the 4x4 block of `alpha` (row length `w`) starting at (x, y) is fully opaque. */
+function opaque16(alpha: Float32Array, w: number, x: number, y: number): boolean {
+  for (let j = 0; j < 4; j++) {
+    const row = (y + j) * w + x;
+    if (alpha[row]! < 1 || alpha[row + 1]! < 1 || alpha[row + 2]! < 1 || alpha[row + 3]! < 1) return false;
+  }
+  return true;
+}
+
+/**
+ * As crisp as the photo: compare the inner face (alpha 1) of both, sharpen the new face (where `use`
+ * is set, default where alpha > 0) to match.
+ */
+function sharpenToMatch(
+  target: RgbImage,
+  region: Region,
+  face: Float32Array,
+  alpha: Float32Array,
+  use?: Uint8Array,
+): void {
+  const n = region.width * region.height;
+  const core = new Uint8Array(n);
+  for (let i = 0; i < n; i++) core[i] = alpha[i]! >= 1 ? 1 : 0;
+  if (!use) {
+    use = new Uint8Array(n);
+    for (let i = 0; i < n; i++) use[i] = alpha[i]! > 0 ? 1 : 0;
+  }
+  const want =
+    DETAIL_TARGET *
+    laplacianVariance(
+      target.data,
+      region.width,
+      region.height,
+      core,
+      target.width,
+      region.top * target.width + region.left,
+    );
+  matchDetail(face, region.width, region.height, use, core, want);
+}
+
+/**
+ * The new face for the face at `targetLm`, not yet written into `target`: warped, colour-matched,
+ * Poisson-corrected, with the final alpha (occluders already cut out). `detail`: sharpen to the
+ * photo's detail here (false when the caller upsamples it first).
+ */
+async function renderFace(
+  target: RgbImage,
+  targetLm: readonly Point[],
+  source: RgbImage,
+  srcLm: readonly Point[],
+  opts: SwapOptions,
+  tuning: SwapTuning,
+  detail: boolean,
+): Promise<Rendered | undefined> {
   const size = faceSize(targetLm);
   let srcPts = extendForehead(srcLm, tuning.forehead);
   // Keep as much of the source's proportions as the geometry allows: a source face much longer or
@@ -325,15 +517,9 @@ export async function swapFace(
     warped.set(labToRgb(srcLab, covered));
   }
 
-  // As crisp as the photo: compare the inner face (away from the outline) of both, sharpen to match.
-  const core = new Uint8Array(n);
-  for (let i = 0; i < n; i++) core[i] = alpha[i]! >= 1 ? 1 : 0;
-  const want =
-    DETAIL_TARGET *
-    laplacianVariance(target.data, w, region.height, core, target.width, region.top * target.width + region.left);
-  const have = laplacianVariance(warped, w, region.height, core);
-  matchDetail(warped, w, region.height, covered, have, want);
-
-  blendInto(target, region, warped, covered, alpha, opts.blend, size, occluded);
-  return measured;
+  const face = warped;
+  // Sharpened before the membrane is added: the membrane is smooth and changes no detail.
+  if (detail) sharpenToMatch(target, region, face, alpha, covered);
+  if (opts.blend === 'poisson') cloneCorrection(target, region, face, covered, alpha, size, occluded);
+  return { region, face, alpha, stats: measured };
 }
