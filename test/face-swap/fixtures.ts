@@ -196,3 +196,31 @@ export async function barredFace(bytes: Buffer, lm: readonly Pt[]): Promise<Buff
     .png()
     .toBuffer();
 }
+
+/** A strand (opaque, BAR_COLOUR) from beyond the face's left outline across its temple and brow end, as PNG. */
+export async function strandOverFace(bytes: Buffer, lm: readonly Pt[]): Promise<Buffer> {
+  const xs = lm.slice(0, 17).map((p) => p.x);
+  const x0 = Math.min(...xs);
+  const w = Math.max(...xs) - x0;
+  const brow = lm[19]!.y;
+  const r = {
+    left: Math.round(x0 - 0.15 * w),
+    top: Math.round(brow - 0.03 * w),
+    width: Math.round(0.35 * w),
+    height: Math.round(0.1 * w),
+  };
+  const strand = await sharp({
+    create: {
+      width: r.width,
+      height: r.height,
+      channels: 3,
+      background: { r: BAR_COLOUR[0], g: BAR_COLOUR[1], b: BAR_COLOUR[2] },
+    },
+  })
+    .png()
+    .toBuffer();
+  return sharp(bytes)
+    .composite([{ input: strand, left: r.left, top: r.top }])
+    .png()
+    .toBuffer();
+}

@@ -22,6 +22,7 @@ import {
   PAINT,
   barRect,
   barredFace,
+  strandOverFace,
   landscape,
   media,
   paintedFace,
@@ -291,6 +292,19 @@ describe('image-face-swap (warp-blend-v1)', { timeout: LONG }, () => {
     expect(
       meanDiff(before, after, { x: eyes.x0, y: eyes.y0, width: eyes.x1 - eyes.x0, height: eyes.y1 - eyes.y0 }),
     ).toBeGreaterThan(4);
+  });
+
+  it("does not carry what covers the source's face (a strand across its brow) into the target", async () => {
+    const base = await portrait('curlyBlonde');
+    const srcLm = (await detectFaces(await decode(base)))[0]!.landmarks;
+    const target = await portrait('brunette');
+    const lm = (await detectFaces(await decode(target)))[0]!.landmarks;
+    const swap = async (source: Buffer) =>
+      decode((await jt.run(runContext({ source, target }, { format: 'png' }).ctx)).bytes);
+    // Pixels of the new face moved towards the strand's colour, against the same swap without it.
+    const baseline = paintRemnants(await swap(base), lm, BAR_COLOUR);
+    const after = paintRemnants(await swap(await strandOverFace(base, srcLm)), lm, BAR_COLOUR);
+    expect(after).toBeLessThanOrEqual(baseline + 30);
   });
 
   it('face-detect lists the faces left to right, with boxes, scores and landmarks, as JSON', async () => {

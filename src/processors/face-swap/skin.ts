@@ -139,7 +139,9 @@ const ZONE_DELTA_E = 14;
  * to mouth, grown) only when it covers a good part of its core (`innerCore`: the landmarks' hull); inside a
  * zone it hides the zone only
  * where it covers nearly all of it in its own colour (a bar across the mouth), so a brow or an eye
- * that merely touches hair at the temple is still replaced.
+ * that merely touches hair at the temple is still replaced. `anywhere`: wherever such a component
+ * reaches, inside zones by colour only (for the source face, whose hair over a brow end must not
+ * be carried into the target; a brow left a little short is the lesser harm).
  */
 export function occlusionMask(
   nonSkin: Uint8Array,
@@ -151,6 +153,7 @@ export function occlusionMask(
   w: number,
   h: number,
   faceSize: number,
+  anywhere = false,
 ): Uint8Array {
   let innerArea = 0;
   for (let i = 0; i < innerCore.length; i++) innerArea += innerCore[i]!;
@@ -177,8 +180,8 @@ export function occlusionMask(
     while (head < tail) {
       const i = queue[head++]!;
       // The outline next to a brow or an eye does not count: a brow reaching it is still a brow.
-      if (edge[i] && !zoneOf[i]) touches = true;
-      if (!zoneOf[i]) {
+      if (edge[i] && (anywhere || !zoneOf[i])) touches = true;
+      if (anywhere || !zoneOf[i]) {
         outside++;
         ml += lab[i * 3]!;
         ma += lab[i * 3 + 1]!;
@@ -244,7 +247,8 @@ export function occlusionMask(
     // Into the inner face (brows to mouth) only something that really crosses it (covers part of
     // the landmarks' hull, or spans half the face inside it): a strand of hair that merely touches
     // a brow's end does not make the brow an occluder.
-    const crosses = inInner >= INNER_COVER * innerArea || Math.max(x1 - x0, y1 - y0) >= INNER_SPAN * faceSize;
+    const crosses =
+      anywhere || inInner >= INNER_COVER * innerArea || Math.max(x1 - x0, y1 - y0) >= INNER_SPAN * faceSize;
     for (let k = 0; k < tail; k++) {
       const i = queue[k]!;
       if (inner[i] && !crosses) continue;
@@ -253,7 +257,7 @@ export function occlusionMask(
         occluded[i] = 1;
         continue;
       }
-      if (cover.get(z)! < ZONE_COVER * zoneArea.get(z)!) continue;
+      if (!anywhere && cover.get(z)! < ZONE_COVER * zoneArea.get(z)!) continue;
       const dE = Math.hypot(lab[i * 3]! - ml, lab[i * 3 + 1]! - ma, lab[i * 3 + 2]! - mb);
       if (dE < ZONE_DELTA_E) occluded[i] = 1;
     }

@@ -218,6 +218,74 @@ function featureZones(lm: readonly Point[], region: Region, margin: number): Uin
   return zones;
 }
 
+/** The mask grown by one pixel (4-neighbourhood). */
+function dilate(mask: Uint8Array, w: number, h: number): Uint8Array {
+  const out = Uint8Array.from(mask);
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const i = y * w + x;
+      if (mask[i]) continue;
+      if (
+        (x > 0 && mask[i - 1]) ||
+        (x < w - 1 && mask[i + 1]) ||
+        (y > 0 && mask[i - w]) ||
+        (y < h - 1 && mask[i + w])
+      ) {
+        out[i] = 1;
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Fills (in place) the pixels where `hole` is set with the mean of the known (covered, not hole)
+ * pixels in the smallest box around each that holds enough of them: the colour of the skin right
+ * around the hole, with no texture of its own. One summed-area table; each pass only visits the
+ * pixels still unfilled, with a box twice as large.
+ */
+function fillFromSurroundings(lab: Float32Array, hole: Uint8Array, covered: Uint8Array, w: number, h: number): void {
+  const W = w + 1;
+  const sat = new Float64Array(W * (h + 1) * 4);
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const i = y * w + x;
+      const k = covered[i] && !hole[i] ? 1 : 0;
+      const o = ((y + 1) * W + x + 1) * 4;
+      const up = (y * W + x + 1) * 4;
+      const left = ((y + 1) * W + x) * 4;
+      const diag = (y * W + x) * 4;
+      for (let c = 0; c < 4; c++) {
+        const v = c < 3 ? k * lab[i * 3 + c]! : k;
+        sat[o + c] = v + sat[up + c]! + sat[left + c]! - sat[diag + c]!;
+      }
+    }
+  }
+  let todo: number[] = [];
+  for (let i = 0; i < w * h; i++) if (hole[i] && covered[i]) todo.push(i);
+  for (let r = 2; todo.length > 0 && r < 2 * Math.max(w, h); r *= 2) {
+    const left: number[] = [];
+    for (const i of todo) {
+      const x = i % w;
+      const y = (i - x) / w;
+      const x0 = Math.max(0, x - r);
+      const y0 = Math.max(0, y - r);
+      const x1 = Math.min(w, x + r + 1);
+      const y1 = Math.min(h, y + r + 1);
+      const at = (xx: number, yy: number, c: number) => sat[(yy * W + xx) * 4 + c]!;
+      const box = (c: number) => at(x1, y1, c) - at(x0, y1, c) - at(x1, y0, c) + at(x0, y0, c);
+      const n = box(3);
+      // Enough known pixels for a mean that is not one stray pixel's colour.
+      if (n < r) {
+        left.push(i);
+        continue;
+      }
+      for (let c = 0; c < 3; c++) lab[i * 3 + c] = box(c) / n;
+    }
+    todo = left;
+  }
+}
+
 /** A rendered face before it is written into the target: region-sized colour and final alpha. */
 interface Rendered {
   region: Region;
@@ -484,15 +552,43 @@ async function renderFace(
   const dstNonSkin = dstSkin ? nonSkinMask(dstLab, inside, dstSkin) : new Uint8Array(n);
   const srcNonSkin = srcSkin ? nonSkinMask(srcLab, inside, srcSkin) : new Uint8Array(n);
 
+  // The outline, where anything in front of a face enters it.
+  const edge = new Uint8Array(n);
+  for (let i = 0; i < n; i++) if (inside[i] && dist[i]! <= 2) edge[i] = 1;
+  /** What covers the face at `lm` (hair, a hand, a bar, a shoulder), by that face's own skin model. */
+  const occludersOf = (
+    lm: readonly Point[],
+    nonSkin: Uint8Array,
+    zones: Uint8Array,
+    lab: Float32Array,
+    anywhere = false,
+  ) => {
+    const innerHull = convexHull(lm.slice(17, 68));
+    const inner = rasterizePolygon(grow(innerHull, 2 * margin), region);
+    const innerCore = rasterizePolygon(innerHull, region);
+    return occlusionMask(nonSkin, edge, zones, inner, innerCore, lab, w, region.height, size, anywhere);
+  };
+
+  // The source's own hair over its face is not its face: filled smoothly from the skin around it,
+  // so a blonde strand at the source's temple does not land on the target's brow.
+  if (srcSkin) {
+    // Grown by 2 px: its anti-aliased edge, half hair and half skin, must go too.
+    const hair = dilate(
+      dilate(occludersOf(dstPts, srcNonSkin, srcZones, srcLab, true), w, region.height),
+      w,
+      region.height,
+    );
+    if (hair.includes(1)) {
+      fillFromSurroundings(srcLab, hair, covered, w, region.height);
+      for (let i = 0; i < n; i++) if (hair[i]) srcNonSkin[i] = 0;
+      if (!opts.colorCorrection) warped.set(labToRgb(srcLab, covered));
+    }
+  }
+
   // Whatever is in front of the target face (hair, a hand-held object, a shoulder) stays in front.
   let occluded: Uint8Array | undefined;
   if (dstSkin && opts.occlusion !== false) {
-    const edge = new Uint8Array(n);
-    for (let i = 0; i < n; i++) if (inside[i] && dist[i]! <= 2) edge[i] = 1;
-    const innerHull = convexHull(targetLm.slice(17));
-    const inner = rasterizePolygon(grow(innerHull, 2 * margin), region);
-    const innerCore = rasterizePolygon(innerHull, region);
-    occluded = occlusionMask(dstNonSkin, edge, dstZones, inner, innerCore, dstLab, w, region.height, size);
+    occluded = occludersOf(targetLm, dstNonSkin, dstZones, dstLab);
     const soft = softenMask(occluded, w, region.height);
     for (let i = 0; i < n; i++) alpha[i] = alpha[i]! * (1 - soft[i]!);
   }
