@@ -622,6 +622,14 @@ function OptionField({
   );
 }
 
+/** Why picked faces (target_face_indices) would fail the job as the form stands, or null. */
+function pickConflict(faces: unknown, reference: string | undefined): string | null {
+  if (reference?.trim()) return 'Picked faces cannot be combined with a reference image: clear reference or the picks.';
+  if (faces === 'all' || faces === 'reference')
+    return `Picked faces cannot be combined with faces "${faces}": set faces to default or clear the picks.`;
+  return null;
+}
+
 export function NewJob() {
   const types = useJobTypes();
   const [typeName, setTypeName] = useState('');
@@ -731,6 +739,7 @@ export function NewJob() {
                 minConfidence={options.min_confidence as number | undefined}
                 value={options.target_face_indices as number[] | undefined}
                 onChange={(v) => setOptions((o) => ({ ...o, target_face_indices: v }))}
+                conflict={pickConflict(options.faces, slots.reference)}
               />
             )}
             {optionProps.map(([name, schema]) => (
