@@ -9,7 +9,6 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DASHBOARD_DIR } from '../../src/http/routes/dashboard.js';
 import { defaultJobTypes } from '../../src/processors/catalogue.js';
 import { createAdminToken } from '../../src/store/admin-tokens.js';
 import { portrait, sample } from '../face-swap/fixtures.js';
@@ -47,10 +46,12 @@ const browserFetched: string[] = [];
 
 describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, () => {
   beforeAll(async () => {
-    if (!fs.existsSync(`${DASHBOARD_DIR}index.html`)) {
-      const { build } = await import('vite');
-      await build({ configFile: fileURLToPath(new URL('../../dashboard/vite.config.ts', import.meta.url)) });
-    }
+    // Built every run (about a second): a dist/dashboard left from before would test old sources.
+    const { build } = await import('vite');
+    await build({
+      configFile: fileURLToPath(new URL('../../dashboard/vite.config.ts', import.meta.url)),
+      logLevel: 'warn',
+    });
     const files = new Map<string, Buffer>([
       ['/source.jpg', await portrait('curlyBlonde')],
       ['/target.jpg', sample(6)],
@@ -108,54 +109,88 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     await page.getByRole('heading', { name: 'Jobs' }).waitFor();
   });
 
-  it('submits a face swap through the generated form and watches it go live to completed', async () => {
-    await page.getByRole('link', { name: 'New job' }).click();
-    await page.getByLabel('Job type').selectOption('image-face-swap');
-    // A boolean option shows its default (color_correction defaults to true).
-    expect(await page.locator('#opt-color_correction').isChecked()).toBe(true);
-    // Help texts render `code` spans, never raw backticks.
-    const hints = await page.locator('.hint').allTextContents();
-    expect(hints.length).toBeGreaterThan(0);
-    expect(hints.join('\n')).not.toContain('`');
-    expect(await page.locator('.hint code').count()).toBeGreaterThan(0);
-    await page.locator('#slot-source').fill(`${media.origin}/source.jpg`);
-    await page.locator('#slot-target').fill(`${media.origin}/target.jpg`);
-    await shot(page, 'new-job');
-    await page.getByRole('button', { name: 'Submit job' }).click();
-    await page.getByRole('heading', { name: /^Job / }).waitFor();
-    const uuid = page.url().split('/').pop()!;
-    // The live view moves through processing to completed without a reload.
-    await page.locator('.summary .status-completed').waitFor({ timeout: 110_000 });
-    expect(await page.locator('.timeline').textContent()).toMatch(/finished \(completed\)/);
-    // Inputs are links, never previews: the browser fetched nothing from the media server itself.
-    expect(await page.locator(`a[href="${media.origin}/source.jpg"]`).count()).toBe(1);
-    expect(await page.locator(`img[src^="${media.origin}"]`).count()).toBe(0);
-    expect(browserFetched.filter((u) => new URL(u).origin === media.origin)).toEqual([]);
-    // The result: preview and download link to the signed URL.
-    const img = page.locator('#result-h ~ figure img');
-    await img.waitFor();
-    const src = await img.getAttribute('src');
-    expect(src).toContain(`/results/`);
-    expect((await fetch(src!)).status).toBe(200);
-    await page.getByRole('link', { name: 'Download result' }).waitFor();
-    await shot(page, 'job');
-    expect(uuid).toMatch(/^[0-9a-f-]{36}$/);
+  it(
+    'submits a face swap with two faces picked from a detection and advanced settings, and watches it go live to completed',
+    { timeout: 240_000 },
+    async () => {
+      await page.getByRole('link', { name: 'New job' }).click();
+      await page.getByLabel('Job type').selectOption('image-face-swap');
+      // A boolean option shows its default (color_correction defaults to true).
+      expect(await page.locator('#opt-color_correction').isChecked()).toBe(true);
+      // Help texts render `code` spans, never raw backticks.
+      const hints = await page.locator('.hint').allTextContents();
+      expect(hints.length).toBeGreaterThan(0);
+      expect(hints.join('\n')).not.toContain('`');
+      expect(await page.locator('.hint code').count()).toBeGreaterThan(0);
+      await page.locator('#slot-source').fill(`${media.origin}/source.jpg`);
+      await page.locator('#slot-target').fill(`${media.origin}/target.jpg`);
+      // The face picker runs a real face-detect job on the target (seconds on a loaded machine).
+      await page.getByRole('button', { name: 'Find faces in the target' }).click();
+      const faces = page.locator('.face-preview .face');
+      await page.locator('.face-list').waitFor({ timeout: 90_000 });
+      expect(await page.locator('.face-status').textContent()).toBe('4 faces found; none ticked.');
+      // Numbered left to right: 0 is the leftmost box, each label on its own box.
+      const xs = await faces.locator('rect').evaluateAll((rs) => rs.map((r) => Number(r.getAttribute('x'))));
+      expect(xs).toEqual([...xs].sort((a, b) => a - b));
+      expect(await faces.locator('text').allTextContents()).toEqual(['0', '1', '2', '3']);
+      // One face picked on the map, one by its checkbox: both land in target_face_indices.
+      await page.locator('.face-preview .face[data-index="3"]').click();
+      await page.getByRole('checkbox', { name: /^face 1\b/ }).check();
+      // (the text field follows in an effect, a frame later)
+      await expect.poll(() => page.locator('#opt-target_face_indices').inputValue()).toBe('1, 3');
+      expect(await page.locator('.face-preview .face.selected').count()).toBe(2);
+      // The fields every job type takes, folded under "Advanced".
+      await page.getByText('Advanced: deadline, priority, retention').click();
+      await page.locator('#opt-cancel_after').fill('10m');
+      await page.locator('#opt-priority').fill('120');
+      await page.locator('#opt-retention').fill('1h');
+      await shot(page, 'new-job');
+      await page.getByRole('button', { name: 'Submit job' }).click();
+      await page.getByRole('heading', { name: /^Job / }).waitFor();
+      const uuid = page.url().split('/').pop()!;
+      const detail = (await svc.call('GET', `/api/v1/jobs/${uuid}`)).body.data;
+      expect(detail.input.target_face_indices).toEqual([1, 3]);
+      expect(detail.priority).toBe(120);
+      expect(Date.parse(detail.deadline) - Date.parse(detail.created_at)).toBe(600_000);
+      const row = await svc.app.store.db
+        .selectFrom('jobs')
+        .select('retention_ms')
+        .where('uuid', '=', uuid)
+        .executeTakeFirstOrThrow();
+      expect(Number(row.retention_ms)).toBe(3_600_000);
+      // The live view moves through processing to completed without a reload.
+      await page.locator('.summary .status-completed').waitFor({ timeout: 110_000 });
+      expect(await page.locator('.timeline').textContent()).toMatch(/finished \(completed\)/);
+      // Inputs are links, never previews: the browser fetched nothing from the media server itself.
+      expect(await page.locator(`a[href="${media.origin}/source.jpg"]`).count()).toBe(1);
+      expect(await page.locator(`img[src^="${media.origin}"]`).count()).toBe(0);
+      expect(browserFetched.filter((u) => new URL(u).origin === media.origin)).toEqual([]);
+      // The result: preview and download link to the signed URL.
+      const img = page.locator('#result-h ~ figure img');
+      await img.waitFor();
+      const src = await img.getAttribute('src');
+      expect(src).toContain(`/results/`);
+      expect((await fetch(src!)).status).toBe(200);
+      await page.getByRole('link', { name: 'Download result' }).waitFor();
+      await shot(page, 'job');
+      expect(uuid).toMatch(/^[0-9a-f-]{36}$/);
 
-    // Opened again after it finished: created, started, finished at their own times; no step
-    // stamped with the time the page was opened.
-    await page.reload();
-    await page.locator('.summary .status-completed').waitFor();
-    await page.locator('.timeline li').nth(2).waitFor();
-    await new Promise((r) => setTimeout(r, 1500)); // the event stream's first answer has arrived
-    const entries = await page.locator('.timeline li').allTextContents();
-    const job = (await svc.call('GET', `/api/v1/jobs/${uuid}/status`)).body.data;
-    const shown = (iso: string) => page.evaluate((t) => new Date(t).toLocaleString(), iso);
-    expect(entries).toEqual([
-      `${await shown(job.created_at)} created`,
-      `${await shown(job.started_at)} started`,
-      `${await shown(job.finished_at)} finished (completed)`,
-    ]);
-  });
+      // Opened again after it finished: created, started, finished at their own times; no step
+      // stamped with the time the page was opened.
+      await page.reload();
+      await page.locator('.summary .status-completed').waitFor();
+      await page.locator('.timeline li').nth(2).waitFor();
+      await new Promise((r) => setTimeout(r, 1500)); // the event stream's first answer has arrived
+      const entries = await page.locator('.timeline li').allTextContents();
+      const job = (await svc.call('GET', `/api/v1/jobs/${uuid}/status`)).body.data;
+      const shown = (iso: string) => page.evaluate((t) => new Date(t).toLocaleString(), iso);
+      expect(entries).toEqual([
+        `${await shown(job.created_at)} created`,
+        `${await shown(job.started_at)} started`,
+        `${await shown(job.finished_at)} finished (completed)`,
+      ]);
+    },
+  );
 
   it('cancels a queued job from its page, shows progress bars and deletes the job', async () => {
     const sleep = (ms: number) =>
