@@ -43,20 +43,40 @@ async function detectFaces(
   return (await res.json()) as Detection;
 }
 
+/** What each picker sets and says: `target` picks any number of faces, `source` one. */
+const PICKERS = {
+  target: {
+    title: 'Faces to replace',
+    option: 'target_face_indices',
+    multiple: true,
+    unset: 'none ticked: the faces option decides',
+    picked: 'replacing',
+  },
+  source: {
+    title: 'Face to put in',
+    option: 'source_face_index',
+    multiple: false,
+    unset: 'none ticked: the largest is used',
+    picked: 'putting in',
+  },
+} as const;
+
 /**
- * Picks `target_face_indices` from a face-detect run on the target image: a map of the picture (its
- * frame, each face boxed and numbered left to right; the page never loads the URL itself, its CSP
- * forbids that, so a link opens it in a new tab to compare) and one checkbox per face. No face
- * ticked means "not set" (the job's `faces` mode). Indices belong to one picture and one
- * min_confidence: when either changes, the picks are dropped.
+ * Picks faces of the `target` (`target_face_indices`) or `source` (`source_face_index`) image from a
+ * face-detect run on it: a map of the picture (its frame, each face boxed and numbered left to
+ * right; the page never loads the URL itself, its CSP forbids that, so a link opens it in a new tab
+ * to compare) and one checkbox per face. No face ticked means "not set". Indices belong to one
+ * picture and one min_confidence: when either changes, the picks are dropped.
  */
 export function FacePicker({
+  slot,
   url,
   minConfidence,
   value,
   onChange,
   conflict,
 }: {
+  slot: keyof typeof PICKERS;
   url: string;
   minConfidence: number | undefined;
   value: number[] | undefined;
@@ -64,6 +84,7 @@ export function FacePicker({
   /** Why picked faces would fail the job as the form stands (another option excludes them), if so. */
   conflict: string | null;
 }) {
+  const kind = PICKERS[slot];
   const key = `${minConfidence ?? DEFAULT_MIN_CONFIDENCE} ${url}`;
   const [found, setFound] = useState<{ key: string; detection: Detection } | null>(null);
   const [busy, setBusy] = useState<AbortController | null>(null);
@@ -80,8 +101,8 @@ export function FacePicker({
   }, [key]);
   const selected = new Set(value ?? []);
   const toggle = (i: number) => {
-    const next = new Set(selected);
-    if (next.has(i)) next.delete(i);
+    const next = new Set(kind.multiple ? selected : []);
+    if (selected.has(i)) next.delete(i);
     else next.add(i);
     onChange(next.size ? [...next].sort((a, b) => a - b) : undefined);
   };
@@ -105,33 +126,33 @@ export function FacePicker({
   // Labels sit above each box, inside the frame even for a face at the top edge.
   const size = d ? Math.max(d.width, d.height) * 0.045 : 0;
   return (
-    <div class="field face-picker" role="group" aria-labelledby="face-picker-h">
-      <span id="face-picker-h" class="label">
-        Faces to replace
+    <div class="field face-picker" data-slot={slot} role="group" aria-labelledby={`face-picker-${slot}-h`}>
+      <span id={`face-picker-${slot}-h`} class="label">
+        {kind.title}
       </span>
       <small class="hint">
-        Runs a face-detect job on the target image, then shows where its faces are, numbered left to right (0 =
-        leftmost); tick the ones to replace (this sets target_face_indices). None ticked: the faces option decides.
+        Runs a face-detect job on the {slot} image, then shows where its faces are, numbered left to right (0 =
+        leftmost); tick {kind.multiple ? 'the ones' : 'the one'} to use (this sets {kind.option}).
       </small>
       <button type="button" class="secondary" onClick={() => void run()} disabled={!url || busy !== null}>
-        {busy ? 'Finding faces…' : d ? 'Find faces again' : 'Find faces in the target'}
+        {busy ? 'Finding faces…' : d ? `Find faces in the ${slot} again` : `Find faces in the ${slot}`}
       </button>
-      {!url && <small class="hint">Fill in the target URL first.</small>}
+      {!url && <small class="hint">Fill in the {slot} URL first.</small>}
       <p class="face-status" role="status">
         {busy &&
           `Finding faces: face-detect job ${progress ? `${progress.uuid.slice(0, 8)} ${progress.status}${progress.status === 'queued' ? ' (waiting for a worker)' : ''}` : 'submitted'}…`}
         {!busy &&
           stale &&
-          'The target or min_confidence changed since the faces were found (their picks are cleared): find them again.'}
+          `The ${slot} or min_confidence changed since the faces were found (the picks are cleared): find them again.`}
         {d && d.faces.length === 0 && (
           <>
-            No face found in the target (min_confidence {minConfidence ?? DEFAULT_MIN_CONFIDENCE}). A lower
+            No face found in the {slot} (min_confidence {minConfidence ?? DEFAULT_MIN_CONFIDENCE}). A lower
             min_confidence finds more.
           </>
         )}
         {d &&
           d.faces.length > 0 &&
-          `${d.faces.length} ${d.faces.length === 1 ? 'face' : 'faces'} found; ${selected.size ? `replacing ${[...selected].join(', ')}` : 'none ticked'}.`}
+          `${d.faces.length} ${d.faces.length === 1 ? 'face' : 'faces'} found; ${selected.size ? `${kind.picked} ${[...selected].join(', ')}` : kind.unset}.`}
       </p>
       {error && (
         <p class="error" role="alert">
@@ -163,7 +184,7 @@ export function FacePicker({
             <small class="hint">
               A map of the picture (this page does not show the image itself):{' '}
               <a href={url} target="_blank" rel="noreferrer noopener">
-                open the target image
+                open the {slot} image
               </a>{' '}
               to compare.
             </small>

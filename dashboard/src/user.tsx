@@ -744,11 +744,24 @@ export function NewJob() {
             <legend>Options</legend>
             {type?.options.properties?.target_face_indices && type.slots.target?.accepts === 'image' && (
               <FacePicker
+                key={`${type.name} target`}
+                slot="target"
                 url={((slots as Partial<Record<string, string>>).target ?? '').trim()}
                 minConfidence={options.min_confidence as number | undefined}
                 value={options.target_face_indices as number[] | undefined}
                 onChange={(v) => setOptions((o) => ({ ...o, target_face_indices: v }))}
                 conflict={pickConflict(options.faces, slots.reference)}
+              />
+            )}
+            {type?.options.properties?.source_face_index && type.slots.source?.accepts === 'image' && (
+              <FacePicker
+                key={`${type.name} source`}
+                slot="source"
+                url={((slots as Partial<Record<string, string>>).source ?? '').trim()}
+                minConfidence={options.min_confidence as number | undefined}
+                value={options.source_face_index === undefined ? undefined : [options.source_face_index as number]}
+                onChange={(v) => setOptions((o) => ({ ...o, source_face_index: v?.[0] }))}
+                conflict={null}
               />
             )}
             {optionProps.map(([name, schema]) => (

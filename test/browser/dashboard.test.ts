@@ -125,20 +125,23 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
       await page.locator('#slot-source').fill(`${media.origin}/source.jpg`);
       await page.locator('#slot-target').fill(`${media.origin}/target.jpg`);
       // The face picker runs a real face-detect job on the target (seconds on a loaded machine).
-      await page.getByRole('button', { name: 'Find faces in the target' }).click();
-      const faces = page.locator('.face-preview .face');
-      await page.locator('.face-list').waitFor({ timeout: 90_000 });
-      expect(await page.locator('.face-status').textContent()).toBe('4 faces found; none ticked.');
+      const picker = page.locator('.face-picker[data-slot="target"]');
+      await picker.getByRole('button', { name: 'Find faces in the target' }).click();
+      const faces = picker.locator('.face-preview .face');
+      await picker.locator('.face-list').waitFor({ timeout: 90_000 });
+      expect(await picker.locator('.face-status').textContent()).toBe(
+        '4 faces found; none ticked: the faces option decides.',
+      );
       // Numbered left to right: 0 is the leftmost box, each label on its own box.
       const xs = await faces.locator('rect').evaluateAll((rs) => rs.map((r) => Number(r.getAttribute('x'))));
       expect(xs).toEqual([...xs].sort((a, b) => a - b));
       expect(await faces.locator('text').allTextContents()).toEqual(['0', '1', '2', '3']);
       // One face picked on the map, one by its checkbox: both land in target_face_indices.
-      await page.locator('.face-preview .face[data-index="3"]').click();
-      await page.getByRole('checkbox', { name: /^face 1\b/ }).check();
+      await picker.locator('.face-preview .face[data-index="3"]').click();
+      await picker.getByRole('checkbox', { name: /^face 1\b/ }).check();
       // (the text field follows in an effect, a frame later)
       await expect.poll(() => page.locator('#opt-target_face_indices').inputValue()).toBe('1, 3');
-      expect(await page.locator('.face-preview .face.selected').count()).toBe(2);
+      expect(await picker.locator('.face-preview .face.selected').count()).toBe(2);
       // The fields every job type takes, folded under "Advanced".
       await page.getByText('Advanced: deadline, priority, retention').click();
       await page.locator('#opt-cancel_after').fill('10m');
