@@ -124,7 +124,7 @@ export function FacePicker({
   };
   const d = found?.key === key ? found.detection : null;
   // Labels sit above each box, inside the frame even for a face at the top edge.
-  const size = d ? Math.max(d.width, d.height) * 0.045 : 0;
+  const size = d ? Math.max(d.width, d.height) * 0.055 : 0;
   return (
     <div class="field face-picker" data-slot={slot} role="group" aria-labelledby={`face-picker-${slot}-h`}>
       <span id={`face-picker-${slot}-h`} class="label">
