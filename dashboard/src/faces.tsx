@@ -8,9 +8,6 @@ interface Detection {
   faces: { index: number; box: { x: number; y: number; width: number; height: number }; score: number }[];
 }
 
-/** face-detect's default min_confidence (the swaps share it; shown when the form leaves it unset). */
-const DEFAULT_MIN_CONFIDENCE = 0.5;
-
 /**
  * Runs a face-detect job on `url` and returns its result. Polls the status once a second and
  * reports it, so a detection waiting behind other jobs says so rather than looking stuck.
@@ -78,6 +75,7 @@ export function FacePicker({
 }: {
   slot: keyof typeof PICKERS;
   url: string;
+  /** The form's min_confidence, else the job type's default (the detection must use the swap's). */
   minConfidence: number | undefined;
   value: number[] | undefined;
   onChange: (v: number[] | undefined) => void;
@@ -85,20 +83,21 @@ export function FacePicker({
   conflict: string | null;
 }) {
   const kind = PICKERS[slot];
-  const key = `${minConfidence ?? DEFAULT_MIN_CONFIDENCE} ${url}`;
+  const key = `${minConfidence} ${url}`;
   const [found, setFound] = useState<{ key: string; detection: Detection } | null>(null);
   const [busy, setBusy] = useState<AbortController | null>(null);
   const [progress, setProgress] = useState<Job | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [stale, setStale] = useState(false);
   useEffect(() => () => busy?.abort(), [busy]);
+  // Also when a detection ends after its picture or min_confidence changed.
   useEffect(() => {
     if (!found || found.key === key) return;
     setFound(null);
     setError(null);
     if (value) onChange(undefined);
     setStale(true);
-  }, [key]);
+  }, [key, found]);
   const selected = new Set(value ?? []);
   const toggle = (i: number) => {
     const next = new Set(kind.multiple ? selected : []);
@@ -146,8 +145,7 @@ export function FacePicker({
           `The ${slot} or min_confidence changed since the faces were found (the picks are cleared): find them again.`}
         {d && d.faces.length === 0 && (
           <>
-            No face found in the {slot} (min_confidence {minConfidence ?? DEFAULT_MIN_CONFIDENCE}). A lower
-            min_confidence finds more.
+            No face found in the {slot} (min_confidence {minConfidence}). A lower min_confidence finds more.
           </>
         )}
         {d &&

@@ -673,6 +673,9 @@ export function NewJob() {
   };
 
   const optionProps = Object.entries(type?.options.properties ?? {});
+  // The face pickers detect with the swap's own threshold (the indices depend on it).
+  const minConfidenceSchema: JsonSchema | undefined = type?.options.properties?.min_confidence;
+  const minConfidence = (options.min_confidence ?? minConfidenceSchema?.default) as number | undefined;
   // Their schemas (ranges, RESULT_RETENTION's bound, help) come from the server's submit body schema.
   const bodyProps = (type?.body_schema as JsonSchema | undefined)?.properties ?? {};
   return (
@@ -747,7 +750,7 @@ export function NewJob() {
                 key={`${type.name} target`}
                 slot="target"
                 url={((slots as Partial<Record<string, string>>).target ?? '').trim()}
-                minConfidence={options.min_confidence as number | undefined}
+                minConfidence={minConfidence}
                 value={options.target_face_indices as number[] | undefined}
                 onChange={(v) => setOptions((o) => ({ ...o, target_face_indices: v }))}
                 conflict={pickConflict(options.faces, slots.reference)}
@@ -758,7 +761,7 @@ export function NewJob() {
                 key={`${type.name} source`}
                 slot="source"
                 url={((slots as Partial<Record<string, string>>).source ?? '').trim()}
-                minConfidence={options.min_confidence as number | undefined}
+                minConfidence={minConfidence}
                 value={options.source_face_index === undefined ? undefined : [options.source_face_index as number]}
                 onChange={(v) => setOptions((o) => ({ ...o, source_face_index: v?.[0] }))}
                 conflict={null}
