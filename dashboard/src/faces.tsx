@@ -8,8 +8,16 @@ interface Detection {
   faces: { index: number; box: { x: number; y: number; width: number; height: number }; score: number }[];
 }
 
-/** Runs a face-detect job on `url` and returns its result. Polls the status once a second. */
-async function detectFaces(url: string, minConfidence: number | undefined, signal: AbortSignal): Promise<Detection> {
+/**
+ * Runs a face-detect job on `url` and returns its result. Polls the status once a second and
+ * reports it, so a detection waiting behind other jobs says so rather than looking stuck.
+ */
+async function detectFaces(
+  url: string,
+  minConfidence: number | undefined,
+  signal: AbortSignal,
+  onStatus: (job: Job) => void,
+): Promise<Detection> {
   const input: Record<string, unknown> = { target: url };
   if (minConfidence !== undefined) input.min_confidence = minConfidence;
   const job = await api<Job>('/jobs/submit/face-detect', {
@@ -18,6 +26,7 @@ async function detectFaces(url: string, minConfidence: number | undefined, signa
   });
   for (;;) {
     const s = await api<Job & { error_message?: string | null }>(`/jobs/${job.uuid}/status`);
+    onStatus(s);
     if (isTerminal(s.status)) {
       if (s.status !== 'completed') throw new Error(s.error_message ?? `face detection ${s.status}`);
       break;
@@ -31,30 +40,68 @@ async function detectFaces(url: string, minConfidence: number | undefined, signa
   return (await res.json()) as Detection;
 }
 
+/** What each picker sets and says: `target` picks any number of faces, `source` one. */
+const PICKERS = {
+  target: {
+    title: 'Faces to replace',
+    option: 'target_face_indices',
+    multiple: true,
+    unset: 'none ticked: the faces option decides',
+    picked: 'replacing',
+  },
+  source: {
+    title: 'Face to put in',
+    option: 'source_face_index',
+    multiple: false,
+    unset: 'none ticked: the largest is used',
+    picked: 'putting in',
+  },
+} as const;
+
 /**
- * Picks `target_face_indices` from a face-detect run on the target image: a map of the picture (its
- * frame, each face boxed and numbered; the page never loads the URL itself, its CSP forbids that)
- * and one checkbox per face. No face ticked means "not set" (the job's `faces` mode).
+ * Picks faces of the `target` (`target_face_indices`) or `source` (`source_face_index`) image from a
+ * face-detect run on it: a map of the picture (its frame, each face boxed and numbered left to
+ * right; the page never loads the URL itself, its CSP forbids that, so a link opens it in a new tab
+ * to compare) and one checkbox per face. No face ticked means "not set". Indices belong to one
+ * picture and one min_confidence: when either changes, the picks are dropped.
  */
 export function FacePicker({
+  slot,
   url,
   minConfidence,
   value,
   onChange,
+  conflict,
 }: {
+  slot: keyof typeof PICKERS;
   url: string;
+  /** The form's min_confidence, else the job type's default (the detection must use the swap's). */
   minConfidence: number | undefined;
   value: number[] | undefined;
   onChange: (v: number[] | undefined) => void;
+  /** Why picked faces would fail the job as the form stands (another option excludes them), if so. */
+  conflict: string | null;
 }) {
-  const [found, setFound] = useState<{ url: string; detection: Detection } | null>(null);
+  const kind = PICKERS[slot];
+  const key = `${minConfidence} ${url}`;
+  const [found, setFound] = useState<{ key: string; detection: Detection } | null>(null);
   const [busy, setBusy] = useState<AbortController | null>(null);
+  const [progress, setProgress] = useState<Job | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [stale, setStale] = useState(false);
   useEffect(() => () => busy?.abort(), [busy]);
+  // Also when a detection ends after its picture or min_confidence changed.
+  useEffect(() => {
+    if (!found || found.key === key) return;
+    setFound(null);
+    setError(null);
+    if (value) onChange(undefined);
+    setStale(true);
+  }, [key, found]);
   const selected = new Set(value ?? []);
   const toggle = (i: number) => {
-    const next = new Set(selected);
-    if (next.has(i)) next.delete(i);
+    const next = new Set(kind.multiple ? selected : []);
+    if (selected.has(i)) next.delete(i);
     else next.add(i);
     onChange(next.size ? [...next].sort((a, b) => a - b) : undefined);
   };
@@ -62,53 +109,97 @@ export function FacePicker({
     const ctl = new AbortController();
     setBusy(ctl);
     setError(null);
+    setStale(false);
+    setProgress(null);
+    setFound(null);
     onChange(undefined);
     try {
-      setFound({ url, detection: await detectFaces(url, minConfidence, ctl.signal) });
+      setFound({ key, detection: await detectFaces(url, minConfidence, ctl.signal, setProgress) });
     } catch (err) {
-      setError(err instanceof Error ? err.message : String(err));
+      if (!ctl.signal.aborted) setError(err instanceof Error ? err.message : String(err));
     } finally {
       setBusy(null);
     }
   };
-  const d = found?.url === url ? found.detection : null;
+  const d = found?.key === key ? found.detection : null;
+  // Labels sit above each box, inside the frame even for a face at the top edge.
+  const size = d ? Math.max(d.width, d.height) * 0.055 : 0;
   return (
-    <div class="field face-picker">
-      <span class="label">Faces to replace</span>
-      <button type="button" onClick={() => void run()} disabled={!url || busy !== null}>
-        {busy ? 'Finding faces…' : 'Find faces in the target'}
-      </button>
+    <div class="field face-picker" data-slot={slot} role="group" aria-labelledby={`face-picker-${slot}-h`}>
+      <span id={`face-picker-${slot}-h`} class="label">
+        {kind.title}
+      </span>
       <small class="hint">
-        Runs a face-detect job on the target image; tick the faces to replace (sets target_face_indices).
+        Runs a face-detect job on the {slot} image, then shows where its faces are, numbered left to right (0 =
+        leftmost); tick {kind.multiple ? 'the ones' : 'the one'} to use (this sets {kind.option}).
       </small>
+      <button type="button" class="secondary" onClick={() => void run()} disabled={!url || busy !== null}>
+        {busy ? 'Finding faces…' : d ? `Find faces in the ${slot} again` : `Find faces in the ${slot}`}
+      </button>
+      {!url && <small class="hint">Fill in the {slot} URL first.</small>}
+      <p class="face-status" role="status">
+        {busy &&
+          `Finding faces: face-detect job ${progress ? `${progress.uuid.slice(0, 8)} ${progress.status}${progress.status === 'queued' ? ' (waiting for a worker)' : ''}` : 'submitted'}…`}
+        {!busy &&
+          stale &&
+          `The ${slot} or min_confidence changed since the faces were found (the picks are cleared): find them again.`}
+        {d && d.faces.length === 0 && (
+          <>
+            No face found in the {slot} (min_confidence {minConfidence}). A lower min_confidence finds more.
+          </>
+        )}
+        {d &&
+          d.faces.length > 0 &&
+          `${d.faces.length} ${d.faces.length === 1 ? 'face' : 'faces'} found; ${selected.size ? `${kind.picked} ${[...selected].join(', ')}` : kind.unset}.`}
+      </p>
       {error && (
         <p class="error" role="alert">
-          {error}
+          Face detection failed: {error}
         </p>
       )}
-      {d && d.faces.length === 0 && <p>No face found in the target.</p>}
       {d && d.faces.length > 0 && (
         <>
           <div class="face-preview">
             <svg viewBox={`0 0 ${d.width} ${d.height}`} aria-hidden="true">
               {d.faces.map((f) => (
-                <g class={selected.has(f.index) ? 'face selected' : 'face'} onClick={() => toggle(f.index)}>
+                <g
+                  class={selected.has(f.index) ? 'face selected' : 'face'}
+                  data-index={f.index}
+                  onClick={() => toggle(f.index)}
+                >
                   <rect x={f.box.x} y={f.box.y} width={f.box.width} height={f.box.height} />
-                  <text x={f.box.x + f.box.width / 2} y={f.box.y - d.height * 0.01} font-size={d.height * 0.04}>
+                  <text
+                    x={f.box.x + f.box.width / 2}
+                    y={Math.max(f.box.y - size * 0.25, size)}
+                    font-size={size}
+                    stroke-width={size * 0.15}
+                  >
                     {f.index}
                   </text>
                 </g>
               ))}
             </svg>
+            <small class="hint">
+              A map of the picture (this page does not show the image itself):{' '}
+              <a href={url} target="_blank" rel="noreferrer noopener">
+                open the {slot} image
+              </a>{' '}
+              to compare.
+            </small>
           </div>
           <div class="face-list">
             {d.faces.map((f) => (
               <label class="check">
                 <input type="checkbox" checked={selected.has(f.index)} onChange={() => toggle(f.index)} /> face{' '}
-                {f.index} (score {f.score.toFixed(2)})
+                {f.index} <span class="hint">score {f.score.toFixed(2)}</span>
               </label>
             ))}
           </div>
+          {selected.size > 0 && conflict && (
+            <p class="error" role="alert">
+              {conflict}
+            </p>
+          )}
         </>
       )}
     </div>

@@ -368,6 +368,8 @@ export function JobPage({ uuid }: { uuid: string }) {
           {job.status_detail}
         </span>{' '}
         · {job.job_type} · {job.model}
+        {job.priority !== 0 && ` · priority ${job.priority}`}
+        {job.deadline && ` · deadline ${when(job.deadline)}`}
       </p>
       <ProgressBar job={job} />
       {!isTerminal(job.status) && (
@@ -622,6 +624,17 @@ function OptionField({
   );
 }
 
+/** The submit body's fields every job type takes (README "Deadlines, priority, retention"), shown under "Advanced". */
+const SCHEDULING = ['cancel_after', 'priority', 'retention'] as const;
+
+/** Why picked faces (target_face_indices) would fail the job as the form stands, or null. */
+function pickConflict(faces: unknown, reference: string | undefined): string | null {
+  if (reference?.trim()) return 'Picked faces cannot be combined with a reference image: clear reference or the picks.';
+  if (faces === 'all' || faces === 'reference')
+    return `Picked faces cannot be combined with faces "${faces}": set faces to default or clear the picks.`;
+  return null;
+}
+
 export function NewJob() {
   const types = useJobTypes();
   const [typeName, setTypeName] = useState('');
@@ -630,6 +643,7 @@ export function NewJob() {
   const [slots, setSlots] = useState<Record<string, string>>({});
   const [options, setOptions] = useState<Record<string, unknown>>({});
   const [webhook, setWebhook] = useState('');
+  const [scheduling, setScheduling] = useState<Record<string, unknown>>({});
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
@@ -647,6 +661,7 @@ export function NewJob() {
     for (const [k, v] of Object.entries(options)) if (v !== undefined) input[k] = v;
     const body: Record<string, unknown> = { job_type: type.name, model: model || type.models[0]?.name, input };
     if (webhook.trim()) body.webhook = { url: webhook.trim() };
+    for (const [k, v] of Object.entries(scheduling)) if (v !== undefined) body[k] = v;
     try {
       const job = await api<Job>(`/jobs/submit/${type.name}`, { method: 'POST', body });
       location.hash = `#/jobs/${job.uuid}`;
@@ -658,6 +673,11 @@ export function NewJob() {
   };
 
   const optionProps = Object.entries(type?.options.properties ?? {});
+  // The face pickers detect with the swap's own threshold (the indices depend on it).
+  const minConfidenceSchema: JsonSchema | undefined = type?.options.properties?.min_confidence;
+  const minConfidence = (options.min_confidence ?? minConfidenceSchema?.default) as number | undefined;
+  // Their schemas (ranges, RESULT_RETENTION's bound, help) come from the server's submit body schema.
+  const bodyProps = (type?.body_schema as JsonSchema | undefined)?.properties ?? {};
   return (
     <section class="narrow">
       <h1 tabIndex={-1}>New job</h1>
@@ -727,10 +747,24 @@ export function NewJob() {
             <legend>Options</legend>
             {type?.options.properties?.target_face_indices && type.slots.target?.accepts === 'image' && (
               <FacePicker
+                key={`${type.name} target`}
+                slot="target"
                 url={((slots as Partial<Record<string, string>>).target ?? '').trim()}
-                minConfidence={options.min_confidence as number | undefined}
+                minConfidence={minConfidence}
                 value={options.target_face_indices as number[] | undefined}
                 onChange={(v) => setOptions((o) => ({ ...o, target_face_indices: v }))}
+                conflict={pickConflict(options.faces, slots.reference)}
+              />
+            )}
+            {type?.options.properties?.source_face_index && type.slots.source?.accepts === 'image' && (
+              <FacePicker
+                key={`${type.name} source`}
+                slot="source"
+                url={((slots as Partial<Record<string, string>>).source ?? '').trim()}
+                minConfidence={minConfidence}
+                value={options.source_face_index === undefined ? undefined : [options.source_face_index as number]}
+                onChange={(v) => setOptions((o) => ({ ...o, source_face_index: v?.[0] }))}
+                conflict={null}
               />
             )}
             {optionProps.map(([name, schema]) => (
@@ -747,6 +781,22 @@ export function NewJob() {
           <label for="webhook-url">Webhook URL (optional)</label>
           <input id="webhook-url" type="url" value={webhook} onInput={(e) => setWebhook(e.currentTarget.value)} />
         </div>
+        <details class="advanced">
+          <summary>Advanced: deadline, priority, retention</summary>
+          {SCHEDULING.map((name) => {
+            const schema = bodyProps[name] as JsonSchema | undefined;
+            return (
+              schema && (
+                <OptionField
+                  name={name}
+                  schema={schema}
+                  value={scheduling[name]}
+                  onChange={(v) => setScheduling((o) => ({ ...o, [name]: v }))}
+                />
+              )
+            );
+          })}
+        </details>
         <button type="submit" disabled={busy || !type}>
           Submit job
         </button>

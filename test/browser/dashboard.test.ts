@@ -31,6 +31,25 @@ const shot = async (page: Page, name: string) => {
   fs.writeFileSync(fileURLToPath(new URL(`../../docs/dashboard-${name}.png`, import.meta.url)), png);
 };
 
+/**
+ * Whether dist/dashboard is missing or older than a source it is built from (dashboard/, and
+ * src/contract.ts it imports), so an edited dashboard is never tested from an old build. A fresh
+ * build is left alone: other test files (the package test packs dist/) may read it meanwhile.
+ */
+function dashboardBuildIsStale(): boolean {
+  const built = `${DASHBOARD_DIR}index.html`;
+  if (!fs.existsSync(built)) return true;
+  const at = fs.statSync(built).mtimeMs;
+  const root = new URL('../../', import.meta.url);
+  const sources = [
+    ...fs
+      .readdirSync(new URL('dashboard/', root), { recursive: true, encoding: 'utf8' })
+      .map((f) => new URL(`dashboard/${f}`, root)),
+    new URL('src/contract.ts', root),
+  ];
+  return sources.some((f) => fs.statSync(f).mtimeMs > at);
+}
+
 let svc: TestService;
 let media: TestServer;
 let receiver: Receiver;
@@ -47,7 +66,7 @@ const browserFetched: string[] = [];
 
 describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, () => {
   beforeAll(async () => {
-    if (!fs.existsSync(`${DASHBOARD_DIR}index.html`)) {
+    if (dashboardBuildIsStale()) {
       const { build } = await import('vite');
       await build({ configFile: fileURLToPath(new URL('../../dashboard/vite.config.ts', import.meta.url)) });
     }
@@ -108,54 +127,91 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     await page.getByRole('heading', { name: 'Jobs' }).waitFor();
   });
 
-  it('submits a face swap through the generated form and watches it go live to completed', async () => {
-    await page.getByRole('link', { name: 'New job' }).click();
-    await page.getByLabel('Job type').selectOption('image-face-swap');
-    // A boolean option shows its default (color_correction defaults to true).
-    expect(await page.locator('#opt-color_correction').isChecked()).toBe(true);
-    // Help texts render `code` spans, never raw backticks.
-    const hints = await page.locator('.hint').allTextContents();
-    expect(hints.length).toBeGreaterThan(0);
-    expect(hints.join('\n')).not.toContain('`');
-    expect(await page.locator('.hint code').count()).toBeGreaterThan(0);
-    await page.locator('#slot-source').fill(`${media.origin}/source.jpg`);
-    await page.locator('#slot-target').fill(`${media.origin}/target.jpg`);
-    await shot(page, 'new-job');
-    await page.getByRole('button', { name: 'Submit job' }).click();
-    await page.getByRole('heading', { name: /^Job / }).waitFor();
-    const uuid = page.url().split('/').pop()!;
-    // The live view moves through processing to completed without a reload.
-    await page.locator('.summary .status-completed').waitFor({ timeout: 110_000 });
-    expect(await page.locator('.timeline').textContent()).toMatch(/finished \(completed\)/);
-    // Inputs are links, never previews: the browser fetched nothing from the media server itself.
-    expect(await page.locator(`a[href="${media.origin}/source.jpg"]`).count()).toBe(1);
-    expect(await page.locator(`img[src^="${media.origin}"]`).count()).toBe(0);
-    expect(browserFetched.filter((u) => new URL(u).origin === media.origin)).toEqual([]);
-    // The result: preview and download link to the signed URL.
-    const img = page.locator('#result-h ~ figure img');
-    await img.waitFor();
-    const src = await img.getAttribute('src');
-    expect(src).toContain(`/results/`);
-    expect((await fetch(src!)).status).toBe(200);
-    await page.getByRole('link', { name: 'Download result' }).waitFor();
-    await shot(page, 'job');
-    expect(uuid).toMatch(/^[0-9a-f-]{36}$/);
+  it(
+    'submits a face swap with two faces picked from a detection and advanced settings, and watches it go live to completed',
+    { timeout: 240_000 },
+    async () => {
+      await page.getByRole('link', { name: 'New job' }).click();
+      await page.getByLabel('Job type').selectOption('image-face-swap');
+      // A boolean option shows its default (color_correction defaults to true).
+      expect(await page.locator('#opt-color_correction').isChecked()).toBe(true);
+      // Help texts render `code` spans, never raw backticks.
+      const hints = await page.locator('.hint').allTextContents();
+      expect(hints.length).toBeGreaterThan(0);
+      expect(hints.join('\n')).not.toContain('`');
+      expect(await page.locator('.hint code').count()).toBeGreaterThan(0);
+      await page.locator('#slot-source').fill(`${media.origin}/source.jpg`);
+      await page.locator('#slot-target').fill(`${media.origin}/target.jpg`);
+      // The face picker runs a real face-detect job on the target (seconds on a loaded machine).
+      const picker = page.locator('.face-picker[data-slot="target"]');
+      await picker.getByRole('button', { name: 'Find faces in the target' }).click();
+      const faces = picker.locator('.face-preview .face');
+      await picker.locator('.face-list').waitFor({ timeout: 90_000 });
+      expect(await picker.locator('.face-status').textContent()).toBe(
+        '4 faces found; none ticked: the faces option decides.',
+      );
+      // Numbered left to right: 0 is the leftmost box, each label on its own box.
+      const xs = await faces.locator('rect').evaluateAll((rs) => rs.map((r) => Number(r.getAttribute('x'))));
+      expect(xs).toEqual([...xs].sort((a, b) => a - b));
+      expect(await faces.locator('text').allTextContents()).toEqual(['0', '1', '2', '3']);
+      // One face picked on the map, one by its checkbox: both land in target_face_indices.
+      await picker.locator('.face-preview .face[data-index="3"]').click();
+      await picker.getByRole('checkbox', { name: /^face 1\b/ }).check();
+      // (the text field follows in an effect, a frame later)
+      await expect.poll(() => page.locator('#opt-target_face_indices').inputValue()).toBe('1, 3');
+      expect(await picker.locator('.face-preview .face.selected').count()).toBe(2);
+      // The fields every job type takes, folded under "Advanced".
+      await page.getByText('Advanced: deadline, priority, retention').click();
+      await page.locator('#opt-cancel_after').fill('10m');
+      await page.locator('#opt-priority').fill('120');
+      await page.locator('#opt-retention').fill('1h');
+      await shot(page, 'new-job');
+      await page.getByRole('button', { name: 'Submit job' }).click();
+      await page.getByRole('heading', { name: /^Job / }).waitFor();
+      const uuid = page.url().split('/').pop()!;
+      const detail = (await svc.call('GET', `/api/v1/jobs/${uuid}`)).body.data;
+      expect(detail.input.target_face_indices).toEqual([1, 3]);
+      expect(detail.priority).toBe(120);
+      expect(Date.parse(detail.deadline) - Date.parse(detail.created_at)).toBe(600_000);
+      const row = await svc.app.store.db
+        .selectFrom('jobs')
+        .select('retention_ms')
+        .where('uuid', '=', uuid)
+        .executeTakeFirstOrThrow();
+      expect(Number(row.retention_ms)).toBe(3_600_000);
+      // The live view moves through processing to completed without a reload.
+      await page.locator('.summary .status-completed').waitFor({ timeout: 110_000 });
+      expect(await page.locator('.timeline').textContent()).toMatch(/finished \(completed\)/);
+      // Inputs are links, never previews: the browser fetched nothing from the media server itself.
+      expect(await page.locator(`a[href="${media.origin}/source.jpg"]`).count()).toBe(1);
+      expect(await page.locator(`img[src^="${media.origin}"]`).count()).toBe(0);
+      expect(browserFetched.filter((u) => new URL(u).origin === media.origin)).toEqual([]);
+      // The result: preview and download link to the signed URL.
+      const img = page.locator('#result-h ~ figure img');
+      await img.waitFor();
+      const src = await img.getAttribute('src');
+      expect(src).toContain(`/results/`);
+      expect((await fetch(src!)).status).toBe(200);
+      await page.getByRole('link', { name: 'Download result' }).waitFor();
+      await shot(page, 'job');
+      expect(uuid).toMatch(/^[0-9a-f-]{36}$/);
 
-    // Opened again after it finished: created, started, finished at their own times; no step
-    // stamped with the time the page was opened.
-    await page.reload();
-    await page.locator('.summary .status-completed').waitFor();
-    await page.locator('.timeline li').nth(2).waitFor();
-    await new Promise((r) => setTimeout(r, 1500)); // the event stream's first answer has arrived
-    const entries = await page.locator('.timeline li').allTextContents();
-    const job = (await svc.call('GET', `/api/v1/jobs/${uuid}/status`)).body.data;
-    const shown = (iso: string) => page.evaluate((t) => new Date(t).toLocaleString(), iso);
-    expect(entries).toEqual([
-      `${await shown(job.created_at)} created`,
-      `${await shown(job.started_at)} started`,
-      `${await shown(job.finished_at)} finished (completed)`,
-    ]);
-  });
+      // Opened again after it finished: created, started, finished at their own times; no step
+      // stamped with the time the page was opened.
+      await page.reload();
+      await page.locator('.summary .status-completed').waitFor();
+      await page.locator('.timeline li').nth(2).waitFor();
+      await new Promise((r) => setTimeout(r, 1500)); // the event stream's first answer has arrived
+      const entries = await page.locator('.timeline li').allTextContents();
+      const job = (await svc.call('GET', `/api/v1/jobs/${uuid}/status`)).body.data;
+      const shown = (iso: string) => page.evaluate((t) => new Date(t).toLocaleString(), iso);
+      expect(entries).toEqual([
+        `${await shown(job.created_at)} created`,
+        `${await shown(job.started_at)} started`,
+        `${await shown(job.finished_at)} finished (completed)`,
+      ]);
+    },
+  );
 
   it('cancels a queued job from its page, shows progress bars and deletes the job', async () => {
     const sleep = (ms: number) =>
