@@ -30,7 +30,7 @@ import {
   runContext,
   sample,
 } from './fixtures.js';
-import { interior, laplacianVariance, paintRemnants } from './measure.js';
+import { interior, laplacianVariance, lipHues, paintRemnants } from './measure.js';
 
 const LONG = 180_000;
 const decode = (bytes: Buffer | Uint8Array) => decodeImage(bytes, 'test', 1e9);
@@ -153,6 +153,11 @@ describe('image-face-swap (warp-blend-v1)', { timeout: LONG }, () => {
     expect(changedOutside(before, after, [around(original, 0.5, before)])).toBe(0);
     // The other faces in the photo are untouched.
     for (const other of beforeFaces.slice(1)) expect(meanDiff(before, after, around(other, 0, before))).toBe(0);
+    // Both lips got one colour correction: their hues lie no further apart than in the source
+    // (round 2 tinted them apart, a lilac upper lip over an orange lower one, 17° against 8°).
+    const lips = lipHues(after, swapped.landmarks);
+    const srcLips = lipHues(await decode(source), srcFace.landmarks);
+    expect(Math.abs(lips.lower - lips.upper)).toBeLessThan(Math.abs(srcLips.lower - srcLips.upper) + 5);
   });
 
   it('swaps a large face at the work size and brings it back as sharp as the photo', async () => {

@@ -1,5 +1,6 @@
 /** Measurements of swap results for the tests (and bench/face-swap-look.ts): paint remnants, sharpness. */
 import { rgbToLab } from '../../src/processors/face-swap/color.js';
+import { rasterizePolygon } from '../../src/processors/face-swap/mask.js';
 import type { Point, RgbImage } from '../../src/processors/face-swap/types.js';
 
 /** The landmarks' bounding box shrunk by `kx`, `ky` of its size on each side (the face's interior). */
@@ -71,4 +72,26 @@ export function laplacianVariance(img: RgbImage, lm: readonly Point[]): number {
     }
   }
   return s2 / n - (s / n) ** 2;
+}
+
+/** Hue angle (degrees, CIELAB a/b) of the mean colour of the upper and of the lower lip. */
+export function lipHues(img: RgbImage, lm: readonly Point[]): { upper: number; lower: number } {
+  const hue = (outline: number[]) => {
+    const poly = outline.map((i) => lm[i]!);
+    const region = { left: 0, top: 0, width: img.width, height: img.height };
+    const inside = rasterizePolygon(poly, region);
+    let a = 0;
+    let b = 0;
+    for (let i = 0; i < inside.length; i++) {
+      if (!inside[i]) continue;
+      const L = labAt(img, i % img.width, Math.floor(i / img.width));
+      a += L[1]!;
+      b += L[2]!;
+    }
+    return (Math.atan2(b, a) * 180) / Math.PI;
+  };
+  return {
+    upper: hue([48, 49, 50, 51, 52, 53, 54, 64, 63, 62, 61, 60]),
+    lower: hue([54, 55, 56, 57, 58, 59, 48, 60, 67, 66, 65, 64]),
+  };
 }

@@ -84,6 +84,8 @@ const FEATURE_MARGIN = 0.04;
  * too smooth to draw the target's lips, lids or brows into the new face.
  */
 const LIGHT_DEGREE = 3;
+/** Scale (of the face size) of the chroma correction inside the features: one colour shift per lip, eye, brow. */
+const FEATURE_SIGMA_AB = 0.12;
 /** Share of the target face's Laplacian variance the new face is sharpened up to. */
 const DETAIL_TARGET = 0.9;
 
@@ -218,6 +220,33 @@ function featureZones(lm: readonly Point[], region: Region, margin: number): Uin
   return zones;
 }
 
+/** 0..1 weight from a mask (non-zero = 1): two box blurs of radius `r`, for a soft change over ~2r. */
+function featherMask(mask: Uint8Array, w: number, h: number, r: number): Float32Array {
+  let a = Float32Array.from(mask, (v) => (v ? 1 : 0));
+  for (let pass = 0; pass < 2; pass++) {
+    const b = new Float32Array(a.length);
+    for (let y = 0; y < h; y++) {
+      let acc = 0;
+      for (let x = -r; x < w; x++) {
+        if (x + r < w) acc += a[y * w + x + r]!;
+        if (x - r - 1 >= 0) acc -= a[y * w + x - r - 1]!;
+        if (x >= 0) b[y * w + x] = acc / (2 * r + 1);
+      }
+    }
+    const c = new Float32Array(a.length);
+    for (let x = 0; x < w; x++) {
+      let acc = 0;
+      for (let y = -r; y < h; y++) {
+        if (y + r < h) acc += b[(y + r) * w + x]!;
+        if (y - r - 1 >= 0) acc -= b[(y - r - 1) * w + x]!;
+        if (y >= 0) c[y * w + x] = acc / (2 * r + 1);
+      }
+    }
+    a = c;
+  }
+  return a;
+}
+
 /** The mask grown by one pixel (4-neighbourhood). */
 function dilate(mask: Uint8Array, w: number, h: number): Uint8Array {
   const out = Uint8Array.from(mask);
@@ -299,7 +328,7 @@ export const MIN_WORK_SIZE = 256;
 /** A face this much larger than the work size is swapped at the work size (smaller steps are not worth a resize). */
 const WORK_SLACK = 1.15;
 /** Room around the target's landmarks taken along when the face is swapped at a smaller scale. */
-const WORK_MARGIN = 0.2;
+const WORK_MARGIN = 0.05;
 
 /**
  * Replaces the face at `targetLm` (68 landmarks) in `target`, in place, with the face at `srcLm` in
@@ -609,7 +638,19 @@ async function renderFace(
     // local low-pass difference over skin only (a coloured light on the source carries no identity).
     transferLighting(srcLab, dstLab, skin, covered, w, region.height, [LIGHT_DEGREE, -1, -1]);
     const sab = tuning.sigmaAB * size;
+    // Inside the features (lips, eyes, brows) the fine field would be drawn from whichever skin lies
+    // nearest (chin below the lower lip, philtrum above the upper one) and tint the two lips apart:
+    // there a broad field, so each feature gets one colour correction as a whole.
+    const broad = Float32Array.from(srcLab);
     transferLocal(srcLab, dstLab, skin, covered, w, region.height, [0, sab, sab]);
+    const sBroad = FEATURE_SIGMA_AB * size;
+    transferLocal(broad, dstLab, skin, covered, w, region.height, [0, sBroad, sBroad]);
+    const k = featherMask(srcZones, w, region.height, Math.max(1, Math.round(margin)));
+    for (let i = 0; i < n; i++) {
+      const t = k[i]!;
+      if (t <= 0 || !covered[i]) continue;
+      for (let c = 1; c < 3; c++) srcLab[i * 3 + c] = srcLab[i * 3 + c]! + t * (broad[i * 3 + c]! - srcLab[i * 3 + c]!);
+    }
     warped.set(labToRgb(srcLab, covered));
   }
 
