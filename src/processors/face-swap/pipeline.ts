@@ -3,14 +3,7 @@
  * pick the target faces, swap, encode. Failures the client can fix are JobError('invalid_media').
  */
 import { JobError } from '../../errors.js';
-import {
-  computeDescriptor,
-  descriptorDistance,
-  detectLandmarks,
-  leftToRight,
-  locateFaces,
-  locateFacesTiny,
-} from './detect.js';
+import { computeDescriptor, descriptorDistance, detectLandmarks, findFaces, leftToRight } from './detect.js';
 import { CONTENT_TYPES, EXTENSIONS, decodeImage, encodeImage } from './image.js';
 import type { FaceMode, FaceSwapOptions } from './options.js';
 import { swapFace } from './swap.js';
@@ -110,13 +103,11 @@ export async function runFaceSwap(input: SwapJobInput, hooks: PipelineHooks): Pr
   ]);
   hooks.checkAborted();
 
-  // The source's largest face needs no exact order: the Tiny Face Detector (about 5x cheaper than
-  // SSD) finds it, and SSD runs only when it finds nothing or a face is picked by index.
-  let srcFaces = options.source_face_index === undefined ? await locateFacesTiny(source, options.min_confidence) : [];
-  if (srcFaces.length === 0) srcFaces = await locateFaces(source, options.min_confidence);
+  // One detector for every input (findFaces: face-detect's), so indices mean the same faces.
+  const srcFaces = await findFaces(source, options.min_confidence);
   if (srcFaces.length === 0) throw new JobError('invalid_media', 'input.source: no face found');
   hooks.checkAborted();
-  const dstFaces = await locateFaces(target, options.min_confidence);
+  const dstFaces = await findFaces(target, options.min_confidence);
   if (dstFaces.length === 0) throw new JobError('invalid_media', 'input.target: no face found');
   hooks.checkAborted();
 
@@ -166,7 +157,7 @@ async function matchReference(
   options: FaceSwapOptions,
   hooks: PipelineHooks,
 ): Promise<Point[]> {
-  const refFaces = await locateFaces(reference, options.min_confidence);
+  const refFaces = await findFaces(reference, options.min_confidence);
   if (refFaces.length === 0) throw new JobError('invalid_media', 'input.reference: no face found');
   const refLandmarks = await detectLandmarks(reference, refFaces[0]!.box);
   const refDescriptor = await computeDescriptor(reference, refLandmarks);
@@ -208,7 +199,7 @@ export async function runFaceDetect(input: DetectJobInput, hooks: PipelineHooks)
   hooks.progress('detecting faces');
   const target = await decodeImage(input.target, 'input.target', input.maxPixels);
   hooks.checkAborted();
-  const found = leftToRight(await locateFaces(target, input.minConfidence));
+  const found = leftToRight(await findFaces(target, input.minConfidence));
   const faces: DetectResult['faces'] = [];
   for (const [index, f] of found.entries()) {
     hooks.checkAborted();
