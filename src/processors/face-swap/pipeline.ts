@@ -3,7 +3,14 @@
  * pick the target faces, swap, encode. Failures the client can fix are JobError('invalid_media').
  */
 import { JobError } from '../../errors.js';
-import { computeDescriptor, descriptorDistance, detectLandmarks, findFaces, leftToRight } from './detect.js';
+import {
+  computeDescriptor,
+  descriptorDistance,
+  detectLandmarks,
+  findFaces,
+  findLargestFace,
+  leftToRight,
+} from './detect.js';
 import { CONTENT_TYPES, EXTENSIONS, decodeImage, encodeImage } from './image.js';
 import type { FaceMode, FaceSwapOptions } from './options.js';
 import { swapFace } from './swap.js';
@@ -103,20 +110,21 @@ export async function runFaceSwap(input: SwapJobInput, hooks: PipelineHooks): Pr
   ]);
   hooks.checkAborted();
 
-  // One detector for every input (findFaces: face-detect's), so indices mean the same faces.
-  const srcFaces = await findFaces(source, options.min_confidence);
-  if (srcFaces.length === 0) throw new JobError('invalid_media', 'input.source: no face found');
+  // One detector for every input (findFaces, face-detect's), so indices mean the same faces; the
+  // source's largest face alone (no index) comes cheaper.
+  let srcFace: { box: Box } | undefined;
+  if (options.source_face_index === undefined) {
+    srcFace = await findLargestFace(source, options.min_confidence);
+  } else {
+    const faces = leftToRight(await findFaces(source, options.min_confidence));
+    if (faces.length > 0) srcFace = pickByIndex(faces, [options.source_face_index], 'input.source')[0];
+  }
+  if (!srcFace) throw new JobError('invalid_media', 'input.source: no face found');
   hooks.checkAborted();
   const dstFaces = await findFaces(target, options.min_confidence);
   if (dstFaces.length === 0) throw new JobError('invalid_media', 'input.target: no face found');
   hooks.checkAborted();
 
-  // The source contributes one face: the one at source_face_index, else its largest (faces are
-  // sorted largest first).
-  const srcFace =
-    options.source_face_index === undefined
-      ? srcFaces[0]!
-      : pickByIndex(leftToRight(srcFaces), [options.source_face_index], 'input.source')[0]!;
   const srcLandmarks = await detectLandmarks(source, srcFace.box);
   let chosen: Point[][];
   if (mode === 'reference') {
@@ -157,9 +165,9 @@ async function matchReference(
   options: FaceSwapOptions,
   hooks: PipelineHooks,
 ): Promise<Point[]> {
-  const refFaces = await findFaces(reference, options.min_confidence);
-  if (refFaces.length === 0) throw new JobError('invalid_media', 'input.reference: no face found');
-  const refLandmarks = await detectLandmarks(reference, refFaces[0]!.box);
+  const refFace = await findLargestFace(reference, options.min_confidence);
+  if (!refFace) throw new JobError('invalid_media', 'input.reference: no face found');
+  const refLandmarks = await detectLandmarks(reference, refFace.box);
   const refDescriptor = await computeDescriptor(reference, refLandmarks);
   hooks.checkAborted();
   let best: { landmarks: Point[]; distance: number } | undefined;
