@@ -8,6 +8,7 @@ import path from 'node:path';
 import type * as FaceApiModule from '@vladmandic/face-api/dist/face-api.node-wasm.js';
 import type * as TfModule from '@tensorflow/tfjs';
 import type * as TfWasmModule from '@tensorflow/tfjs-backend-wasm';
+import { faceSize } from './geometry.js';
 import { resizeRegion } from './image.js';
 import { MAX_FACES } from './options.js';
 import type { Box, DetectedFace, Point, RgbImage } from './types.js';
@@ -277,16 +278,40 @@ export async function findFaces(img: RgbImage, minConfidence: number): Promise<{
 }
 
 /**
- * The largest face only (a source or reference picture whose face is not picked by index): the
- * coarse Tiny pass alone (the one that finds large faces, ~15 ms), else findFaces. Some 60 ms
- * cheaper than findFaces on a portrait.
+ * The faces to choose a largest one from (a source or reference picture whose face is not picked by
+ * index): the coarse Tiny pass alone (it finds the large faces, ~15 ms), else findFaces. Some 60 ms
+ * cheaper than findFaces on a portrait. Largest first.
  */
-export async function findLargestFace(img: RgbImage, minConfidence: number): Promise<{ box: Box; score: number } | undefined> {
+export async function findLargeFaces(img: RgbImage, minConfidence: number): Promise<{ box: Box; score: number }[]> {
   const size = FIND_INPUT_SIZES[FIND_INPUT_SIZES.length - 1]!;
   const { small, sx, sy } = await shrinkTo(img, size);
   const coarse = await locateFacesTiny(small, minConfidence, size);
-  if (coarse.length > 0) return { box: ssdShaped(scaleBox(coarse[0]!.box, sx, sy)), score: coarse[0]!.score };
-  return (await findFaces(img, minConfidence))[0];
+  if (coarse.length === 0) return findFaces(img, minConfidence);
+  return coarse.map((f) => ({ box: ssdShaped(scaleBox(f.box, sx, sy)), score: f.score })).sort(largestFirst);
+}
+
+/**
+ * Boxes whose area is within this factor of the largest are too close to call "largest" by box:
+ * Tiny's box sides vary by 6-8% around the face (sd, see TINY_TO_SSD), so areas by ~15%.
+ */
+const LARGEST_BOX_MARGIN = 0.7;
+
+/**
+ * The largest face's landmarks. Faces whose boxes are too close in size to tell apart are compared
+ * by the area their landmarks enclose (faceSize), which does not depend on the detector's box: on
+ * the bench's one-face picture the boxes of the 350 px face and of a 260 px face differ by 4%.
+ */
+export async function largestFaceLandmarks(img: RgbImage, faces: readonly { box: Box }[]): Promise<Point[]> {
+  const area = (f: { box: Box }) => f.box.width * f.box.height;
+  const max = Math.max(...faces.map(area));
+  let best: { lm: Point[]; size: number } | undefined;
+  for (const f of faces.filter((c) => area(c) >= LARGEST_BOX_MARGIN * max)) {
+    const lm = await detectLandmarks(img, f.box);
+    const size = faceSize(lm);
+    if (!best || size > best.size) best = { lm, size };
+  }
+  if (!best) throw new Error('largestFaceLandmarks: no face');
+  return best.lm;
 }
 
 /**

@@ -8,7 +8,8 @@ import {
   descriptorDistance,
   detectLandmarks,
   findFaces,
-  findLargestFace,
+  findLargeFaces,
+  largestFaceLandmarks,
   leftToRight,
 } from './detect.js';
 import { CONTENT_TYPES, EXTENSIONS, decodeImage, encodeImage } from './image.js';
@@ -111,30 +112,32 @@ export async function runFaceSwap(input: SwapJobInput, hooks: PipelineHooks): Pr
   hooks.checkAborted();
 
   // One detector for every input (findFaces, face-detect's), so indices mean the same faces; the
-  // source's largest face alone (no index) comes cheaper.
-  let srcFace: { box: Box } | undefined;
+  // source's largest face alone (no index) comes cheaper (findLargeFaces).
+  let srcLandmarks: Point[];
   if (options.source_face_index === undefined) {
-    srcFace = await findLargestFace(source, options.min_confidence);
+    const faces = await findLargeFaces(source, options.min_confidence);
+    if (faces.length === 0) throw new JobError('invalid_media', 'input.source: no face found');
+    srcLandmarks = await largestFaceLandmarks(source, faces);
   } else {
     const faces = leftToRight(await findFaces(source, options.min_confidence));
-    if (faces.length > 0) srcFace = pickByIndex(faces, [options.source_face_index], 'input.source')[0];
+    if (faces.length === 0) throw new JobError('invalid_media', 'input.source: no face found');
+    const face = pickByIndex(faces, [options.source_face_index], 'input.source')[0]!;
+    srcLandmarks = await detectLandmarks(source, face.box);
   }
-  if (!srcFace) throw new JobError('invalid_media', 'input.source: no face found');
   hooks.checkAborted();
   const dstFaces = await findFaces(target, options.min_confidence);
   if (dstFaces.length === 0) throw new JobError('invalid_media', 'input.target: no face found');
   hooks.checkAborted();
 
-  const srcLandmarks = await detectLandmarks(source, srcFace.box);
   let chosen: Point[][];
   if (mode === 'reference') {
     chosen = [await matchReference(reference!, target, dstFaces, options, hooks)];
+  } else if (options.target_face_indices === undefined && mode !== 'all') {
+    chosen = [await largestFaceLandmarks(target, dstFaces)];
   } else {
     const boxes: Box[] = options.target_face_indices
       ? pickByIndex(leftToRight(dstFaces), options.target_face_indices, 'input.target').map((f) => f.box)
-      : mode === 'all'
-        ? dstFaces.map((f) => f.box)
-        : [dstFaces[0]!.box];
+      : dstFaces.map((f) => f.box);
     chosen = [];
     for (const box of boxes) chosen.push(await detectLandmarks(target, box));
   }
@@ -165,9 +168,9 @@ async function matchReference(
   options: FaceSwapOptions,
   hooks: PipelineHooks,
 ): Promise<Point[]> {
-  const refFace = await findLargestFace(reference, options.min_confidence);
-  if (!refFace) throw new JobError('invalid_media', 'input.reference: no face found');
-  const refLandmarks = await detectLandmarks(reference, refFace.box);
+  const refFaces = await findLargeFaces(reference, options.min_confidence);
+  if (refFaces.length === 0) throw new JobError('invalid_media', 'input.reference: no face found');
+  const refLandmarks = await largestFaceLandmarks(reference, refFaces);
   const refDescriptor = await computeDescriptor(reference, refLandmarks);
   hooks.checkAborted();
   let best: { landmarks: Point[]; distance: number } | undefined;
