@@ -61,7 +61,9 @@ const targets = {
 const jt = createFaceSwapJobType({ threads: 1 });
 let t0 = performance.now();
 await jt.warmup();
-console.log(`warm-up (thread start, model load, one detection on a synthetic picture): ${(performance.now() - t0).toFixed(0)} ms`);
+console.log(
+  `warm-up (thread start, model load, one detection on a synthetic picture): ${(performance.now() - t0).toFixed(0)} ms`,
+);
 console.log(
   `machine: ${os.cpus().length} CPUs, load average ${os
     .loadavg()
