@@ -8,12 +8,25 @@ import path from 'node:path';
 import { fmt, log, raw, ROOT, setScenario, type Row } from '../lib.js';
 
 const SCRIPT = path.join(ROOT, 'bench/face-swap.ts');
-const TARGET_MS = 2_000;
 
 interface Summary {
   bench: string;
   iterations: number;
-  results: Record<string, { medianMs: number; minMs: number; maxMs: number; eventLoopP99Ms: number }>;
+  results: Record<
+    string,
+    {
+      medianMs: number;
+      minMs: number;
+      maxMs: number;
+      cpuMs?: number;
+      eventLoopP99Ms: number;
+      stageMedianMs?: Record<string, number>;
+      /** The first swap of the fresh worker thread (after its warm-up), apart from the warm median. */
+      firstMs?: number;
+      /** Only the issue's case has one (issue 18: 500 ms); the others are informational. */
+      targetMs?: number;
+    }
+  >;
 }
 
 export async function faceSwapScenario(): Promise<{ rows: Row[]; lines: string[] }> {
@@ -52,13 +65,22 @@ export async function faceSwapScenario(): Promise<{ rows: Row[]; lines: string[]
     const s = JSON.parse(json) as Summary;
     raw.faceSwap = s;
     for (const [label, r] of Object.entries(s.results)) {
+      const stages = Object.entries(r.stageMedianMs ?? {})
+        .map(([k, v]) => `${k} ${fmt.ms(v)}`)
+        .join(', ');
       rows.push({
         scenario: 'face swap',
-        case: `${label}, 1 worker thread, ${s.iterations} swaps`,
-        value: `median ${fmt.ms(r.medianMs)} per swap (min ${fmt.ms(r.minMs)}, max ${fmt.ms(r.maxMs)})`,
-        reference: `main-thread event-loop delay p99 ${fmt.ms(r.eventLoopP99Ms)}`,
-        target: `< ${fmt.ms(TARGET_MS)} per swap`,
-        ok: r.medianMs < TARGET_MS,
+        case: `${label}, 1 worker thread, ${s.iterations} warm swaps`,
+        value:
+          `median ${fmt.ms(r.medianMs)} per swap (min ${fmt.ms(r.minMs)}, max ${fmt.ms(r.maxMs)})` +
+          (r.firstMs !== undefined ? `; first swap of a fresh thread ${fmt.ms(r.firstMs)}` : ''),
+        reference:
+          (stages ? `${stages}; ` : '') +
+          (r.cpuMs !== undefined ? `CPU ${fmt.ms(r.cpuMs)}; ` : '') +
+          `main-thread event-loop delay p99 ${fmt.ms(r.eventLoopP99Ms)}`,
+        ...(r.targetMs !== undefined
+          ? { target: `<= ${fmt.ms(r.targetMs)} per swap`, ok: r.medianMs <= r.targetMs }
+          : { target: 'informational' }),
       });
     }
   }

@@ -66,7 +66,8 @@ export function createFaceDetectJobType(
       {
         name: MODEL_FACE_DETECT_V1,
         description:
-          'face-api SSD MobileNet v1 detector and 68-point landmark net (the detector and order of warp-blend-v1). CPU only.',
+          'face-api Tiny Face Detector (two scales; SSD MobileNet v1 when it finds no face) and 68-point ' +
+          'landmark net: the detector and order of warp-blend-v1. CPU only.',
       },
     ],
     options: faceDetectOptionsSchema,

@@ -7,9 +7,10 @@ import {
   computeDescriptor,
   descriptorDistance,
   detectLandmarks,
+  findFaces,
+  findLargeFaces,
+  largestFaceLandmarks,
   leftToRight,
-  locateFaces,
-  locateFacesTiny,
 } from './detect.js';
 import { CONTENT_TYPES, EXTENSIONS, decodeImage, encodeImage } from './image.js';
 import type { FaceMode, FaceSwapOptions } from './options.js';
@@ -110,32 +111,33 @@ export async function runFaceSwap(input: SwapJobInput, hooks: PipelineHooks): Pr
   ]);
   hooks.checkAborted();
 
-  // The source's largest face needs no exact order: the Tiny Face Detector (about 5x cheaper than
-  // SSD) finds it, and SSD runs only when it finds nothing or a face is picked by index.
-  let srcFaces = options.source_face_index === undefined ? await locateFacesTiny(source, options.min_confidence) : [];
-  if (srcFaces.length === 0) srcFaces = await locateFaces(source, options.min_confidence);
-  if (srcFaces.length === 0) throw new JobError('invalid_media', 'input.source: no face found');
+  // One detector for every input (findFaces, face-detect's), so indices mean the same faces; the
+  // source's largest face alone (no index) comes cheaper (findLargeFaces).
+  let srcLandmarks: Point[];
+  if (options.source_face_index === undefined) {
+    const faces = await findLargeFaces(source, options.min_confidence);
+    if (faces.length === 0) throw new JobError('invalid_media', 'input.source: no face found');
+    srcLandmarks = await largestFaceLandmarks(source, faces);
+  } else {
+    const faces = leftToRight(await findFaces(source, options.min_confidence));
+    if (faces.length === 0) throw new JobError('invalid_media', 'input.source: no face found');
+    const face = pickByIndex(faces, [options.source_face_index], 'input.source')[0]!;
+    srcLandmarks = await detectLandmarks(source, face.box);
+  }
   hooks.checkAborted();
-  const dstFaces = await locateFaces(target, options.min_confidence);
+  const dstFaces = await findFaces(target, options.min_confidence);
   if (dstFaces.length === 0) throw new JobError('invalid_media', 'input.target: no face found');
   hooks.checkAborted();
 
-  // The source contributes one face: the one at source_face_index, else its largest (faces are
-  // sorted largest first).
-  const srcFace =
-    options.source_face_index === undefined
-      ? srcFaces[0]!
-      : pickByIndex(leftToRight(srcFaces), [options.source_face_index], 'input.source')[0]!;
-  const srcLandmarks = await detectLandmarks(source, srcFace.box);
   let chosen: Point[][];
   if (mode === 'reference') {
     chosen = [await matchReference(reference!, target, dstFaces, options, hooks)];
+  } else if (options.target_face_indices === undefined && mode !== 'all') {
+    chosen = [await largestFaceLandmarks(target, dstFaces)];
   } else {
     const boxes: Box[] = options.target_face_indices
       ? pickByIndex(leftToRight(dstFaces), options.target_face_indices, 'input.target').map((f) => f.box)
-      : mode === 'all'
-        ? dstFaces.map((f) => f.box)
-        : [dstFaces[0]!.box];
+      : dstFaces.map((f) => f.box);
     chosen = [];
     for (const box of boxes) chosen.push(await detectLandmarks(target, box));
   }
@@ -166,9 +168,9 @@ async function matchReference(
   options: FaceSwapOptions,
   hooks: PipelineHooks,
 ): Promise<Point[]> {
-  const refFaces = await locateFaces(reference, options.min_confidence);
+  const refFaces = await findLargeFaces(reference, options.min_confidence);
   if (refFaces.length === 0) throw new JobError('invalid_media', 'input.reference: no face found');
-  const refLandmarks = await detectLandmarks(reference, refFaces[0]!.box);
+  const refLandmarks = await largestFaceLandmarks(reference, refFaces);
   const refDescriptor = await computeDescriptor(reference, refLandmarks);
   hooks.checkAborted();
   let best: { landmarks: Point[]; distance: number } | undefined;
@@ -208,7 +210,7 @@ export async function runFaceDetect(input: DetectJobInput, hooks: PipelineHooks)
   hooks.progress('detecting faces');
   const target = await decodeImage(input.target, 'input.target', input.maxPixels);
   hooks.checkAborted();
-  const found = leftToRight(await locateFaces(target, input.minConfidence));
+  const found = leftToRight(await findFaces(target, input.minConfidence));
   const faces: DetectResult['faces'] = [];
   for (const [index, f] of found.entries()) {
     hooks.checkAborted();

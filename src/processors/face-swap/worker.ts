@@ -6,8 +6,8 @@
 import type { MessagePort } from 'node:worker_threads';
 import { type ErrorType } from '../../contract.js';
 import { JobError } from '../../errors.js';
-import { loadFaceModels } from './detect.js';
 import { runFaceDetect, runFaceSwap, type DetectJobInput, type SwapJobInput } from './pipeline.js';
+import { warmUp } from './warmup.js';
 
 /** Values of the shared control word (Int32Array over a SharedArrayBuffer, index 0). */
 export const CONTROL_PENDING = 0;
@@ -36,7 +36,7 @@ class Cancelled extends Error {}
 
 export default async function handle(task: WorkerTask): Promise<WorkerReply> {
   if (task.kind === 'warmup') {
-    await loadFaceModels();
+    await warmUp();
     return { kind: 'ready' };
   }
   const { port, control } = task;

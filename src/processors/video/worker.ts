@@ -9,9 +9,9 @@ import { JobError } from '../../errors.js';
 import {
   computeDescriptor,
   detectLandmarks,
+  findFaces,
   leftToRight,
   loadFaceModels,
-  locateFaces,
   locateFacesTiny,
 } from '../face-swap/detect.js';
 import { boundingRegion, faceSize } from '../face-swap/geometry.js';
@@ -48,7 +48,7 @@ export type VideoTask =
       /** face-detect index of the source face; default the largest. */
       sourceFaceIndex?: number | undefined;
     }
-  /** `precise`: the image job's detector (SSD), whose faces and order face-detect reports. */
+  /** `precise`: the image job's detector (findFaces), whose faces and order face-detect reports. */
   | { kind: 'detect'; frame: RgbImage; minConfidence: number; descriptors: boolean; precise?: boolean }
   | { kind: 'landmarks'; crop: RgbImage; boxes: Box[] }
   | { kind: 'descriptor'; crop: RgbImage; landmarks: Point[] }
@@ -74,7 +74,7 @@ export type VideoReply =
 /** Decodes an image input, finds its largest face, and returns landmarks and descriptor. */
 async function faceOf(bytes: Uint8Array, label: string, minConfidence: number, maxPixels: number, index?: number) {
   const img = await decodeImage(bytes, label, maxPixels);
-  const found = await locateFaces(img, minConfidence);
+  const found = await findFaces(img, minConfidence);
   if (found.length === 0) throw new JobError('invalid_media', `${label}: no face found`);
   const face = index === undefined ? found[0]! : pickByIndex(leftToRight(found), [index], label)[0]!;
   const landmarks = await detectLandmarks(img, face.box);
@@ -114,7 +114,7 @@ async function handleTask(task: VideoTask): Promise<VideoReply> {
     }
     case 'detect': {
       const boxes = task.precise
-        ? await locateFaces(task.frame, task.minConfidence)
+        ? await findFaces(task.frame, task.minConfidence)
         : await locateFacesTiny(task.frame, task.minConfidence);
       const faces: FoundFace[] = [];
       for (const b of boxes) {
