@@ -8,7 +8,7 @@ import path from 'node:path';
 import type * as FaceApiModule from '@vladmandic/face-api/dist/face-api.node-wasm.js';
 import type * as TfModule from '@tensorflow/tfjs';
 import type * as TfWasmModule from '@tensorflow/tfjs-backend-wasm';
-import { faceSize } from './geometry.js';
+import { extents, faceSize } from './geometry.js';
 import { resizeRegion } from './image.js';
 import { MAX_FACES } from './options.js';
 import type { Box, DetectedFace, Point, RgbImage } from './types.js';
@@ -364,6 +364,28 @@ export async function detectLandmarks(img: RgbImage, box: Box): Promise<Point[]>
   } finally {
     tensor.dispose();
   }
+}
+
+/**
+ * SSD's box relative to the landmarks' bounding box (centre offsets and size as fractions of it),
+ * medians over the 22 faces of face-api's demo photos: the crop the landmark net was trained on.
+ */
+const SSD_FROM_LANDMARKS = { cx: 0.011, cy: -0.164, w: 0.941, h: 1.386 } as const;
+
+/**
+ * The landmarks again, from a crop placed by the first ones in SSD's shape: the landmark net is
+ * sensitive to its crop, and a detector's box (Tiny's, reshaped) is a rougher guess than the face's
+ * own landmarks. Used on the faces a swap replaces and puts in, where identity depends on them.
+ */
+export async function refineLandmarks(img: RgbImage, lm: readonly Point[]): Promise<Point[]> {
+  const { x0, y0, x1, y1 } = extents(lm);
+  const bw = x1 - x0;
+  const bh = y1 - y0;
+  const w = SSD_FROM_LANDMARKS.w * bw;
+  const h = SSD_FROM_LANDMARKS.h * bh;
+  const cx = (x0 + x1) / 2 + SSD_FROM_LANDMARKS.cx * bw;
+  const cy = (y0 + y1) / 2 + SSD_FROM_LANDMARKS.cy * bh;
+  return detectLandmarks(img, { x: cx - w / 2, y: cy - h / 2, width: w, height: h });
 }
 
 function mean(points: Point[]): Point {

@@ -7,6 +7,7 @@ import {
   computeDescriptor,
   descriptorDistance,
   detectLandmarks,
+  refineLandmarks,
   findFaces,
   findLargeFaces,
   largestFaceLandmarks,
@@ -141,6 +142,11 @@ export async function runFaceSwap(input: SwapJobInput, hooks: PipelineHooks): Pr
     chosen = [];
     for (const box of boxes) chosen.push(await detectLandmarks(target, box));
   }
+  hooks.checkAborted();
+
+  // Identity depends on the landmarks of the two faces: one more pass each, from their own crop.
+  srcLandmarks = await refineLandmarks(source, srcLandmarks);
+  for (let k = 0; k < chosen.length; k++) chosen[k] = await refineLandmarks(target, chosen[k]!);
   hooks.checkAborted();
 
   hooks.progress('swapping faces');
