@@ -324,7 +324,7 @@ interface Rendered {
 }
 
 /** Smallest default work size (px): below it, masks and colour fits get coarse. */
-export const MIN_WORK_SIZE = 256;
+export const MIN_WORK_SIZE = 160;
 /** A face this much larger than the work size is swapped at the work size (smaller steps are not worth a resize). */
 const WORK_SLACK = 1.15;
 /** Room around the target's landmarks taken along when the face is swapped at a smaller scale. */
