@@ -159,7 +159,7 @@ export default async function handle(task: VideoTask): Promise<VideoReply> {
     // The swapped region goes back by transfer, not by a structured-clone copy.
     if (reply.kind !== 'swapped') return reply;
     const movable = { [transferableSymbol]: [reply.frame.data.buffer], [valueSymbol]: reply };
-    return move(movable as never) as unknown as VideoReply;
+    return move(movable) as unknown as VideoReply;
   } catch (err) {
     if (err instanceof JobError) return { kind: 'job-error', errorType: err.errorType, message: err.message };
     throw err;
