@@ -1,6 +1,7 @@
 /**
  * Video face swap throughput: a 720p/30 fps clip with one face (a pan over a sample photograph),
- * swapped through the job type's run() with the service's default worker threads, after warm-up.
+ * swapped through the job type's run() with the service's default swap threads (plus the job type's
+ * one models thread), after warm-up.
  * Prints seconds of processing per second of video (wall clock, and CPU including the ffmpeg
  * processes), and the peak RSS of this process (worker threads included).
  * Usage: npx tsx bench/video.ts [seconds=4] [threads=default]
@@ -54,7 +55,7 @@ const cpuSelf = c1.self - c0.self;
 const cpuFfmpeg = c1.children - c0.children;
 const load = os.loadavg()[0]!;
 console.log(
-  `720p/30 fps, ${seconds} s (${seconds * 30} frames), one face ~420 px, ${threads} worker threads, load average ${load.toFixed(1)}`,
+  `720p/30 fps, ${seconds} s (${seconds * 30} frames), one face ~420 px, ${threads} swap threads + 1 models thread, load average ${load.toFixed(1)}`,
 );
 console.log(
   `wall ${wall.toFixed(1)} s = ${(wall / seconds).toFixed(2)} s per video second (${((wall * 1000) / (seconds * 30)).toFixed(0)} ms per frame)`,

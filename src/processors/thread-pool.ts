@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
+import type { ResourceLimits } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 
 export interface WorkerLocation {
@@ -26,7 +27,12 @@ export function workerBeside(moduleUrl: string): WorkerLocation {
  * `threads` worker threads, created on first use (an API-only process that merely lists job types
  * starts none); threads, and the models they load, live as long as the pool.
  */
-export function lazyThreadPool<T, R>(location: WorkerLocation, threads: number, warmupTask: T) {
+export function lazyThreadPool<T, R>(
+  location: WorkerLocation,
+  threads: number,
+  warmupTask: T,
+  opts: { resourceLimits?: ResourceLimits } = {},
+) {
   let pool: Piscina<T, R> | undefined;
   const get = (): Piscina<T, R> =>
     (pool ??= new Piscina<T, R>({
@@ -35,6 +41,7 @@ export function lazyThreadPool<T, R>(location: WorkerLocation, threads: number, 
       maxThreads: threads,
       concurrentTasksPerWorker: 1,
       idleTimeout: Infinity,
+      ...(opts.resourceLimits ? { resourceLimits: opts.resourceLimits } : {}),
     }));
   return {
     get,

@@ -1,8 +1,9 @@
 /**
  * Job type `video-face-swap`, model `warp-blend-track-v1`: the image face swap applied to every frame
  * of a video, with tracking and temporal smoothing. ffmpeg decodes the target into raw rgb24 frames on
- * a pipe; this (main) thread runs the tracker and hands each frame to the worker threads to be
- * swapped; the swapped frames go, in order, through a second pipe into the encoder, which muxes in the
+ * a pipe; this (main) thread runs the tracker (its detection and landmark nets run on one `models`
+ * thread) and hands each frame's face region to the `swap` threads; the frames, with their swapped
+ * regions pasted back, go in order through a second pipe into the encoder, which muxes in the
  * target's (or the `audio` slot's) soundtrack.
  */
 import path from 'node:path';
@@ -37,6 +38,7 @@ import {
 } from './options.js';
 import { probeMedia } from './probe.js';
 import { FaceTracker, type Track } from './tracker.js';
+import { cropFrame, pasteFrame, shiftPoints, swapRegion } from './region.js';
 import type { VideoReply, VideoTask } from './worker.js';
 
 /** Key frames (full detection) this often, in seconds; tracking in between. */
@@ -45,11 +47,20 @@ const KEY_FRAME_SECONDS = 1 / 3;
 const STATS_EMA = 0.1;
 /** Most faces followed at once with `faces: all`. */
 const MAX_FACES = 8;
+/**
+ * V8's young generation per thread, in MB (default 3 x 16): the threads' garbage is mostly large
+ * typed arrays, which live outside it, so a small one costs no measurable CPU and saves ~25 MB of
+ * RSS per thread.
+ */
+const YOUNG_GENERATION_MB = 8;
 /** Largest accepted source/reference image, in pixels. */
 const IMAGE_MAX_PIXELS = 40_000_000;
 
 export interface VideoFaceSwapJobTypeOptions {
-  /** Worker threads (default 1): frames of one job are spread over all of them. */
+  /**
+   * Swap threads (default 1): the frames of one job are spread over all of them. One more thread
+   * holds the face models and runs detection and tracking for them.
+   */
   threads?: number;
   limits?: VideoLimits;
   /** ffmpeg/ffprobe to run (default: FFMPEG_PATH/FFPROBE_PATH, else the npm-shipped builds), resolved per job. */
@@ -106,16 +117,26 @@ function unrotate(rotation: 0 | 90 | 180 | 270): string[] {
 export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {}): VideoFaceSwapJobType {
   const threads = Math.max(1, Math.floor(opts.threads ?? 1));
   const limits = opts.limits ?? DEFAULT_VIDEO_LIMITS;
-  // Created on first use: an API-only process that merely lists job types starts no threads.
-  const threadPool = lazyThreadPool<VideoTask, VideoReply>(workerBeside(import.meta.url), threads, { kind: 'warmup' });
-  const getPool = threadPool.get;
+  // Created on first use: an API-only process that merely lists job types starts no threads. Only
+  // one thread loads the face models (their tfjs heap is most of a thread's memory); tracking needs
+  // a small share of the CPU, and its tasks never wait behind swaps.
+  const location = workerBeside(import.meta.url);
+  const threadLimits = { resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } };
+  const modelPool = lazyThreadPool<VideoTask, VideoReply>(location, 1, { kind: 'warmup', models: true }, threadLimits);
+  const swapPool = lazyThreadPool<VideoTask, VideoReply>(
+    location,
+    threads,
+    { kind: 'warmup', models: false },
+    threadLimits,
+  );
 
   async function call<K extends VideoReply['kind']>(
     task: VideoTask,
     kind: K,
     transfer: ArrayBuffer[] = [],
   ): Promise<Extract<VideoReply, { kind: K }>> {
-    const reply = await getPool().run(task, { transferList: transfer });
+    const pool = task.kind === 'swap' ? swapPool : modelPool;
+    const reply = await pool.get().run(task, { transferList: transfer });
     if (reply.kind === 'job-error') throw new JobError(reply.errorType, reply.message);
     if (reply.kind !== kind) throw new Error(`unexpected worker reply ${reply.kind}`);
     return reply as Extract<VideoReply, { kind: K }>;
@@ -279,11 +300,18 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
             pending.push({ done: Promise.resolve({ frame, stats: [] }), tracks: [] });
           } else {
             swappedFrames++;
-            const faces = tracks.map((t) => ({ landmarks: t.smooth, stats: t.stats }));
+            // Only the faces' region travels to the swap thread and back.
+            const r = swapRegion(
+              tracks.map((t) => t.smooth),
+              width,
+              height,
+            );
+            const part = cropFrame(frame, r);
+            const faces = tracks.map((t) => ({ landmarks: shiftPoints(t.smooth, -r.left, -r.top), stats: t.stats }));
             const done = call(
               {
                 kind: 'swap',
-                frame,
+                frame: part,
                 faces,
                 source: prepared.source.image,
                 srcLandmarks: prepared.source.landmarks,
@@ -291,8 +319,11 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
                 colorCorrection: options.color_correction,
               },
               'swapped',
-              [data.buffer as ArrayBuffer],
-            ).then((r) => ({ frame: r.frame, stats: r.stats }));
+              [part.data.buffer as ArrayBuffer],
+            ).then((reply) => {
+              pasteFrame(frame, reply.frame, r);
+              return { frame, stats: reply.stats };
+            });
             done.catch(() => {});
             pending.push({ done, tracks: [...tracks] });
           }
@@ -401,7 +432,11 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
     options: videoFaceSwapOptionsSchema,
     run,
     checkInput: checkFaceInput,
-    warmup: () => threadPool.warmup(),
-    close: () => threadPool.close(),
+    warmup: async () => {
+      await Promise.all([modelPool.warmup(), swapPool.warmup()]);
+    },
+    close: async () => {
+      await Promise.all([modelPool.close(), swapPool.close()]);
+    },
   };
 }

@@ -7,10 +7,11 @@
  */
 import { descriptorDistance, leftToRight } from '../face-swap/detect.js';
 import { pickByIndex } from '../face-swap/pipeline.js';
-import { boundingRegion, extents, faceSize, type Region } from '../face-swap/geometry.js';
+import { boundingRegion, extents, faceSize } from '../face-swap/geometry.js';
 import type { FaceMode } from '../face-swap/options.js';
 import type { ColorStats } from '../face-swap/swap.js';
 import type { Box, Point, RgbImage } from '../face-swap/types.js';
+import { cropFrame, shiftPoints } from './region.js';
 import { LandmarkFilter } from './smooth.js';
 import type { FoundFace } from './worker.js';
 
@@ -91,18 +92,6 @@ function iou(a: Box, b: Box): number {
   return inter / (a.width * a.height + b.width * b.height - inter);
 }
 
-/** A copy of `region` of an RGB frame. */
-export function cropFrame(frame: RgbImage, r: Region): RgbImage {
-  const data = new Uint8Array(r.width * r.height * 3);
-  for (let y = 0; y < r.height; y++) {
-    const from = ((r.top + y) * frame.width + r.left) * 3;
-    data.set(frame.data.subarray(from, from + r.width * 3), y * r.width * 3);
-  }
-  return { data, width: r.width, height: r.height };
-}
-
-const shift = (pts: readonly Point[], dx: number, dy: number) => pts.map((p) => ({ x: p.x + dx, y: p.y + dy }));
-
 export class FaceTracker {
   readonly tracks: Track[] = [];
   private nextId = 1;
@@ -156,12 +145,12 @@ export class FaceTracker {
     );
     if (r.width < 8 || r.height < 8) return t.raw;
     const lm = await this.deps.landmarks(cropFrame(frame, r), { ...box, x: box.x - r.left, y: box.y - r.top });
-    return shift(lm, r.left, r.top);
+    return shiftPoints(lm, r.left, r.top);
   }
 
   private async descriptorOf(frame: RgbImage, lm: Point[]): Promise<Float32Array> {
     const r = boundingRegion(lm, 0.6 * faceSize(lm), frame.width, frame.height);
-    return this.deps.descriptor(cropFrame(frame, r), shift(lm, -r.left, -r.top));
+    return this.deps.descriptor(cropFrame(frame, r), shiftPoints(lm, -r.left, -r.top));
   }
 
   private activate(t: Track, face: FoundFace): void {

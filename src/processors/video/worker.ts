@@ -1,9 +1,12 @@
 /**
  * Piscina worker for the video face swap: small, stateless per-frame tasks (detect on a key frame,
- * landmarks on a tracked crop, swap one frame), so frames spread over the pool's threads and a
- * cancelled job frees its thread within one task. Models load once per thread. A JobError travels
+ * landmarks on a tracked crop, swap the face region of one frame), so a cancelled job frees its
+ * thread within one task. The job runs two pools of this module: one `models` thread that loads
+ * the face models and does all detection, landmark and descriptor work, and `swap` threads that
+ * never load them (each set of models with its tfjs heap costs ~250 MB of RSS). A JobError travels
  * back as data, since structured cloning would turn it into a plain Error.
  */
+import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { type ErrorType } from '../../contract.js';
 import { JobError } from '../../errors.js';
 import {
@@ -38,7 +41,8 @@ export interface FoundFace {
 }
 
 export type VideoTask =
-  | { kind: 'warmup' }
+  /** `models`: load the face models (the models thread); a swap thread has nothing to load. */
+  | { kind: 'warmup'; models: boolean }
   | {
       kind: 'prepare';
       source: Uint8Array;
@@ -54,6 +58,7 @@ export type VideoTask =
   | { kind: 'descriptor'; crop: RgbImage; landmarks: Point[] }
   | {
       kind: 'swap';
+      /** The face region of a frame (see swapRegion), swapped in place and sent back. */
       frame: RgbImage;
       faces: { landmarks: Point[]; stats?: ColorStats | undefined }[];
       source: RgbImage;
@@ -98,7 +103,7 @@ async function cropSource(img: RgbImage, landmarks: Point[]): Promise<{ image: R
 async function handleTask(task: VideoTask): Promise<VideoReply> {
   switch (task.kind) {
     case 'warmup':
-      await loadFaceModels();
+      if (task.models) await loadFaceModels();
       return { kind: 'ready' };
     case 'prepare': {
       const src = await faceOf(task.source, 'input.source', task.minConfidence, task.maxPixels, task.sourceFaceIndex);
@@ -150,7 +155,11 @@ async function handleTask(task: VideoTask): Promise<VideoReply> {
 
 export default async function handle(task: VideoTask): Promise<VideoReply> {
   try {
-    return await handleTask(task);
+    const reply = await handleTask(task);
+    // The swapped region goes back by transfer, not by a structured-clone copy.
+    if (reply.kind !== 'swapped') return reply;
+    const movable = { [transferableSymbol]: [reply.frame.data.buffer], [valueSymbol]: reply };
+    return move(movable) as unknown as VideoReply;
   } catch (err) {
     if (err instanceof JobError) return { kind: 'job-error', errorType: err.errorType, message: err.message };
     throw err;
