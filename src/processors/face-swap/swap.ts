@@ -360,9 +360,12 @@ export async function swapFace(
   const lm = targetLm.map((p) => ({ x: (p.x - R.left) / kx, y: (p.y - R.top) / ky }));
   const r = await renderFace(small, lm, source, srcLm, opts, tuning, false);
   if (!r) return undefined;
-  const { face, alpha } = upsampleFace(r, R, kx, ky);
-  sharpenToMatch(target, R, face, alpha);
-  composite(target, R, face, alpha);
+  // Full resolution only where the face has any alpha (R also holds the margin around it).
+  const S = opaqueExtent(r, R, kx, ky);
+  if (!S) return r.stats;
+  const { face, alpha } = upsampleFace(r, R, kx, ky, S);
+  sharpenToMatch(target, S, face, alpha);
+  composite(target, S, face, alpha);
   return r.stats;
 }
 
@@ -377,8 +380,8 @@ function cubicWeights(t: number, w: Float64Array): void {
 }
 
 /**
- * The rendered face at full size over `R` (the region the small copy was made of, `kx`/`ky` full
- * pixels per small pixel). Inside the face (all 16 taps fully opaque) bicubic, which keeps what
+ * The rendered face at full size over `S` (default: all of `R`, the region the small copy was made
+ * of, `kx`/`ky` full pixels per small pixel). Inside the face (all 16 taps fully opaque) bicubic, which keeps what
  * detail there is; near the edge bilinear with colour premultiplied by alpha, so the uncovered
  * surroundings never bleed into the face. Alpha stays 0 wherever all four taps are 0, so an
  * occluder kept at the small scale is kept exactly here too.
@@ -388,15 +391,19 @@ export function upsampleFace(
   R: Region,
   kx: number,
   ky: number,
+  S: Region = R,
 ): { face: Float32Array; alpha: Float32Array } {
-  const { width: rw, height: rh, left: rl, top: rt } = r.region;
-  const face = new Float32Array(R.width * R.height * 3);
-  const alpha = new Float32Array(R.width * R.height);
+  const { width: rw, height: rh } = r.region;
+  // Small-image coordinates of S's pixels: R's origin is the small image's; r.region lies inside it.
+  const rl = r.region.left - (S.left - R.left) / kx;
+  const rt = r.region.top - (S.top - R.top) / ky;
+  const face = new Float32Array(S.width * S.height * 3);
+  const alpha = new Float32Array(S.width * S.height);
   const ra = r.alpha;
   const rf = r.face;
   const cx = new Float64Array(4);
   const cy = new Float64Array(4);
-  for (let y = 0; y < R.height; y++) {
+  for (let y = 0; y < S.height; y++) {
     const v = (y + 0.5) / ky - 0.5 - rt;
     if (v <= -1 || v >= rh) continue;
     const y0 = Math.floor(v);
@@ -407,12 +414,12 @@ export function upsampleFace(
     const wy1 = y0 + 1 >= rh ? 0 : fy;
     const rowsIn = y0 >= 1 && y0 + 2 < rh;
     if (rowsIn) cubicWeights(fy, cy);
-    for (let x = 0; x < R.width; x++) {
+    for (let x = 0; x < S.width; x++) {
       const u = (x + 0.5) / kx - 0.5 - rl;
       if (u <= -1 || u >= rw) continue;
       const x0 = Math.floor(u);
       const fx = u - x0;
-      const o = y * R.width + x;
+      const o = y * S.width + x;
       if (rowsIn && x0 >= 1 && x0 + 2 < rw && opaque16(ra, rw, x0 - 1, y0 - 1)) {
         cubicWeights(fx, cx);
         let cr = 0;
@@ -456,6 +463,34 @@ export function upsampleFace(
     }
   }
   return { face, alpha };
+}
+
+/**
+ * The part of `R` (full resolution) where the upsampled face can have alpha > 0: the extent of the
+ * rendered alpha, one small pixel wider (the bilinear taps), in full pixels. Undefined when none.
+ */
+function opaqueExtent(r: Rendered, R: Region, kx: number, ky: number): Region | undefined {
+  const { width: rw, height: rh } = r.region;
+  let x0 = rw;
+  let x1 = -1;
+  let y0 = rh;
+  let y1 = -1;
+  for (let y = 0; y < rh; y++) {
+    for (let x = 0; x < rw; x++) {
+      if (r.alpha[y * rw + x]! <= 0) continue;
+      if (x < x0) x0 = x;
+      if (x > x1) x1 = x;
+      if (y < y0) y0 = y;
+      if (y > y1) y1 = y;
+    }
+  }
+  if (x1 < 0) return undefined;
+  // Small pixel centre c maps to full coordinate (c + 0.5) * k - 0.5.
+  const left = Math.max(0, Math.floor((r.region.left + x0 - 1 + 0.5) * kx - 0.5));
+  const top = Math.max(0, Math.floor((r.region.top + y0 - 1 + 0.5) * ky - 0.5));
+  const right = Math.min(R.width, Math.ceil((r.region.left + x1 + 1 + 0.5) * kx - 0.5) + 1);
+  const bottom = Math.min(R.height, Math.ceil((r.region.top + y1 + 1 + 0.5) * ky - 0.5) + 1);
+  return { left: R.left + left, top: R.top + top, width: right - left, height: bottom - top };
 }
 
 /** Whether the 4x4 block of `alpha` (row length `w`) starting at (x, y) is fully opaque. */
