@@ -146,12 +146,18 @@ export async function locateFacesTiny(
 ): Promise<{ box: Box; score: number }[]> {
   const { faceapi } = await loadFaceModels();
   const net = await tinyNet();
-  const tensor = toTensor(faceapi, img);
+  // Shrunk to the net's input first (area-averaged by sharp): face-api would pad a whole video
+  // frame to a square of int32 and resize it bilinearly, tens of MB of tensors per call.
+  const { small, sx, sy } = await shrinkTo(img, inputSize);
+  const tensor = toTensor(faceapi, small);
   try {
     const options = new faceapi.TinyFaceDetectorOptions({ inputSize, scoreThreshold: minConfidence });
     const found = await net.locateFaces(tensor, options);
     return found
-      .map((d) => ({ box: { x: d.box.x, y: d.box.y, width: d.box.width, height: d.box.height }, score: d.score }))
+      .map((d) => ({
+        box: scaleBox({ x: d.box.x, y: d.box.y, width: d.box.width, height: d.box.height }, sx, sy),
+        score: d.score,
+      }))
       .filter((f) => f.box.width >= 8 && f.box.height >= 8)
       .sort(largestFirst);
   } finally {
