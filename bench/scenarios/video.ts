@@ -7,7 +7,9 @@ import path from 'node:path';
 import { log, raw, ROOT, setScenario, type Row } from '../lib.js';
 
 const SCRIPT = path.join(ROOT, 'bench/video.ts');
-const TARGET_S_PER_S = 5;
+/** Issue 18's targets, on this 2-core machine. */
+const TARGET_S_PER_S = 2.5;
+const TARGET_RSS_MB = 600;
 
 interface Summary {
   seconds: number;
@@ -41,11 +43,11 @@ export async function videoScenario(): Promise<{ rows: Row[]; lines: string[] }>
     rows: [
       {
         scenario: 'video face swap',
-        case: `720p/30 fps, one face, ${s.seconds} s clip, ${s.threads} worker threads`,
+        case: `720p/30 fps, one face, ${s.seconds} s clip, ${s.threads} swap threads + 1 models thread`,
         value: `${s.wallPerVideoSecond.toFixed(2)} s per video second (CPU ${s.cpuPerVideoSecond.toFixed(2)} s incl. ffmpeg)`,
         reference: `peak RSS ${Math.round(s.peakRssMb)} MB; load average ${s.load.toFixed(1)}`,
-        target: `≤ ${TARGET_S_PER_S} s per video second`,
-        ok: s.wallPerVideoSecond <= TARGET_S_PER_S,
+        target: `≤ ${TARGET_S_PER_S} s per video second, ≤ ${TARGET_RSS_MB} MB`,
+        ok: s.wallPerVideoSecond <= TARGET_S_PER_S && s.peakRssMb <= TARGET_RSS_MB,
       },
     ],
     lines: lines.filter((l) => !l.startsWith('{')),
