@@ -178,10 +178,9 @@ export function barRect(lm: readonly Pt[]): { left: number; top: number; width: 
 
 export const BAR_COLOUR = [28, 44, 110] as const;
 
-/** The target with an opaque bar (a microphone, a scarf) across its lower face, as PNG. */
-export async function barredFace(bytes: Buffer, lm: readonly Pt[]): Promise<Buffer> {
-  const r = barRect(lm);
-  const bar = await sharp({
+/** `bytes` with an opaque rectangle of BAR_COLOUR over `r`, as PNG. */
+async function withRect(bytes: Buffer, r: Rect): Promise<Buffer> {
+  const rect = await sharp({
     create: {
       width: r.width,
       height: r.height,
@@ -192,35 +191,26 @@ export async function barredFace(bytes: Buffer, lm: readonly Pt[]): Promise<Buff
     .png()
     .toBuffer();
   return sharp(bytes)
-    .composite([{ input: bar, left: r.left, top: r.top }])
+    .composite([{ input: rect, left: r.left, top: r.top }])
     .png()
     .toBuffer();
 }
 
+/** The target with an opaque bar (a microphone, a scarf) across its lower face, as PNG. */
+export function barredFace(bytes: Buffer, lm: readonly Pt[]): Promise<Buffer> {
+  return withRect(bytes, barRect(lm));
+}
+
 /** A strand (opaque, BAR_COLOUR) from beyond the face's left outline across its temple and brow end, as PNG. */
-export async function strandOverFace(bytes: Buffer, lm: readonly Pt[]): Promise<Buffer> {
+export function strandOverFace(bytes: Buffer, lm: readonly Pt[]): Promise<Buffer> {
   const xs = lm.slice(0, 17).map((p) => p.x);
   const x0 = Math.min(...xs);
   const w = Math.max(...xs) - x0;
   const brow = lm[19]!.y;
-  const r = {
+  return withRect(bytes, {
     left: Math.round(x0 - 0.15 * w),
     top: Math.round(brow - 0.03 * w),
     width: Math.round(0.35 * w),
     height: Math.round(0.1 * w),
-  };
-  const strand = await sharp({
-    create: {
-      width: r.width,
-      height: r.height,
-      channels: 3,
-      background: { r: BAR_COLOUR[0], g: BAR_COLOUR[1], b: BAR_COLOUR[2] },
-    },
-  })
-    .png()
-    .toBuffer();
-  return sharp(bytes)
-    .composite([{ input: strand, left: r.left, top: r.top }])
-    .png()
-    .toBuffer();
+  });
 }

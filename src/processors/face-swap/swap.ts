@@ -11,7 +11,7 @@ import type { BlendMode } from './options.js';
 import { laplacianVariance, matchDetail } from './detail.js';
 import { fitSkinModel, nonSkinMask, occlusionMask, softenMask, transferLighting } from './skin.js';
 import type { Point, RgbImage } from './types.js';
-import { triangulate, warpPiecewiseAffine } from './warp.js';
+import { cubicWeights, triangulate, warpPiecewiseAffine } from './warp.js';
 
 export interface SwapOptions {
   blend: BlendMode;
@@ -367,16 +367,6 @@ export async function swapFace(
   sharpenToMatch(target, S, face, alpha);
   composite(target, S, face, alpha);
   return r.stats;
-}
-
-/** Catmull-Rom weights of the 4 taps around a sample at fraction t (as the warp's bicubic kernel). */
-function cubicWeights(t: number, w: Float64Array): void {
-  const t2 = t * t;
-  const t3 = t2 * t;
-  w[0] = 0.5 * (-t3 + 2 * t2 - t);
-  w[1] = 0.5 * (3 * t3 - 5 * t2 + 2);
-  w[2] = 0.5 * (-3 * t3 + 4 * t2 + t);
-  w[3] = 0.5 * (t3 - t2);
 }
 
 /**

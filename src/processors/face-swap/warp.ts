@@ -25,12 +25,8 @@ export interface WarpResult {
   covered: Uint8Array;
 }
 
-/**
- * Warps `src` so that `srcPts` land on `dstPts`, rendering only the part inside `region` of the
- * destination. Pixel centres are at integer + 0.5 in both images, as for the landmark coordinates.
- */
 /** Catmull-Rom weights of the 4 taps around a sample at fraction t (sum 1; sharper than bilinear). */
-function cubicWeights(t: number, w: Float64Array): void {
+export function cubicWeights(t: number, w: Float64Array): void {
   const t2 = t * t;
   const t3 = t2 * t;
   w[0] = 0.5 * (-t3 + 2 * t2 - t);
@@ -39,6 +35,10 @@ function cubicWeights(t: number, w: Float64Array): void {
   w[3] = 0.5 * (t3 - t2);
 }
 
+/**
+ * Warps `src` so that `srcPts` land on `dstPts`, rendering only the part inside `region` of the
+ * destination. Pixel centres are at integer + 0.5 in both images, as for the landmark coordinates.
+ */
 export function warpPiecewiseAffine(
   src: RgbImage,
   srcPts: readonly Point[],
