@@ -9,7 +9,6 @@ import path from 'node:path';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { inject } from 'vitest';
-import pg from 'pg';
 import sharp from 'sharp';
 import { startServer, type TestServer } from '../helpers/servers.js';
 
@@ -461,20 +460,8 @@ export async function startSlowMedia(): Promise<SlowMedia> {
 // ---------------------------------------------------------------------------------------------
 // PostgreSQL
 
-export const PG_ADMIN_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-
-export async function postgresReachable(): Promise<boolean> {
-  const c = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 3000 });
-  try {
-    await c.connect();
-    await c.query('SELECT 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await c.end().catch(() => undefined);
-  }
-}
+// One reachability check and admin URL for every suite (test/helpers/db.ts).
+export { ADMIN_URL as PG_ADMIN_URL, postgresReachable } from '../helpers/db.js';
 
 /** Percentile of a list of numbers (nearest rank). */
 export function percentile(xs: number[], p: number): number {

@@ -5,25 +5,12 @@ import { JobLifecycle } from '../../src/jobs/lifecycle.js';
 import { Signals } from '../../src/signals.js';
 import { openStore, type Store } from '../../src/store/db.js';
 import { countActive, jobsAhead, type NewJob } from '../../src/store/jobs.js';
-import { ADMIN_URL, createTestDatabase } from '../helpers/db.js';
+import { createTestDatabase, postgresReachable } from '../helpers/db.js';
 import { tempDir } from '../helpers/service.js';
-import pg from 'pg';
 
 /** The claim order (start-time fair queueing), on a real database file / server, through the lifecycle. */
 
-async function pgReachable(): Promise<boolean> {
-  const c = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 2000 });
-  try {
-    await c.connect();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await c.end().catch(() => {});
-  }
-}
-
-const dialects = ['sqlite', ...((await pgReachable()) ? ['postgres'] : [])] as const;
+const dialects = ['sqlite', ...((await postgresReachable()) ? ['postgres'] : [])] as const;
 
 describe.each(dialects)('claim order on %s', (dialect) => {
   let store: Store;

@@ -1,5 +1,4 @@
 import pino from 'pino';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { JobLifecycle } from '../../src/jobs/lifecycle.js';
@@ -7,7 +6,7 @@ import { Signals } from '../../src/signals.js';
 import { openStore, type Store } from '../../src/store/db.js';
 import type { NewJob } from '../../src/store/jobs.js';
 import { finishedPerMinute, readJobTotals } from '../../src/store/totals.js';
-import { ADMIN_URL, createTestDatabase } from '../helpers/db.js';
+import { createTestDatabase, postgresReachable } from '../helpers/db.js';
 import { tempDir } from '../helpers/service.js';
 
 /**
@@ -15,19 +14,7 @@ import { tempDir } from '../helpers/service.js';
  * table itself, through the one write path, on a real database file and a real server.
  */
 
-async function pgReachable(): Promise<boolean> {
-  const c = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 2000 });
-  try {
-    await c.connect();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await c.end().catch(() => {});
-  }
-}
-
-const dialects = ['sqlite', ...((await pgReachable()) ? ['postgres'] : [])] as const;
+const dialects = ['sqlite', ...((await postgresReachable()) ? ['postgres'] : [])] as const;
 const MINUTE = 60_000;
 
 describe.each(dialects)('job totals on %s', (dialect) => {
