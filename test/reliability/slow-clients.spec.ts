@@ -116,30 +116,41 @@ async function normalTraffic(until: Promise<unknown>): Promise<Array<{ status: n
 const summary = (xs: number[]) =>
   `${Math.round(percentile(xs, 50))} / ${Math.round(percentile(xs, 99))} / ${Math.round(Math.max(...xs))}`;
 
+/**
+ * Normal traffic while the server cuts the slow sockets; ends when all are closed or `boundMs` + 30 s
+ * have passed. The close times and answers, or 'deadline'.
+ */
+async function whileCut(slow: SlowSocket[], boundMs: number) {
+  const allClosed = Promise.all(slow.map((s) => s.closed));
+  const deadline = sleep(boundMs + 30_000).then(() => 'deadline' as const);
+  const traffic = normalTraffic(Promise.race([allClosed, deadline]));
+  const outcome = await Promise.race([allClosed, deadline]);
+  const normal = await traffic;
+  for (const s of slow) s.stop();
+  const closes = outcome === 'deadline' ? [] : outcome;
+  const ms = closes.map((c) => c.ms);
+  return {
+    outcome,
+    normal,
+    closes,
+    answered408: closes.filter((c) => c.answer.startsWith('HTTP/1.1 408')).length,
+    /** "min / median / max" of the close times. */
+    spread: `${Math.round(Math.min(...ms))} / ${Math.round(percentile(ms, 50))} / ${Math.round(Math.max(...ms))}`,
+  };
+}
+
 describe('slow clients', () => {
   it(`slowloris: ${SLOWLORIS} sockets sending headers one byte a second are cut; normal requests keep answering`, async () => {
     const slow: SlowSocket[] = [];
     for (let i = 0; i < SLOWLORIS; i++)
       slow.push(slowSocket('GET /api/v1/job-types HTTP/1.1\r\n', `Host: x\r\nX-Pad: ${'a'.repeat(600)}\r\n\r\n`));
-    const allClosed = Promise.all(slow.map((s) => s.closed));
-    const deadline = sleep(HEADERS_TIMEOUT_MS + 30_000).then(() => 'deadline' as const);
-    const traffic = normalTraffic(Promise.race([allClosed, deadline]));
-    const outcome = await Promise.race([allClosed, deadline]);
-    const normal = await traffic;
-    for (const s of slow) s.stop();
+    const { outcome, normal, closes, answered408, spread } = await whileCut(slow, HEADERS_TIMEOUT_MS);
 
     expect(outcome, 'every slow socket closed by the server').not.toBe('deadline');
-    const closes = outcome as Array<{ ms: number; answer: string }>;
-    const answered408 = closes.filter((c) => c.answer.startsWith('HTTP/1.1 408')).length;
     Object.assign(figures, {
       'slowloris: sockets sending headers at 1 byte/s': SLOWLORIS,
       'slowloris: HTTP_HEADERS_TIMEOUT, ms': HEADERS_TIMEOUT_MS,
-      'slowloris: closed by the server, after ms (min / median / max)': `${Math.round(Math.min(...closes.map((c) => c.ms)))} / ${Math.round(
-        percentile(
-          closes.map((c) => c.ms),
-          50,
-        ),
-      )} / ${Math.round(Math.max(...closes.map((c) => c.ms)))}`,
+      'slowloris: closed by the server, after ms (min / median / max)': spread,
       'slowloris: answered 408 before the close': answered408,
       'slowloris: normal requests (new connection each) while they were open': normal.length,
       'slowloris: normal requests answered 200': normal.filter((r) => r.status === 200).length,
@@ -167,25 +178,13 @@ describe('slow clients', () => {
     });
     // ~100 bytes, 10 every 250 ms: about 2.5 s, within the 6 s bound, though never sent at once.
     const inTime = slowSocket(submit(Buffer.byteLength(body)), body, 250, 10);
-    const allClosed = Promise.all(slow.map((s) => s.closed));
-    const deadline = sleep(REQUEST_TIMEOUT_MS + 30_000).then(() => 'deadline' as const);
-    const traffic = normalTraffic(Promise.race([allClosed, deadline]));
-    const outcome = await Promise.race([allClosed, deadline]);
-    const normal = await traffic;
-    for (const s of slow) s.stop();
+    const { outcome, normal, closes, answered408, spread } = await whileCut(slow, REQUEST_TIMEOUT_MS);
 
     expect(outcome, 'every slow body cut by the server').not.toBe('deadline');
-    const closes = outcome as Array<{ ms: number; answer: string }>;
-    const answered408 = closes.filter((c) => c.answer.startsWith('HTTP/1.1 408')).length;
     Object.assign(figures, {
       'slow bodies: sockets sending a body at 1 byte/s': SLOW_BODIES,
       'slow bodies: HTTP_REQUEST_TIMEOUT, ms': REQUEST_TIMEOUT_MS,
-      'slow bodies: closed by the server, after ms (min / median / max)': `${Math.round(Math.min(...closes.map((c) => c.ms)))} / ${Math.round(
-        percentile(
-          closes.map((c) => c.ms),
-          50,
-        ),
-      )} / ${Math.round(Math.max(...closes.map((c) => c.ms)))}`,
+      'slow bodies: closed by the server, after ms (min / median / max)': spread,
       'slow bodies: answered 408 before the close': answered408,
       'slow bodies: normal requests while they were open / answered 200': `${normal.length} / ${normal.filter((r) => r.status === 200).length}`,
       'slow bodies: normal request latency, ms (p50 / p99 / max)': summary(normal.map((r) => r.ms)),
