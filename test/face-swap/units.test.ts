@@ -11,7 +11,8 @@ import { createFaceSwapJobType, faceSwapOptionsSchema } from '../../src/processo
 import { distanceInside, featherAlpha, rasterizePolygon } from '../../src/processors/face-swap/mask.js';
 import { checkInputs, effectiveFaceMode } from '../../src/processors/face-swap/pipeline.js';
 import { matchDetail } from '../../src/processors/face-swap/detail.js';
-import { alignSimilarity, foldedFraction, upsampleFace } from '../../src/processors/face-swap/swap.js';
+import { alignSimilarity, foldedFraction } from '../../src/processors/face-swap/swap.js';
+import { upsampleFace } from '../../src/processors/face-swap/upsample.js';
 import type { Point, RgbImage } from '../../src/processors/face-swap/types.js';
 import { triangulate, warpPiecewiseAffine } from '../../src/processors/face-swap/warp.js';
 

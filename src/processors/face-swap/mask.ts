@@ -131,3 +131,104 @@ export function featherAlpha(dist: Float32Array, erode: number, feather: number)
   }
   return out;
 }
+
+/** 0..1 weight from a mask (non-zero = 1): two box blurs of radius `r`, for a soft change over ~2r. */
+export function featherMask(mask: Uint8Array, w: number, h: number, r: number): Float32Array {
+  let a = Float32Array.from(mask, (v) => (v ? 1 : 0));
+  for (let pass = 0; pass < 2; pass++) {
+    const b = new Float32Array(a.length);
+    for (let y = 0; y < h; y++) {
+      let acc = 0;
+      for (let x = -r; x < w; x++) {
+        if (x + r < w) acc += a[y * w + x + r]!;
+        if (x - r - 1 >= 0) acc -= a[y * w + x - r - 1]!;
+        if (x >= 0) b[y * w + x] = acc / (2 * r + 1);
+      }
+    }
+    const c = new Float32Array(a.length);
+    for (let x = 0; x < w; x++) {
+      let acc = 0;
+      for (let y = -r; y < h; y++) {
+        if (y + r < h) acc += b[(y + r) * w + x]!;
+        if (y - r - 1 >= 0) acc -= b[(y - r - 1) * w + x]!;
+        if (y >= 0) c[y * w + x] = acc / (2 * r + 1);
+      }
+    }
+    a = c;
+  }
+  return a;
+}
+
+/** The mask grown by one pixel (4-neighbourhood). */
+export function dilate(mask: Uint8Array, w: number, h: number): Uint8Array {
+  const out = Uint8Array.from(mask);
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const i = y * w + x;
+      if (mask[i]) continue;
+      if (
+        (x > 0 && mask[i - 1]) ||
+        (x < w - 1 && mask[i + 1]) ||
+        (y > 0 && mask[i - w]) ||
+        (y < h - 1 && mask[i + w])
+      ) {
+        out[i] = 1;
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Fills (in place) the pixels where `hole` is set with the mean of the known (covered, not hole)
+ * pixels in the smallest box around each that holds enough of them: the colour of the skin right
+ * around the hole, with no texture of its own. One summed-area table; each pass only visits the
+ * pixels still unfilled, with a box twice as large.
+ */
+export function fillFromSurroundings(
+  lab: Float32Array,
+  hole: Uint8Array,
+  covered: Uint8Array,
+  w: number,
+  h: number,
+): void {
+  const W = w + 1;
+  const sat = new Float64Array(W * (h + 1) * 4);
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const i = y * w + x;
+      const k = covered[i] && !hole[i] ? 1 : 0;
+      const o = ((y + 1) * W + x + 1) * 4;
+      const up = (y * W + x + 1) * 4;
+      const left = ((y + 1) * W + x) * 4;
+      const diag = (y * W + x) * 4;
+      for (let c = 0; c < 4; c++) {
+        const v = c < 3 ? k * lab[i * 3 + c]! : k;
+        sat[o + c] = v + sat[up + c]! + sat[left + c]! - sat[diag + c]!;
+      }
+    }
+  }
+  let todo: number[] = [];
+  for (let i = 0; i < w * h; i++) if (hole[i] && covered[i]) todo.push(i);
+  for (let r = 2; todo.length > 0 && r < 2 * Math.max(w, h); r *= 2) {
+    const left: number[] = [];
+    for (const i of todo) {
+      const x = i % w;
+      const y = (i - x) / w;
+      const x0 = Math.max(0, x - r);
+      const y0 = Math.max(0, y - r);
+      const x1 = Math.min(w, x + r + 1);
+      const y1 = Math.min(h, y + r + 1);
+      const at = (xx: number, yy: number, c: number) => sat[(yy * W + xx) * 4 + c]!;
+      const box = (c: number) => at(x1, y1, c) - at(x0, y1, c) - at(x1, y0, c) + at(x0, y0, c);
+      const n = box(3);
+      // Enough known pixels for a mean that is not one stray pixel's colour.
+      if (n < r) {
+        left.push(i);
+        continue;
+      }
+      for (let c = 0; c < 3; c++) lab[i * 3 + c] = box(c) / n;
+    }
+    todo = left;
+  }
+}

@@ -13,6 +13,8 @@
  *   target's lips, lids or brows, so none of them is carried into the new face.
  */
 
+import { dilate, featherMask } from './mask.js';
+
 export interface SkinModel {
   /** Mean of a and b. */
   a: number;
@@ -271,44 +273,9 @@ export function occlusionMask(
  */
 export function softenMask(mask: Uint8Array, w: number, h: number): Float32Array {
   if (!mask.includes(1)) return new Float32Array(mask.length);
-  const grown = new Float32Array(mask.length);
-  for (let y = 0; y < h; y++) {
-    for (let x = 0; x < w; x++) {
-      const i = y * w + x;
-      if (
-        mask[i] ||
-        (x > 0 && mask[i - 1]) ||
-        (x < w - 1 && mask[i + 1]) ||
-        (y > 0 && mask[i - w]) ||
-        (y < h - 1 && mask[i + w])
-      )
-        grown[i] = 1;
-    }
-  }
-  let a = grown;
-  for (let pass = 0; pass < 2; pass++) {
-    const b = new Float32Array(a.length);
-    for (let y = 0; y < h; y++) {
-      for (let x = 0; x < w; x++) {
-        let s = 0;
-        let c = 0;
-        for (let dy = -1; dy <= 1; dy++) {
-          const yy = y + dy;
-          if (yy < 0 || yy >= h) continue;
-          for (let dx = -1; dx <= 1; dx++) {
-            const xx = x + dx;
-            if (xx < 0 || xx >= w) continue;
-            s += a[yy * w + xx]!;
-            c++;
-          }
-        }
-        b[y * w + x] = s / c;
-      }
-    }
-    a = b;
-  }
+  const a = featherMask(dilate(mask, w, h), w, h, 1);
   // Fully occluded pixels stay exactly 1 (they must not change at all).
-  for (let i = 0; i < a.length; i++) if (mask[i]) a[i] = Math.max(a[i]!, grown[i]!);
+  for (let i = 0; i < a.length; i++) if (mask[i]) a[i] = 1;
   return a;
 }
 

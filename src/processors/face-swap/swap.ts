@@ -6,12 +6,21 @@ import { cloneCorrection, composite } from './blend.js';
 import { channelStats, labToRgb, rgbToLab, transferLocal, transferStats, type ChannelStats } from './color.js';
 import { boundingRegion, convexHull, faceSize, type Region } from './geometry.js';
 import { resizeRegion } from './image.js';
-import { distanceInside, featherAlpha, fillPolygon, rasterizePolygon } from './mask.js';
+import {
+  dilate,
+  distanceInside,
+  featherAlpha,
+  featherMask,
+  fillFromSurroundings,
+  fillPolygon,
+  rasterizePolygon,
+} from './mask.js';
 import type { BlendMode } from './options.js';
 import { laplacianVariance, matchDetail } from './detail.js';
 import { fitSkinModel, nonSkinMask, occlusionMask, softenMask, transferLighting } from './skin.js';
 import type { Point, RgbImage } from './types.js';
-import { cubicWeights, triangulate, warpPiecewiseAffine } from './warp.js';
+import { opaqueExtent, upsampleFace, type Rendered } from './upsample.js';
+import { triangulate, warpPiecewiseAffine } from './warp.js';
 
 export interface SwapOptions {
   blend: BlendMode;
@@ -220,109 +229,6 @@ function featureZones(lm: readonly Point[], region: Region, margin: number): Uin
   return zones;
 }
 
-/** 0..1 weight from a mask (non-zero = 1): two box blurs of radius `r`, for a soft change over ~2r. */
-function featherMask(mask: Uint8Array, w: number, h: number, r: number): Float32Array {
-  let a = Float32Array.from(mask, (v) => (v ? 1 : 0));
-  for (let pass = 0; pass < 2; pass++) {
-    const b = new Float32Array(a.length);
-    for (let y = 0; y < h; y++) {
-      let acc = 0;
-      for (let x = -r; x < w; x++) {
-        if (x + r < w) acc += a[y * w + x + r]!;
-        if (x - r - 1 >= 0) acc -= a[y * w + x - r - 1]!;
-        if (x >= 0) b[y * w + x] = acc / (2 * r + 1);
-      }
-    }
-    const c = new Float32Array(a.length);
-    for (let x = 0; x < w; x++) {
-      let acc = 0;
-      for (let y = -r; y < h; y++) {
-        if (y + r < h) acc += b[(y + r) * w + x]!;
-        if (y - r - 1 >= 0) acc -= b[(y - r - 1) * w + x]!;
-        if (y >= 0) c[y * w + x] = acc / (2 * r + 1);
-      }
-    }
-    a = c;
-  }
-  return a;
-}
-
-/** The mask grown by one pixel (4-neighbourhood). */
-function dilate(mask: Uint8Array, w: number, h: number): Uint8Array {
-  const out = Uint8Array.from(mask);
-  for (let y = 0; y < h; y++) {
-    for (let x = 0; x < w; x++) {
-      const i = y * w + x;
-      if (mask[i]) continue;
-      if (
-        (x > 0 && mask[i - 1]) ||
-        (x < w - 1 && mask[i + 1]) ||
-        (y > 0 && mask[i - w]) ||
-        (y < h - 1 && mask[i + w])
-      ) {
-        out[i] = 1;
-      }
-    }
-  }
-  return out;
-}
-
-/**
- * Fills (in place) the pixels where `hole` is set with the mean of the known (covered, not hole)
- * pixels in the smallest box around each that holds enough of them: the colour of the skin right
- * around the hole, with no texture of its own. One summed-area table; each pass only visits the
- * pixels still unfilled, with a box twice as large.
- */
-function fillFromSurroundings(lab: Float32Array, hole: Uint8Array, covered: Uint8Array, w: number, h: number): void {
-  const W = w + 1;
-  const sat = new Float64Array(W * (h + 1) * 4);
-  for (let y = 0; y < h; y++) {
-    for (let x = 0; x < w; x++) {
-      const i = y * w + x;
-      const k = covered[i] && !hole[i] ? 1 : 0;
-      const o = ((y + 1) * W + x + 1) * 4;
-      const up = (y * W + x + 1) * 4;
-      const left = ((y + 1) * W + x) * 4;
-      const diag = (y * W + x) * 4;
-      for (let c = 0; c < 4; c++) {
-        const v = c < 3 ? k * lab[i * 3 + c]! : k;
-        sat[o + c] = v + sat[up + c]! + sat[left + c]! - sat[diag + c]!;
-      }
-    }
-  }
-  let todo: number[] = [];
-  for (let i = 0; i < w * h; i++) if (hole[i] && covered[i]) todo.push(i);
-  for (let r = 2; todo.length > 0 && r < 2 * Math.max(w, h); r *= 2) {
-    const left: number[] = [];
-    for (const i of todo) {
-      const x = i % w;
-      const y = (i - x) / w;
-      const x0 = Math.max(0, x - r);
-      const y0 = Math.max(0, y - r);
-      const x1 = Math.min(w, x + r + 1);
-      const y1 = Math.min(h, y + r + 1);
-      const at = (xx: number, yy: number, c: number) => sat[(yy * W + xx) * 4 + c]!;
-      const box = (c: number) => at(x1, y1, c) - at(x0, y1, c) - at(x1, y0, c) + at(x0, y0, c);
-      const n = box(3);
-      // Enough known pixels for a mean that is not one stray pixel's colour.
-      if (n < r) {
-        left.push(i);
-        continue;
-      }
-      for (let c = 0; c < 3; c++) lab[i * 3 + c] = box(c) / n;
-    }
-    todo = left;
-  }
-}
-
-/** A rendered face before it is written into the target: region-sized colour and final alpha. */
-interface Rendered {
-  region: Region;
-  face: Float32Array;
-  alpha: Float32Array;
-  stats: ColorStats | undefined;
-}
-
 /** Smallest default work size (px): below it, masks and colour fits get coarse. */
 export const MIN_WORK_SIZE = 160;
 /** A face this much larger than the work size is swapped at the work size (smaller steps are not worth a resize). */
@@ -367,129 +273,6 @@ export async function swapFace(
   sharpenToMatch(target, S, face, alpha);
   composite(target, S, face, alpha);
   return r.stats;
-}
-
-/**
- * The rendered face at full size over `S` (default: all of `R`, the region the small copy was made
- * of, `kx`/`ky` full pixels per small pixel). Inside the face (all 16 taps fully opaque) bicubic, which keeps what
- * detail there is; near the edge bilinear with colour premultiplied by alpha, so the uncovered
- * surroundings never bleed into the face. Alpha stays 0 wherever all four taps are 0, so an
- * occluder kept at the small scale is kept exactly here too.
- */
-export function upsampleFace(
-  r: Rendered,
-  R: Region,
-  kx: number,
-  ky: number,
-  S: Region = R,
-): { face: Float32Array; alpha: Float32Array } {
-  const { width: rw, height: rh } = r.region;
-  // Small-image coordinates of S's pixels: R's origin is the small image's; r.region lies inside it.
-  const rl = r.region.left - (S.left - R.left) / kx;
-  const rt = r.region.top - (S.top - R.top) / ky;
-  const face = new Float32Array(S.width * S.height * 3);
-  const alpha = new Float32Array(S.width * S.height);
-  const ra = r.alpha;
-  const rf = r.face;
-  const cx = new Float64Array(4);
-  const cy = new Float64Array(4);
-  for (let y = 0; y < S.height; y++) {
-    const v = (y + 0.5) / ky - 0.5 - rt;
-    if (v <= -1 || v >= rh) continue;
-    const y0 = Math.floor(v);
-    const fy = v - y0;
-    const ya = y0 < 0 ? 0 : y0;
-    const yb = y0 + 1 >= rh ? rh - 1 : y0 + 1;
-    const wy0 = y0 < 0 ? 0 : 1 - fy;
-    const wy1 = y0 + 1 >= rh ? 0 : fy;
-    const rowsIn = y0 >= 1 && y0 + 2 < rh;
-    if (rowsIn) cubicWeights(fy, cy);
-    for (let x = 0; x < S.width; x++) {
-      const u = (x + 0.5) / kx - 0.5 - rl;
-      if (u <= -1 || u >= rw) continue;
-      const x0 = Math.floor(u);
-      const fx = u - x0;
-      const o = y * S.width + x;
-      if (rowsIn && x0 >= 1 && x0 + 2 < rw && opaque16(ra, rw, x0 - 1, y0 - 1)) {
-        cubicWeights(fx, cx);
-        let cr = 0;
-        let cg = 0;
-        let cb = 0;
-        for (let j = 0; j < 4; j++) {
-          const row = (y0 - 1 + j) * rw + x0 - 1;
-          for (let i = 0; i < 4; i++) {
-            const k = cx[i]! * cy[j]!;
-            const q = (row + i) * 3;
-            cr += rf[q]! * k;
-            cg += rf[q + 1]! * k;
-            cb += rf[q + 2]! * k;
-          }
-        }
-        alpha[o] = 1;
-        face[o * 3] = cr;
-        face[o * 3 + 1] = cg;
-        face[o * 3 + 2] = cb;
-        continue;
-      }
-      const xa = x0 < 0 ? 0 : x0;
-      const xb = x0 + 1 >= rw ? rw - 1 : x0 + 1;
-      const wx0 = x0 < 0 ? 0 : 1 - fx;
-      const wx1 = x0 + 1 >= rw ? 0 : fx;
-      const i00 = ya * rw + xa;
-      const i01 = ya * rw + xb;
-      const i10 = yb * rw + xa;
-      const i11 = yb * rw + xb;
-      const w00 = wx0 * wy0 * ra[i00]!;
-      const w01 = wx1 * wy0 * ra[i01]!;
-      const w10 = wx0 * wy1 * ra[i10]!;
-      const w11 = wx1 * wy1 * ra[i11]!;
-      const a = w00 + w01 + w10 + w11;
-      if (a <= 0) continue;
-      alpha[o] = a;
-      for (let c = 0; c < 3; c++) {
-        face[o * 3 + c] =
-          (w00 * rf[i00 * 3 + c]! + w01 * rf[i01 * 3 + c]! + w10 * rf[i10 * 3 + c]! + w11 * rf[i11 * 3 + c]!) / a;
-      }
-    }
-  }
-  return { face, alpha };
-}
-
-/**
- * The part of `R` (full resolution) where the upsampled face can have alpha > 0: the extent of the
- * rendered alpha, one small pixel wider (the bilinear taps), in full pixels. Undefined when none.
- */
-function opaqueExtent(r: Rendered, R: Region, kx: number, ky: number): Region | undefined {
-  const { width: rw, height: rh } = r.region;
-  let x0 = rw;
-  let x1 = -1;
-  let y0 = rh;
-  let y1 = -1;
-  for (let y = 0; y < rh; y++) {
-    for (let x = 0; x < rw; x++) {
-      if (r.alpha[y * rw + x]! <= 0) continue;
-      if (x < x0) x0 = x;
-      if (x > x1) x1 = x;
-      if (y < y0) y0 = y;
-      if (y > y1) y1 = y;
-    }
-  }
-  if (x1 < 0) return undefined;
-  // Small pixel centre c maps to full coordinate (c + 0.5) * k - 0.5.
-  const left = Math.max(0, Math.floor((r.region.left + x0 - 1 + 0.5) * kx - 0.5));
-  const top = Math.max(0, Math.floor((r.region.top + y0 - 1 + 0.5) * ky - 0.5));
-  const right = Math.min(R.width, Math.ceil((r.region.left + x1 + 1 + 0.5) * kx - 0.5) + 1);
-  const bottom = Math.min(R.height, Math.ceil((r.region.top + y1 + 1 + 0.5) * ky - 0.5) + 1);
-  return { left: R.left + left, top: R.top + top, width: right - left, height: bottom - top };
-}
-
-/** Whether the 4x4 block of `alpha` (row length `w`) starting at (x, y) is fully opaque. */
-function opaque16(alpha: Float32Array, w: number, x: number, y: number): boolean {
-  for (let j = 0; j < 4; j++) {
-    const row = (y + j) * w + x;
-    if (alpha[row]! < 1 || alpha[row + 1]! < 1 || alpha[row + 2]! < 1 || alpha[row + 3]! < 1) return false;
-  }
-  return true;
 }
 
 /**
