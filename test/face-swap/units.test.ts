@@ -11,6 +11,7 @@ import { createFaceSwapJobType, faceSwapOptionsSchema } from '../../src/processo
 import { distanceInside, featherAlpha, rasterizePolygon } from '../../src/processors/face-swap/mask.js';
 import { checkInputs, effectiveFaceMode } from '../../src/processors/face-swap/pipeline.js';
 import { matchDetail } from '../../src/processors/face-swap/detail.js';
+import { kthSmallest, medianInPlace } from '../../src/processors/face-swap/select.js';
 import { alignSimilarity, foldedFraction } from '../../src/processors/face-swap/swap.js';
 import { upsampleFace } from '../../src/processors/face-swap/upsample.js';
 import type { Point, RgbImage } from '../../src/processors/face-swap/types.js';
@@ -354,6 +355,30 @@ describe('a face swapped at the work size', () => {
     expect(k).toBeGreaterThan(0);
     expect(k).toBeLessThan(3); // under the gain cap: the target was reachable
     expect(lapVar(rgb) / (before * 1.5)).toBeCloseTo(1, 2);
+  });
+});
+
+describe('order statistics (quickselect)', () => {
+  it('gives the element a full sort puts at each rank, on random, repeated and sorted input', () => {
+    let seed = 7;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 100;
+    const inputs = [
+      Float32Array.from({ length: 1001 }, rand),
+      Float64Array.from({ length: 500 }, () => Math.floor(rand() / 20)), // five values, many repeats
+      Float32Array.from({ length: 300 }, (_, i) => i), // already sorted
+      Float32Array.from({ length: 300 }, (_, i) => -i), // reversed
+      new Float32Array(64).fill(3), // constant
+      Float32Array.of(5),
+    ];
+    for (const input of inputs) {
+      const sorted = Float64Array.from(input).sort();
+      for (const k of [0, 1, input.length >> 2, input.length >> 1, input.length - 1]) {
+        expect(kthSmallest(input.slice(), k)).toBe(sorted[k]);
+      }
+      expect(medianInPlace(input.slice())).toBe(sorted[input.length >> 1]);
+    }
+    // Only the first n elements count.
+    expect(medianInPlace(Float32Array.of(9, 1, 5, -100, -100), 3)).toBe(5);
   });
 });
 

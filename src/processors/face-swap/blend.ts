@@ -9,6 +9,7 @@
  */
 import type { Region } from './geometry.js';
 import type { BlendMode } from './options.js';
+import { medianInPlace } from './select.js';
 import type { RgbImage } from './types.js';
 
 /** Cell states of the membrane grid. */
@@ -21,6 +22,8 @@ interface Level {
   h: number;
   state: Uint8Array;
   val: Float32Array; // 3 channels
+  /** The INSIDE cells in sweep order, made on the level's first relaxation. */
+  order?: { cells: Int32Array; nb: Uint8Array };
 }
 
 function coarsen(fine: Level): Level {
@@ -64,57 +67,103 @@ function coarsen(fine: Level): Level {
   return { w, h, state, val };
 }
 
+/** Neighbour bits of a cell: which of its 4-neighbours take part (exist and are not NONE). */
+const LEFT = 1;
+const RIGHT = 2;
+const UP = 4;
+const DOWN = 8;
+
+/**
+ * The INSIDE cells of a level in red-black order (all of one parity, then the other: cells of one
+ * colour never neighbour each other, so each half can be swept in any order), with neighbour bits.
+ */
+function insideCells(level: Level): { cells: Int32Array; nb: Uint8Array } {
+  const { w, h, state } = level;
+  let count = 0;
+  for (let i = 0; i < state.length; i++) if (state[i] === INSIDE) count++;
+  const cells = new Int32Array(count);
+  const nb = new Uint8Array(count);
+  let k = 0;
+  for (let parity = 0; parity < 2; parity++) {
+    for (let y = 0; y < h; y++) {
+      for (let x = (y + parity) & 1; x < w; x += 2) {
+        const i = y * w + x;
+        if (state[i] !== INSIDE) continue;
+        let m = 0;
+        if (x > 0 && state[i - 1] !== NONE) m |= LEFT;
+        if (x < w - 1 && state[i + 1] !== NONE) m |= RIGHT;
+        if (y > 0 && state[i - w] !== NONE) m |= UP;
+        if (y < h - 1 && state[i + w] !== NONE) m |= DOWN;
+        cells[k] = i;
+        nb[k++] = m;
+      }
+    }
+  }
+  return { cells, nb };
+}
+
 /** Successive over-relaxation sweeps (red-black order) over the INSIDE cells. */
 function relax(level: Level, sweeps: number, omega: number): number {
-  const { w, h, state, val } = level;
+  const { w, val } = level;
+  const { cells, nb } = (level.order ??= insideCells(level));
   let maxChange = 0;
   for (let s = 0; s < sweeps; s++) {
     maxChange = 0;
-    for (let parity = 0; parity < 2; parity++) {
-      for (let y = 0; y < h; y++) {
-        for (let x = (y + parity) & 1; x < w; x += 2) {
-          const i = y * w + x;
-          if (state[i] !== INSIDE) continue;
-          let n = 0;
-          let r = 0;
-          let g = 0;
-          let b = 0;
-          if (x > 0 && state[i - 1] !== NONE) {
-            n++;
-            r += val[(i - 1) * 3]!;
-            g += val[(i - 1) * 3 + 1]!;
-            b += val[(i - 1) * 3 + 2]!;
-          }
-          if (x < w - 1 && state[i + 1] !== NONE) {
-            n++;
-            r += val[(i + 1) * 3]!;
-            g += val[(i + 1) * 3 + 1]!;
-            b += val[(i + 1) * 3 + 2]!;
-          }
-          if (y > 0 && state[i - w] !== NONE) {
-            n++;
-            r += val[(i - w) * 3]!;
-            g += val[(i - w) * 3 + 1]!;
-            b += val[(i - w) * 3 + 2]!;
-          }
-          if (y < h - 1 && state[i + w] !== NONE) {
-            n++;
-            r += val[(i + w) * 3]!;
-            g += val[(i + w) * 3 + 1]!;
-            b += val[(i + w) * 3 + 2]!;
-          }
-          if (n === 0) continue;
-          const o = i * 3;
-          const dr = r / n - val[o]!;
-          const dg = g / n - val[o + 1]!;
-          const db = b / n - val[o + 2]!;
-          val[o] = val[o]! + omega * dr;
-          val[o + 1] = val[o + 1]! + omega * dg;
-          val[o + 2] = val[o + 2]! + omega * db;
-          const m = Math.max(Math.abs(dr), Math.abs(dg), Math.abs(db));
-          if (m > maxChange) maxChange = m;
+    for (let k = 0; k < cells.length; k++) {
+      const i = cells[k]!;
+      const m = nb[k]!;
+      let n = 4;
+      let r: number;
+      let g: number;
+      let b: number;
+      if (m === (LEFT | RIGHT | UP | DOWN)) {
+        // Most cells: all four neighbours.
+        const l = (i - 1) * 3;
+        const u = (i - w) * 3;
+        const d = (i + w) * 3;
+        r = val[l]! + val[l + 3 + 3]! + val[u]! + val[d]!;
+        g = val[l + 1]! + val[l + 7]! + val[u + 1]! + val[d + 1]!;
+        b = val[l + 2]! + val[l + 8]! + val[u + 2]! + val[d + 2]!;
+      } else {
+        n = 0;
+        r = 0;
+        g = 0;
+        b = 0;
+        if (m & LEFT) {
+          n++;
+          r += val[(i - 1) * 3]!;
+          g += val[(i - 1) * 3 + 1]!;
+          b += val[(i - 1) * 3 + 2]!;
+        }
+        if (m & RIGHT) {
+          n++;
+          r += val[(i + 1) * 3]!;
+          g += val[(i + 1) * 3 + 1]!;
+          b += val[(i + 1) * 3 + 2]!;
+        }
+        if (m & UP) {
+          n++;
+          r += val[(i - w) * 3]!;
+          g += val[(i - w) * 3 + 1]!;
+          b += val[(i - w) * 3 + 2]!;
+        }
+        if (m & DOWN) {
+          n++;
+          r += val[(i + w) * 3]!;
+          g += val[(i + w) * 3 + 1]!;
+          b += val[(i + w) * 3 + 2]!;
         }
       }
+      if (n === 0) continue;
+      const o = i * 3;
+      const dr = r / n - val[o]!;
+      const dg = g / n - val[o + 1]!;
+      const db = b / n - val[o + 2]!;
+      val[o] = val[o]! + omega * dr;
+      val[o + 1] = val[o + 1]! + omega * dg;
+      val[o + 2] = val[o + 2]! + omega * db;
+      const c = Math.max(Math.abs(dr), Math.abs(dg), Math.abs(db));
+      if (c > maxChange) maxChange = c;
     }
   }
   return maxChange;
@@ -190,8 +239,7 @@ export function solveMembrane(state: Uint8Array, val: Float32Array, w: number, h
 }
 
 function median(values: Float32Array): number {
-  const sorted = Float32Array.from(values).sort();
-  return sorted.length ? sorted[sorted.length >> 1]! : 0;
+  return values.length ? medianInPlace(Float32Array.from(values)) : 0;
 }
 
 /**
@@ -259,8 +307,9 @@ export function cloneCorrection(
     }
   }
   if (!dropOutliers(state, membrane)) return;
-  // Relax at full resolution only while the face is small; above ~200 px per level, interpolate.
-  const finest = Math.max(0, Math.floor(Math.log2(faceSize / 200)));
+  // Relax only the levels where the face is at most ~100 px across; finer ones only interpolate (the
+  // membrane is smooth: at the work size this changes no pixel by more than 1-2 levels).
+  const finest = Math.max(0, Math.ceil(Math.log2(faceSize / 100)));
   solveMembrane(state, membrane, rw, rh, finest);
   for (let i = 0; i < rw * rh; i++) {
     if (state[i] !== INSIDE) continue;
@@ -271,16 +320,18 @@ export function cloneCorrection(
 /** out = alpha * face + (1 - alpha) * target inside `region`, in place; pixels where alpha is 0 are not touched. */
 export function composite(target: RgbImage, region: Region, face: Float32Array, alpha: Float32Array): void {
   const { width: rw, height: rh } = region;
-  const td = target.data;
+  // A clamped view rounds and clamps each store itself (half to even, for the rare exact .5).
+  const td = new Uint8ClampedArray(target.data.buffer, target.data.byteOffset, target.data.length);
   for (let y = 0; y < rh; y++) {
     let t = ((region.top + y) * target.width + region.left) * 3;
     for (let i = y * rw, end = i + rw; i < end; i++, t += 3) {
       const a = alpha[i]!;
       if (a <= 0) continue;
-      for (let c = 0; c < 3; c++) {
-        const v = a * face[i * 3 + c]! + (1 - a) * td[t + c]!;
-        td[t + c] = v < 0 ? 0 : v > 255 ? 255 : Math.round(v);
-      }
+      const b = 1 - a;
+      const f = i * 3;
+      td[t] = a * face[f]! + b * td[t]!;
+      td[t + 1] = a * face[f + 1]! + b * td[t + 1]!;
+      td[t + 2] = a * face[f + 2]! + b * td[t + 2]!;
     }
   }
 }

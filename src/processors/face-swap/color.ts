@@ -162,25 +162,38 @@ function boxPass(
   lineStep: number,
 ): void {
   const norm = 1 / (2 * r + 1);
+  const s4 = step * 4;
   for (let l = 0; l < lines; l++) {
-    const base = l * lineStep;
-    const acc = [0, 0, 0, 0];
-    for (let k = 0; k <= Math.min(r, len - 1); k++) {
-      const o = (base + k * step) * 4;
-      for (let c = 0; c < 4; c++) acc[c]! += src[o + c]!;
+    const base = l * lineStep * 4;
+    // Four running sums as locals: this is one of the swap's hottest loops.
+    let a0 = 0;
+    let a1 = 0;
+    let a2 = 0;
+    let a3 = 0;
+    for (let k = 0, o = base; k <= Math.min(r, len - 1); k++, o += s4) {
+      a0 += src[o]!;
+      a1 += src[o + 1]!;
+      a2 += src[o + 2]!;
+      a3 += src[o + 3]!;
     }
-    for (let x = 0; x < len; x++) {
-      const o = (base + x * step) * 4;
-      for (let c = 0; c < 4; c++) dst[o + c] = acc[c]! * norm;
-      const add = x + r + 1;
-      const sub = x - r;
-      if (add < len) {
-        const oa = (base + add * step) * 4;
-        for (let c = 0; c < 4; c++) acc[c]! += src[oa + c]!;
+    for (let x = 0, o = base; x < len; x++, o += s4) {
+      dst[o] = a0 * norm;
+      dst[o + 1] = a1 * norm;
+      dst[o + 2] = a2 * norm;
+      dst[o + 3] = a3 * norm;
+      if (x + r + 1 < len) {
+        const oa = o + (r + 1) * s4;
+        a0 += src[oa]!;
+        a1 += src[oa + 1]!;
+        a2 += src[oa + 2]!;
+        a3 += src[oa + 3]!;
       }
-      if (sub >= 0) {
-        const os = (base + sub * step) * 4;
-        for (let c = 0; c < 4; c++) acc[c]! -= src[os + c]!;
+      if (x - r >= 0) {
+        const os = o - r * s4;
+        a0 -= src[os]!;
+        a1 -= src[os + 1]!;
+        a2 -= src[os + 2]!;
+        a3 -= src[os + 3]!;
       }
     }
   }
@@ -208,7 +221,6 @@ export function transferLocal(
 ): void {
   for (const sg of new Set(sigma)) {
     if (sg <= 0) continue; // that channel is not corrected here
-    const channels = [0, 1, 2].filter((c) => sigma[c] === sg);
     const f = Math.max(1, Math.floor(sg / 3));
     const lw = Math.ceil(width / f);
     const lh = Math.ceil(height / f);
@@ -232,6 +244,10 @@ export function transferLocal(
       boxPass(a, b, lw, lh, r, 1, lw); // horizontal
       boxPass(b, a, lh, lw, r, lw, 1); // vertical (rows and columns swapped)
     }
+    const c0 = sigma[0] === sg;
+    const c1 = sigma[1] === sg;
+    const c2 = sigma[2] === sg;
+    // Bilinear back up (on a grid as fine as the image, f = 1, that is the cell itself).
     for (let y = 0; y < height; y++) {
       const gy = Math.min(lh - 1, Math.max(0, (y + 0.5) / f - 0.5));
       const y0 = Math.floor(gy);
@@ -240,7 +256,7 @@ export function transferLocal(
       for (let x = 0; x < width; x++) {
         const i = y * width + x;
         if (!use[i]) continue;
-        const gx = Math.min(lw - 1, Math.max(0, (x + 0.5) / f - 0.5));
+        const gx = f === 1 ? x : Math.min(lw - 1, Math.max(0, (x + 0.5) / f - 0.5));
         const x0 = Math.floor(gx);
         const x1 = Math.min(lw - 1, x0 + 1);
         const fx = gx - x0;
@@ -255,9 +271,15 @@ export function transferLocal(
         const wt = a[o00 + 3]! * w00 + a[o01 + 3]! * w01 + a[o10 + 3]! * w10 + a[o11 + 3]! * w11;
         // Far from any skin (blurred weight ~0) there is nothing to learn from: leave the pixel.
         if (wt <= 1e-6 * f * f) continue;
-        for (const c of channels) {
-          const num = a[o00 + c]! * w00 + a[o01 + c]! * w01 + a[o10 + c]! * w10 + a[o11 + c]! * w11;
-          srcLab[i * 3 + c] = srcLab[i * 3 + c]! + num / wt;
+        const q = i * 3;
+        if (c0) srcLab[q] = srcLab[q]! + (a[o00]! * w00 + a[o01]! * w01 + a[o10]! * w10 + a[o11]! * w11) / wt;
+        if (c1) {
+          srcLab[q + 1] =
+            srcLab[q + 1]! + (a[o00 + 1]! * w00 + a[o01 + 1]! * w01 + a[o10 + 1]! * w10 + a[o11 + 1]! * w11) / wt;
+        }
+        if (c2) {
+          srcLab[q + 2] =
+            srcLab[q + 2]! + (a[o00 + 2]! * w00 + a[o01 + 2]! * w01 + a[o10 + 2]! * w10 + a[o11 + 2]! * w11) / wt;
         }
       }
     }

@@ -102,12 +102,13 @@ export function matchDetail(
   // Smallest k >= 0 with v0 + 2ck + vh k² = want (the quadratic grows for k >= 0 since c >= 0 in practice).
   const k = Math.min(MAX_GAIN, (-c + Math.sqrt(Math.max(0, c * c + vh * (want - v0)))) / vh);
   if (k <= 0.02) return 0;
-  const src = Float32Array.from(rgb);
+  // The same high-pass of luma added to all three channels: luma (weights summing to 1) gets
+  // exactly k·hp, and colour edges get no fringes.
   for (let i = 0; i < n; i++) {
     if (!ok[i]) continue;
-    for (let ch = 0; ch < 3; ch++) {
-      const o = i * 3 + ch;
-      const v = src[o]! + k * (src[o]! - blur3(src, o, w * 3, 3));
+    const d = k * hp[i]!;
+    for (let o = i * 3; o < i * 3 + 3; o++) {
+      const v = rgb[o]! + d;
       rgb[o] = v < 0 ? 0 : v > 255 ? 255 : v;
     }
   }

@@ -14,6 +14,7 @@
  */
 
 import { dilate, featherMask } from './mask.js';
+import { medianInPlace } from './select.js';
 
 export interface SkinModel {
   /** Mean of a and b. */
@@ -50,11 +51,9 @@ export function fitSkinModel(lab: Float32Array, sample: Uint8Array): SkinModel |
   const v = new Float32Array(Math.ceil(count / step));
   const med = (c: number) => {
     for (let k = 0, j = 0; k < count; k += step, j++) v[j] = lab[idx[k]! * 3 + c]!;
-    v.sort();
-    const m = v[v.length >> 1]!;
+    const m = medianInPlace(v);
     for (let k = 0; k < v.length; k++) v[k] = Math.abs(v[k]! - m);
-    v.sort();
-    return { m, s: 1.4826 * v[v.length >> 1]! };
+    return { m, s: 1.4826 * medianInPlace(v) };
   };
   const L = med(0);
   const A = med(1);
@@ -397,8 +396,7 @@ export function transferLighting(
             k++;
           }
         }
-        res.sort();
-        cut = Math.max(2.5 * 1.4826 * (res[res.length >> 1] ?? 0), 3);
+        cut = Math.max(2.5 * 1.4826 * (res.length ? medianInPlace(res) : 0), 3);
       }
     }
     // f(x, y) = Σ_i u^i (Σ_j c_ij v^j): per row a polynomial in u, so a few multiply-adds per pixel.

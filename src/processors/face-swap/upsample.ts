@@ -29,14 +29,38 @@ export function upsampleFace(
   S: Region = R,
 ): { face: Float32Array; alpha: Float32Array } {
   const { width: rw, height: rh } = r.region;
+  const W = S.width;
   // Small-image coordinates of S's pixels: R's origin is the small image's; r.region lies inside it.
   const rl = r.region.left - (S.left - R.left) / kx;
   const rt = r.region.top - (S.top - R.top) / ky;
-  const face = new Float32Array(S.width * S.height * 3);
-  const alpha = new Float32Array(S.width * S.height);
+  const face = new Float32Array(W * S.height * 3);
+  const alpha = new Float32Array(W * S.height);
   const ra = r.alpha;
   const rf = r.face;
-  const cx = new Float64Array(4);
+  // Per output column, once: its taps and weights (every row uses the same).
+  const col = columnTaps(W, kx, rl, rw);
+  const opaque = opaqueBlocks(ra, rw, rh);
+  // Bicubic is separable: each small row is interpolated along x once (into a ring of the 4 rows a
+  // full row needs), then each full pixel combines 4 of those instead of 16 taps.
+  const ring = Array.from({ length: 4 }, () => new Float32Array(W * 3));
+  const ringRow = new Int32Array(4).fill(-1);
+  const rowAlongX = (j: number): Float32Array => {
+    const h = ring[j & 3]!;
+    if (ringRow[j & 3] === j) return h;
+    ringRow[j & 3] = j;
+    for (let x = 0; x < W; x++) {
+      if (!col.cubic[x]) continue;
+      const q = (j * rw + col.x0[x]! - 1) * 3;
+      const w0 = col.cw[x * 4]!;
+      const w1 = col.cw[x * 4 + 1]!;
+      const w2 = col.cw[x * 4 + 2]!;
+      const w3 = col.cw[x * 4 + 3]!;
+      for (let c = 0; c < 3; c++) {
+        h[x * 3 + c] = w0 * rf[q + c]! + w1 * rf[q + 3 + c]! + w2 * rf[q + 6 + c]! + w3 * rf[q + 9 + c]!;
+      }
+    }
+    return h;
+  };
   const cy = new Float64Array(4);
   for (let y = 0; y < S.height; y++) {
     const v = (y + 0.5) / ky - 0.5 - rt;
@@ -48,38 +72,34 @@ export function upsampleFace(
     const wy0 = y0 < 0 ? 0 : 1 - fy;
     const wy1 = y0 + 1 >= rh ? 0 : fy;
     const rowsIn = y0 >= 1 && y0 + 2 < rh;
+    let h0: Float32Array | undefined;
+    let h1: Float32Array | undefined;
+    let h2: Float32Array | undefined;
+    let h3: Float32Array | undefined;
     if (rowsIn) cubicWeights(fy, cy);
-    for (let x = 0; x < S.width; x++) {
-      const u = (x + 0.5) / kx - 0.5 - rl;
-      if (u <= -1 || u >= rw) continue;
-      const x0 = Math.floor(u);
-      const fx = u - x0;
-      const o = y * S.width + x;
-      if (rowsIn && x0 >= 1 && x0 + 2 < rw && opaque16(ra, rw, x0 - 1, y0 - 1)) {
-        cubicWeights(fx, cx);
-        let cr = 0;
-        let cg = 0;
-        let cb = 0;
-        for (let j = 0; j < 4; j++) {
-          const row = (y0 - 1 + j) * rw + x0 - 1;
-          for (let i = 0; i < 4; i++) {
-            const k = cx[i]! * cy[j]!;
-            const q = (row + i) * 3;
-            cr += rf[q]! * k;
-            cg += rf[q + 1]! * k;
-            cb += rf[q + 2]! * k;
-          }
+    const blockRow = (y0 - 1) * rw;
+    for (let x = 0; x < W; x++) {
+      if (!col.inside[x]) continue;
+      const x0 = col.x0[x]!;
+      const o = y * W + x;
+      if (rowsIn && col.cubic[x] && opaque[blockRow + x0 - 1]) {
+        if (!h0) {
+          h0 = rowAlongX(y0 - 1);
+          h1 = rowAlongX(y0);
+          h2 = rowAlongX(y0 + 1);
+          h3 = rowAlongX(y0 + 2);
         }
         alpha[o] = 1;
-        face[o * 3] = cr;
-        face[o * 3 + 1] = cg;
-        face[o * 3 + 2] = cb;
+        for (let c = 0; c < 3; c++) {
+          const q = x * 3 + c;
+          face[o * 3 + c] = cy[0]! * h0[q]! + cy[1]! * h1![q]! + cy[2]! * h2![q]! + cy[3]! * h3![q]!;
+        }
         continue;
       }
-      const xa = x0 < 0 ? 0 : x0;
-      const xb = x0 + 1 >= rw ? rw - 1 : x0 + 1;
-      const wx0 = x0 < 0 ? 0 : 1 - fx;
-      const wx1 = x0 + 1 >= rw ? 0 : fx;
+      const xa = col.xa[x]!;
+      const xb = col.xb[x]!;
+      const wx0 = col.wx0[x]!;
+      const wx1 = col.wx1[x]!;
       const i00 = ya * rw + xa;
       const i01 = ya * rw + xb;
       const i10 = yb * rw + xa;
@@ -98,6 +118,56 @@ export function upsampleFace(
     }
   }
   return { face, alpha };
+}
+
+/** Per output column: the small column left of it, bilinear taps and weights, Catmull-Rom weights. */
+function columnTaps(W: number, kx: number, rl: number, rw: number) {
+  const x0s = new Int32Array(W);
+  const inside = new Uint8Array(W);
+  const cubic = new Uint8Array(W);
+  const xa = new Int32Array(W);
+  const xb = new Int32Array(W);
+  const wx0 = new Float64Array(W);
+  const wx1 = new Float64Array(W);
+  const cw = new Float64Array(W * 4);
+  const w4 = new Float64Array(4);
+  for (let x = 0; x < W; x++) {
+    const u = (x + 0.5) / kx - 0.5 - rl;
+    if (u <= -1 || u >= rw) continue;
+    inside[x] = 1;
+    const x0 = Math.floor(u);
+    const fx = u - x0;
+    x0s[x] = x0;
+    xa[x] = x0 < 0 ? 0 : x0;
+    xb[x] = x0 + 1 >= rw ? rw - 1 : x0 + 1;
+    wx0[x] = x0 < 0 ? 0 : 1 - fx;
+    wx1[x] = x0 + 1 >= rw ? 0 : fx;
+    if (x0 >= 1 && x0 + 2 < rw) {
+      cubic[x] = 1;
+      cubicWeights(fx, w4);
+      cw.set(w4, x * 4);
+    }
+  }
+  return { x0: x0s, inside, cubic, xa, xb, wx0, wx1, cw };
+}
+
+/** 1 at (x, y) when the 4x4 block of `alpha` starting there is fully opaque (a min filter, separable). */
+function opaqueBlocks(alpha: Float32Array, w: number, h: number): Uint8Array {
+  const rows = new Uint8Array(w * h);
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x + 3 < w; x++) {
+      const i = y * w + x;
+      rows[i] = alpha[i]! >= 1 && alpha[i + 1]! >= 1 && alpha[i + 2]! >= 1 && alpha[i + 3]! >= 1 ? 1 : 0;
+    }
+  }
+  const out = new Uint8Array(w * h);
+  for (let y = 0; y + 3 < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const i = y * w + x;
+      out[i] = rows[i]! & rows[i + w]! & rows[i + 2 * w]! & rows[i + 3 * w]!;
+    }
+  }
+  return out;
 }
 
 /**
@@ -126,13 +196,4 @@ export function opaqueExtent(r: Rendered, R: Region, kx: number, ky: number): Re
   const right = Math.min(R.width, Math.ceil((r.region.left + x1 + 1 + 0.5) * kx - 0.5) + 1);
   const bottom = Math.min(R.height, Math.ceil((r.region.top + y1 + 1 + 0.5) * ky - 0.5) + 1);
   return { left: R.left + left, top: R.top + top, width: right - left, height: bottom - top };
-}
-
-/** Whether the 4x4 block of `alpha` (row length `w`) starting at (x, y) is fully opaque. */
-function opaque16(alpha: Float32Array, w: number, x: number, y: number): boolean {
-  for (let j = 0; j < 4; j++) {
-    const row = (y + j) * w + x;
-    if (alpha[row]! < 1 || alpha[row + 1]! < 1 || alpha[row + 2]! < 1 || alpha[row + 3]! < 1) return false;
-  }
-  return true;
 }
