@@ -239,7 +239,7 @@ export function solveMembrane(state: Uint8Array, val: Float32Array, w: number, h
 }
 
 function median(values: Float32Array): number {
-  return values.length ? medianInPlace(Float32Array.from(values)) : 0;
+  return values.length ? medianInPlace(values.slice()) : 0;
 }
 
 /**

@@ -134,7 +134,9 @@ export function featherAlpha(dist: Float32Array, erode: number, feather: number)
 
 /** 0..1 weight from a mask (non-zero = 1): two box blurs of radius `r`, for a soft change over ~2r. */
 export function featherMask(mask: Uint8Array, w: number, h: number, r: number): Float32Array {
-  let a = Float32Array.from(mask, (v) => (v ? 1 : 0));
+  // A loop, not Float32Array.from(mask, fn): that goes through the iterator, two objects per pixel.
+  let a = new Float32Array(mask.length);
+  for (let i = 0; i < mask.length; i++) a[i] = mask[i] ? 1 : 0;
   for (let pass = 0; pass < 2; pass++) {
     const b = new Float32Array(a.length);
     for (let y = 0; y < h; y++) {
@@ -161,7 +163,7 @@ export function featherMask(mask: Uint8Array, w: number, h: number, r: number): 
 
 /** The mask grown by one pixel (4-neighbourhood). */
 export function dilate(mask: Uint8Array, w: number, h: number): Uint8Array {
-  const out = Uint8Array.from(mask);
+  const out = mask.slice();
   for (let y = 0; y < h; y++) {
     for (let x = 0; x < w; x++) {
       const i = y * w + x;
@@ -208,27 +210,29 @@ export function fillFromSurroundings(
       }
     }
   }
-  let todo: number[] = [];
-  for (let i = 0; i < w * h; i++) if (hole[i] && covered[i]) todo.push(i);
+  let count = 0;
+  for (let i = 0; i < w * h; i++) if (hole[i] && covered[i]) count++;
+  let todo = new Int32Array(count);
+  for (let i = 0, k = 0; i < w * h; i++) if (hole[i] && covered[i]) todo[k++] = i;
   for (let r = 2; todo.length > 0 && r < 2 * Math.max(w, h); r *= 2) {
-    const left: number[] = [];
-    for (const i of todo) {
+    // Still unfilled pixels move to the front of `todo` (no closures or arrays per pixel).
+    let left = 0;
+    for (let k = 0; k < todo.length; k++) {
+      const i = todo[k]!;
       const x = i % w;
       const y = (i - x) / w;
-      const x0 = Math.max(0, x - r);
-      const y0 = Math.max(0, y - r);
-      const x1 = Math.min(w, x + r + 1);
-      const y1 = Math.min(h, y + r + 1);
-      const at = (xx: number, yy: number, c: number) => sat[(yy * W + xx) * 4 + c]!;
-      const box = (c: number) => at(x1, y1, c) - at(x0, y1, c) - at(x1, y0, c) + at(x0, y0, c);
-      const n = box(3);
+      const a = (Math.min(h, y + r + 1) * W + Math.min(w, x + r + 1)) * 4; // bottom right
+      const b = (Math.min(h, y + r + 1) * W + Math.max(0, x - r)) * 4; // bottom left
+      const c = (Math.max(0, y - r) * W + Math.min(w, x + r + 1)) * 4; // top right
+      const d = (Math.max(0, y - r) * W + Math.max(0, x - r)) * 4; // top left
+      const n = sat[a + 3]! - sat[b + 3]! - sat[c + 3]! + sat[d + 3]!;
       // Enough known pixels for a mean that is not one stray pixel's colour.
       if (n < r) {
-        left.push(i);
+        todo[left++] = i;
         continue;
       }
-      for (let c = 0; c < 3; c++) lab[i * 3 + c] = box(c) / n;
+      for (let ch = 0; ch < 3; ch++) lab[i * 3 + ch] = (sat[a + ch]! - sat[b + ch]! - sat[c + ch]! + sat[d + ch]!) / n;
     }
-    todo = left;
+    todo = todo.subarray(0, left);
   }
 }

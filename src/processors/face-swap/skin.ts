@@ -357,7 +357,8 @@ export function transferLighting(
     for (let pass = 0; pass < 2; pass++) {
       const A = new Float64Array(m * m);
       const b = new Float64Array(m);
-      const residuals: number[] = [];
+      const residuals = pass === 0 ? new Float64Array(Math.ceil(h / step) * Math.ceil(w / step)) : undefined;
+      let nres = 0;
       for (let y = 0; y < h; y += step) {
         for (let x = 0; x < w; x += step) {
           const i = y * w + x;
@@ -375,7 +376,7 @@ export function transferLighting(
             b[r] = b[r]! + br * d;
             for (let k = r; k < m; k++) A[r * m + k] = A[r * m + k]! + br * basis[k]!;
           }
-          if (pass === 0) residuals.push(d);
+          if (residuals) residuals[nres++] = d;
         }
       }
       for (let r = 0; r < m; r++) for (let k = 0; k < r; k++) A[r * m + k] = A[k * m + r]!;
@@ -383,7 +384,7 @@ export function transferLighting(
       coef = solve(A, b, m);
       if (pass === 0) {
         // Robust spread of the residuals of the first fit.
-        const res = Float64Array.from(residuals);
+        const res = residuals!.subarray(0, nres);
         let k = 0;
         for (let y = 0; y < h; y += step) {
           for (let x = 0; x < w; x += step) {

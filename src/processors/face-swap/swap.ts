@@ -449,7 +449,7 @@ async function renderFace(
     // Inside the features (lips, eyes, brows) the fine field would be drawn from whichever skin lies
     // nearest (chin below the lower lip, philtrum above the upper one) and tint the two lips apart:
     // there a broad field, so each feature gets one colour correction as a whole.
-    const broad = Float32Array.from(srcLab);
+    const broad = srcLab.slice();
     transferLocal(srcLab, dstLab, skin, covered, w, region.height, [0, sab, sab]);
     const sBroad = FEATURE_SIGMA_AB * size;
     transferLocal(broad, dstLab, skin, covered, w, region.height, [0, sBroad, sBroad]);
