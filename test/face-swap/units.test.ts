@@ -11,6 +11,7 @@ import { createFaceSwapJobType, faceSwapOptionsSchema } from '../../src/processo
 import { distanceInside, featherAlpha, rasterizePolygon } from '../../src/processors/face-swap/mask.js';
 import { checkInputs, effectiveFaceMode } from '../../src/processors/face-swap/pipeline.js';
 import { matchDetail } from '../../src/processors/face-swap/detail.js';
+import { arenaBytes, floats, withScratch } from '../../src/processors/face-swap/scratch.js';
 import { kthSmallest, medianInPlace } from '../../src/processors/face-swap/select.js';
 import { alignSimilarity, foldedFraction } from '../../src/processors/face-swap/swap.js';
 import { upsampleFace } from '../../src/processors/face-swap/upsample.js';
@@ -379,6 +380,36 @@ describe('order statistics (quickselect)', () => {
     }
     // Only the first n elements count.
     expect(medianInPlace(Float32Array.of(9, 1, 5, -100, -100), 3)).toBe(5);
+  });
+});
+
+describe('scratch memory for a swap', () => {
+  it('hands out zeroed, disjoint views of one reused buffer inside a scope, ordinary arrays outside', () => {
+    const outside = floats(4);
+    expect(outside.buffer.byteLength).toBe(16); // an array of its own
+    // The first scope sizes the arena; the second reuses it.
+    withScratch(() => floats(1000).fill(7));
+    const size = arenaBytes();
+    expect(size).toBeGreaterThanOrEqual(4000);
+    const [a, b] = withScratch(() => {
+      const a = floats(500);
+      const b = withScratch(() => floats(500)); // nested: still the outer scope's arena
+      expect(a.buffer).toBe(b.buffer);
+      expect(a.every((v) => v === 0) && b.every((v) => v === 0)).toBe(true); // zeroed despite the 7s
+      a.fill(1);
+      expect(b.every((v) => v === 0)).toBe(true); // disjoint
+      return [a, b] as const;
+    });
+    expect(a.buffer).toBe(b.buffer);
+    expect(arenaBytes()).toBe(size);
+    // A scope may not be asynchronous: its views would outlive it.
+    expect(() => withScratch(async () => {})).toThrow(/synchronous/);
+    // Past the arena's end, allocation falls back to ordinary arrays.
+    withScratch(() => {
+      const big = floats(size); // more than is left after nothing: the arena holds `size` bytes = size / 4 floats
+      const more = floats(size);
+      expect(more.buffer).not.toBe(big.buffer);
+    });
   });
 });
 

@@ -11,6 +11,7 @@ import type { Region } from './geometry.js';
 import type { BlendMode } from './options.js';
 import { medianInPlace } from './select.js';
 import type { RgbImage } from './types.js';
+import { bytes, floats, ints } from './scratch.js';
 
 /** Cell states of the membrane grid. */
 const NONE = 0; // no data (outside the warped face): not part of the problem
@@ -29,8 +30,8 @@ interface Level {
 function coarsen(fine: Level): Level {
   const w = Math.ceil(fine.w / 2);
   const h = Math.ceil(fine.h / 2);
-  const state = new Uint8Array(w * h);
-  const val = new Float32Array(w * h * 3);
+  const state = bytes(w * h);
+  const val = floats(w * h * 3);
   for (let cy = 0; cy < h; cy++) {
     for (let cx = 0; cx < w; cx++) {
       let known = 0;
@@ -81,8 +82,8 @@ function insideCells(level: Level): { cells: Int32Array; nb: Uint8Array } {
   const { w, h, state } = level;
   let count = 0;
   for (let i = 0; i < state.length; i++) if (state[i] === INSIDE) count++;
-  const cells = new Int32Array(count);
-  const nb = new Uint8Array(count);
+  const cells = ints(count);
+  const nb = bytes(count);
   let k = 0;
   for (let parity = 0; parity < 2; parity++) {
     for (let y = 0; y < h; y++) {
@@ -285,8 +286,8 @@ export function cloneCorrection(
   occluded?: Uint8Array,
 ): void {
   const { width: rw, height: rh } = region;
-  const state = new Uint8Array(rw * rh);
-  const membrane = new Float32Array(rw * rh * 3);
+  const state = bytes(rw * rh);
+  const membrane = floats(rw * rh * 3);
   for (let i = 0; i < rw * rh; i++) if (alpha[i]! > 0) state[i] = INSIDE;
   // Boundary values only on the ring just outside the mask. Cells further out must stay out of the
   // problem: they hold background or hair, and the coarse levels would average them in.

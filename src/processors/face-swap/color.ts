@@ -3,6 +3,7 @@
  * uniform, so matching each channel's mean and spread (Reinhard et al. 2001) moves the source skin
  * to the target's tone without the hue shifts that per-channel RGB matching produces.
  */
+import { floats } from './scratch.js';
 
 const SRGB_TO_LINEAR = new Float32Array(256);
 for (let i = 0; i < 256; i++) {
@@ -50,7 +51,7 @@ function srgbLinear(v: number): number {
 
 /** Interleaved sRGB (0..255 floats) to interleaved Lab, for the pixels where `use` is non-zero. */
 export function rgbToLab(rgb: Float32Array, use?: Uint8Array): Float32Array {
-  const out = new Float32Array(rgb.length);
+  const out = floats(rgb.length);
   const n = rgb.length / 3;
   for (let i = 0; i < n; i++) {
     if (use && !use[i]) continue;
@@ -70,7 +71,7 @@ export function rgbToLab(rgb: Float32Array, use?: Uint8Array): Float32Array {
 
 /** Interleaved Lab back to interleaved sRGB floats (0..255, clamped), where `use` is non-zero. */
 export function labToRgb(lab: Float32Array, use?: Uint8Array): Float32Array {
-  const out = new Float32Array(lab.length);
+  const out = floats(lab.length);
   const n = lab.length / 3;
   for (let i = 0; i < n; i++) {
     if (use && !use[i]) continue;
@@ -225,7 +226,7 @@ export function transferLocal(
     const lw = Math.ceil(width / f);
     const lh = Math.ceil(height / f);
     // Per coarse cell: (dst - src)·w for the three channels, then w.
-    const a = new Float32Array(lw * lh * 4);
+    const a = floats(lw * lh * 4);
     for (let y = 0; y < height; y++) {
       const row = Math.floor(y / f) * lw;
       for (let x = 0; x < width; x++) {
@@ -239,7 +240,7 @@ export function transferLocal(
     }
     const sl = sg / f;
     const r = Math.max(1, Math.round((Math.sqrt(4 * sl * sl + 1) - 1) / 2));
-    const b = new Float32Array(a.length);
+    const b = floats(a.length);
     for (let pass = 0; pass < 3; pass++) {
       boxPass(a, b, lw, lh, r, 1, lw); // horizontal
       boxPass(b, a, lh, lw, r, lw, 1); // vertical (rows and columns swapped)

@@ -5,6 +5,7 @@
  * Laplacian of luma over the face, and the warped face gets an unsharp mask just strong enough to
  * reach the target's (never softened, and capped so noise is not blown up).
  */
+import { bytes, floats } from './scratch.js';
 
 /** Variance of the 4-neighbour Laplacian of luma over the pixels where `mask` is set (interleaved RGB, floats or bytes). */
 export function laplacianVariance(
@@ -16,7 +17,7 @@ export function laplacianVariance(
   offset = 0,
 ): number {
   // Luma of the rows in use, once (no per-pixel closures: this runs over the whole face).
-  const luma = new Float32Array(w * h);
+  const luma = floats(w * h);
   for (let y = 0; y < h; y++) {
     for (let x = 0; x < w; x++) {
       const i = (offset + y * stride + x) * 3;
@@ -59,12 +60,12 @@ export function matchDetail(
   want: number,
 ): number {
   const n = w * h;
-  const luma = new Float32Array(n);
+  const luma = floats(n);
   for (let i = 0; i < n; i++) luma[i] = 0.299 * rgb[i * 3]! + 0.587 * rgb[i * 3 + 1]! + 0.114 * rgb[i * 3 + 2]!;
   // Where the mask applies: the whole 3x3 neighbourhood is face (next to uncovered, zero pixels
   // the blur would draw a dark-and-bright ring along the outline).
-  const ok = new Uint8Array(n);
-  const hp = new Float32Array(n);
+  const ok = bytes(n);
+  const hp = floats(n);
   for (let y = 1; y < h - 1; y++) {
     for (let x = 1; x < w - 1; x++) {
       const i = y * w + x;

@@ -6,6 +6,7 @@
  */
 import type { Region } from './geometry.js';
 import type { Point } from './types.js';
+import { bytes, copyOf, doubles, floats, ints } from './scratch.js';
 
 /**
  * Sets `out[i] = value` for the pixels (centres) inside the convex polygon; `out` is region-sized.
@@ -46,7 +47,7 @@ export function fillPolygon(out: Uint8Array, poly: readonly Point[], region: Reg
 
 /** 1 for pixels (centres) inside the convex polygon, region-sized. */
 export function rasterizePolygon(poly: readonly Point[], region: Region): Uint8Array {
-  const out = new Uint8Array(region.width * region.height);
+  const out = bytes(region.width * region.height);
   fillPolygon(out, poly, region, 1);
   return out;
 }
@@ -88,7 +89,7 @@ export function distanceInside(inside: Uint8Array, w: number, h: number): Float3
   // Pad by one pixel of "outside" on every side.
   const pw = w + 2;
   const ph = h + 2;
-  const grid = new Float64Array(pw * ph);
+  const grid = doubles(pw * ph);
   for (let y = 0; y < ph; y++) {
     for (let x = 0; x < pw; x++) {
       const ix = x - 1;
@@ -112,7 +113,7 @@ export function distanceInside(inside: Uint8Array, w: number, h: number): Float3
     edt1d(f, pw, d, v, z);
     for (let x = 0; x < pw; x++) grid[y * pw + x] = d[x]!;
   }
-  const out = new Float32Array(w * h);
+  const out = floats(w * h);
   for (let y = 0; y < h; y++) {
     for (let x = 0; x < w; x++) out[y * w + x] = Math.sqrt(grid[(y + 1) * pw + x + 1]!);
   }
@@ -124,7 +125,7 @@ export function distanceInside(inside: Uint8Array, w: number, h: number): Float3
  * over `feather` pixels.
  */
 export function featherAlpha(dist: Float32Array, erode: number, feather: number): Float32Array {
-  const out = new Float32Array(dist.length);
+  const out = floats(dist.length);
   for (let i = 0; i < dist.length; i++) {
     const t = (dist[i]! - erode) / feather;
     out[i] = t <= 0 ? 0 : t >= 1 ? 1 : t * t * (3 - 2 * t);
@@ -135,10 +136,10 @@ export function featherAlpha(dist: Float32Array, erode: number, feather: number)
 /** 0..1 weight from a mask (non-zero = 1): two box blurs of radius `r`, for a soft change over ~2r. */
 export function featherMask(mask: Uint8Array, w: number, h: number, r: number): Float32Array {
   // A loop, not Float32Array.from(mask, fn): that goes through the iterator, two objects per pixel.
-  let a = new Float32Array(mask.length);
+  let a = floats(mask.length);
   for (let i = 0; i < mask.length; i++) a[i] = mask[i] ? 1 : 0;
   for (let pass = 0; pass < 2; pass++) {
-    const b = new Float32Array(a.length);
+    const b = floats(a.length);
     for (let y = 0; y < h; y++) {
       let acc = 0;
       for (let x = -r; x < w; x++) {
@@ -147,7 +148,7 @@ export function featherMask(mask: Uint8Array, w: number, h: number, r: number): 
         if (x >= 0) b[y * w + x] = acc / (2 * r + 1);
       }
     }
-    const c = new Float32Array(a.length);
+    const c = floats(a.length);
     for (let x = 0; x < w; x++) {
       let acc = 0;
       for (let y = -r; y < h; y++) {
@@ -163,7 +164,7 @@ export function featherMask(mask: Uint8Array, w: number, h: number, r: number): 
 
 /** The mask grown by one pixel (4-neighbourhood). */
 export function dilate(mask: Uint8Array, w: number, h: number): Uint8Array {
-  const out = mask.slice();
+  const out = copyOf(mask);
   for (let y = 0; y < h; y++) {
     for (let x = 0; x < w; x++) {
       const i = y * w + x;
@@ -195,7 +196,7 @@ export function fillFromSurroundings(
   h: number,
 ): void {
   const W = w + 1;
-  const sat = new Float64Array(W * (h + 1) * 4);
+  const sat = doubles(W * (h + 1) * 4);
   for (let y = 0; y < h; y++) {
     for (let x = 0; x < w; x++) {
       const i = y * w + x;
@@ -212,7 +213,7 @@ export function fillFromSurroundings(
   }
   let count = 0;
   for (let i = 0; i < w * h; i++) if (hole[i] && covered[i]) count++;
-  let todo = new Int32Array(count);
+  let todo = ints(count);
   for (let i = 0, k = 0; i < w * h; i++) if (hole[i] && covered[i]) todo[k++] = i;
   for (let r = 2; todo.length > 0 && r < 2 * Math.max(w, h); r *= 2) {
     // Still unfilled pixels move to the front of `todo` (no closures or arrays per pixel).

@@ -15,6 +15,7 @@
 
 import { dilate, featherMask } from './mask.js';
 import { medianInPlace } from './select.js';
+import { bytes, floats, ints } from './scratch.js';
 
 export interface SkinModel {
   /** Mean of a and b. */
@@ -44,7 +45,7 @@ export function fitSkinModel(lab: Float32Array, sample: Uint8Array): SkinModel |
   let count = 0;
   for (let i = 0; i < sample.length; i++) if (sample[i]) count++;
   if (count < 50) return undefined;
-  const idx = new Int32Array(count);
+  const idx = ints(count);
   for (let i = 0, k = 0; i < sample.length; i++) if (sample[i]) idx[k++] = i;
   // Medians from at most MEDIAN_SAMPLES evenly spread pixels: plenty for a robust centre and spread.
   const step = Math.max(1, Math.ceil(count / MEDIAN_SAMPLES));
@@ -103,7 +104,7 @@ const SKIN_L_MIN = 28;
 
 /** 1 where the pixel is not skin by the model, over the pixels where `use` is non-zero. */
 export function nonSkinMask(lab: Float32Array, use: Uint8Array, m: SkinModel): Uint8Array {
-  const out = new Uint8Array(use.length);
+  const out = bytes(use.length);
   const lBand = Math.max(SKIN_L_SPREADS * m.lStd, SKIN_L_MIN);
   const ab2 = SKIN_AB * SKIN_AB;
   for (let i = 0; i < use.length; i++) {
@@ -159,9 +160,9 @@ export function occlusionMask(
   let innerArea = 0;
   for (let i = 0; i < innerCore.length; i++) innerArea += innerCore[i]!;
   const n = w * h;
-  const label = new Int32Array(n).fill(-1);
-  const queue = new Int32Array(n);
-  const occluded = new Uint8Array(n);
+  const label = ints(n).fill(-1);
+  const queue = ints(n);
+  const occluded = bytes(n);
   const zoneArea = new Map<number, number>();
   for (let i = 0; i < n; i++) if (zoneOf[i]) zoneArea.set(zoneOf[i]!, (zoneArea.get(zoneOf[i]!) ?? 0) + 1);
   const minArea = MIN_OCCLUDER_AREA * faceSize * faceSize;
@@ -271,7 +272,7 @@ export function occlusionMask(
  * edge stays the target's), then two 3x3 box blurs, so the new face meets the occluder over ~2 px.
  */
 export function softenMask(mask: Uint8Array, w: number, h: number): Float32Array {
-  if (!mask.includes(1)) return new Float32Array(mask.length);
+  if (!mask.includes(1)) return floats(mask.length);
   const a = featherMask(dilate(mask, w, h), w, h, 1);
   // Fully occluded pixels stay exactly 1 (they must not change at all).
   for (let i = 0; i < a.length; i++) if (mask[i]) a[i] = 1;

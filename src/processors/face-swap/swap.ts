@@ -21,6 +21,7 @@ import { fitSkinModel, nonSkinMask, occlusionMask, softenMask, transferLighting 
 import type { Point, RgbImage } from './types.js';
 import { opaqueExtent, upsampleFace, type Rendered } from './upsample.js';
 import { triangulate, warpPiecewiseAffine } from './warp.js';
+import { bytes, copyOf, floats, withScratch } from './scratch.js';
 
 export interface SwapOptions {
   blend: BlendMode;
@@ -224,7 +225,7 @@ export function foldedFraction(src: readonly Point[], dst: readonly Point[], tri
 
 /** Feature zones (1-5: brows, eyes, mouth) of one landmark set, grown by `margin`, region-sized. */
 function featureZones(lm: readonly Point[], region: Region, margin: number): Uint8Array {
-  const zones = new Uint8Array(region.width * region.height);
+  const zones = bytes(region.width * region.height);
   FEATURES.forEach(([from, to], k) => fillPolygon(zones, grow(lm.slice(from, to), margin), region, k + 1));
   return zones;
 }
@@ -251,9 +252,12 @@ export async function swapFace(
   const size = faceSize(targetLm);
   const work = opts.workSize ?? Math.max(MIN_WORK_SIZE, faceSize(srcLm));
   if (size <= work * WORK_SLACK) {
-    const r = await renderFace(target, targetLm, source, srcLm, opts, tuning, true);
-    if (r) composite(target, r.region, r.face, r.alpha);
-    return r?.stats;
+    const placed = await placeSource(targetLm, source, srcLm, tuning);
+    return withScratch(() => {
+      const r = renderFace(target, targetLm, placed, opts, tuning, true);
+      if (r) composite(target, r.region, r.face, r.alpha);
+      return r?.stats;
+    });
   }
   // Swap on a shrunk copy of the face's surroundings, then bring the face back at full size.
   const k = work / size;
@@ -264,15 +268,18 @@ export async function swapFace(
   const kx = R.width / sw;
   const ky = R.height / sh;
   const lm = targetLm.map((p) => ({ x: (p.x - R.left) / kx, y: (p.y - R.top) / ky }));
-  const r = await renderFace(small, lm, source, srcLm, opts, tuning, false);
-  if (!r) return undefined;
-  // Full resolution only where the face has any alpha (R also holds the margin around it).
-  const S = opaqueExtent(r, R, kx, ky);
-  if (!S) return r.stats;
-  const { face, alpha } = upsampleFace(r, R, kx, ky, S);
-  sharpenToMatch(target, S, face, alpha);
-  composite(target, S, face, alpha);
-  return r.stats;
+  const placed = await placeSource(lm, source, srcLm, tuning);
+  return withScratch(() => {
+    const r = renderFace(small, lm, placed, opts, tuning, false);
+    if (!r) return undefined;
+    // Full resolution only where the face has any alpha (R also holds the margin around it).
+    const S = opaqueExtent(r, R, kx, ky);
+    if (!S) return r.stats;
+    const { face, alpha } = upsampleFace(r, R, kx, ky, S);
+    sharpenToMatch(target, S, face, alpha);
+    composite(target, S, face, alpha);
+    return r.stats;
+  });
 }
 
 /**
@@ -287,10 +294,10 @@ function sharpenToMatch(
   use?: Uint8Array,
 ): void {
   const n = region.width * region.height;
-  const core = new Uint8Array(n);
+  const core = bytes(n);
   for (let i = 0; i < n; i++) core[i] = alpha[i]! >= 1 ? 1 : 0;
   if (!use) {
-    use = new Uint8Array(n);
+    use = bytes(n);
     for (let i = 0; i < n; i++) use[i] = alpha[i]! > 0 ? 1 : 0;
   }
   const want =
@@ -306,20 +313,24 @@ function sharpenToMatch(
   matchDetail(face, region.width, region.height, use, core, want);
 }
 
+/** Where the source's landmarks go in the target, its triangles, and the source at about the target's scale. */
+interface Placement {
+  src: RgbImage;
+  srcPts: Point[];
+  dstPts: Point[];
+  triangles: Uint32Array;
+}
+
 /**
- * The new face for the face at `targetLm`, not yet written into `target`: warped, colour-matched,
- * Poisson-corrected, with the final alpha (occluders already cut out). `detail`: sharpen to the
- * photo's detail here (false when the caller upsamples it first).
+ * The geometry of a swap onto the face at `targetLm`, and the source shrunk when it is much larger
+ * (the one step that awaits, so it runs before the synchronous, scratch-allocating render).
  */
-async function renderFace(
-  target: RgbImage,
+async function placeSource(
   targetLm: readonly Point[],
   source: RgbImage,
   srcLm: readonly Point[],
-  opts: SwapOptions,
   tuning: SwapTuning,
-  detail: boolean,
-): Promise<Rendered | undefined> {
+): Promise<Placement> {
   const size = faceSize(targetLm);
   let srcPts = extendForehead(srcLm, tuning.forehead);
   // Keep as much of the source's proportions as the geometry allows: a source face much longer or
@@ -340,7 +351,6 @@ async function renderFace(
       geo = at(shape);
     }
   }
-  const { dst: dstPts, tris: triangles } = geo;
   let src = source;
   // Bilinear sampling of a much larger face aliases (jaggy hair lines, sparkling skin): shrink the
   // source face to about the target's scale with an area-averaging resize first.
@@ -354,7 +364,25 @@ async function renderFace(
     const ky = r.height / h;
     srcPts = srcPts.map((p) => ({ x: (p.x - r.left) / kx, y: (p.y - r.top) / ky }));
   }
+  return { src, srcPts, dstPts: geo.dst, triangles: geo.tris };
+}
 
+/**
+ * The new face for the face at `targetLm`, not yet written into `target`: warped, colour-matched,
+ * Poisson-corrected, with the final alpha (occluders already cut out). `detail`: sharpen to the
+ * photo's detail here (false when the caller upsamples it first). Its arrays are scratch (run it
+ * inside withScratch and use them there).
+ */
+function renderFace(
+  target: RgbImage,
+  targetLm: readonly Point[],
+  placed: Placement,
+  opts: SwapOptions,
+  tuning: SwapTuning,
+  detail: boolean,
+): Rendered | undefined {
+  const size = faceSize(targetLm);
+  const { src, srcPts, dstPts, triangles } = placed;
   const region = boundingRegion([...dstPts, ...targetLm], 2, target.width, target.height);
   if (region.width < 4 || region.height < 4) return undefined;
   const n = region.width * region.height;
@@ -367,7 +395,7 @@ async function renderFace(
   const alpha = featherAlpha(dist, tuning.erode * size, tuning.feather * size);
 
   const w = region.width;
-  const dstRgb = new Float32Array(n * 3);
+  const dstRgb = floats(n * 3);
   for (let y = 0; y < region.height; y++) {
     const row = ((region.top + y) * target.width + region.left) * 3;
     for (let i = 0; i < w * 3; i++) dstRgb[y * w * 3 + i] = target.data[row + i]!;
@@ -380,17 +408,17 @@ async function renderFace(
 
   // Skin models of both faces, fitted away from the outline and the features.
   const sampleOf = (zones: Uint8Array) => {
-    const m = new Uint8Array(n);
+    const m = bytes(n);
     for (let i = 0; i < n; i++) m[i] = alpha[i]! > 0.5 && !zones[i] ? 1 : 0;
     return m;
   };
   const dstSkin = fitSkinModel(dstLab, sampleOf(dstZones));
   const srcSkin = fitSkinModel(srcLab, sampleOf(srcZones));
-  const dstNonSkin = dstSkin ? nonSkinMask(dstLab, inside, dstSkin) : new Uint8Array(n);
-  const srcNonSkin = srcSkin ? nonSkinMask(srcLab, inside, srcSkin) : new Uint8Array(n);
+  const dstNonSkin = dstSkin ? nonSkinMask(dstLab, inside, dstSkin) : bytes(n);
+  const srcNonSkin = srcSkin ? nonSkinMask(srcLab, inside, srcSkin) : bytes(n);
 
   // The outline, where anything in front of a face enters it.
-  const edge = new Uint8Array(n);
+  const edge = bytes(n);
   for (let i = 0; i < n; i++) if (inside[i] && dist[i]! <= 2) edge[i] = 1;
   /** What covers the face at `lm` (hair, a hand, a bar, a shoulder), by that face's own skin model. */
   const occludersOf = (
@@ -434,7 +462,7 @@ async function renderFace(
   if (opts.colorCorrection) {
     // Statistics and lighting over skin only: no feature zone of either face, nothing either skin
     // model calls non-skin (lipstick or eye shadow beyond the landmarks, hair, an occluder).
-    const skin = new Float32Array(n);
+    const skin = floats(n);
     for (let i = 0; i < n; i++) {
       if (dstZones[i] || srcZones[i] || dstNonSkin[i] || srcNonSkin[i] || occluded?.[i]) continue;
       skin[i] = alpha[i]!;
@@ -449,7 +477,7 @@ async function renderFace(
     // Inside the features (lips, eyes, brows) the fine field would be drawn from whichever skin lies
     // nearest (chin below the lower lip, philtrum above the upper one) and tint the two lips apart:
     // there a broad field, so each feature gets one colour correction as a whole.
-    const broad = srcLab.slice();
+    const broad = copyOf(srcLab);
     transferLocal(srcLab, dstLab, skin, covered, w, region.height, [0, sab, sab]);
     const sBroad = FEATURE_SIGMA_AB * size;
     transferLocal(broad, dstLab, skin, covered, w, region.height, [0, sBroad, sBroad]);

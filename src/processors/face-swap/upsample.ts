@@ -5,6 +5,7 @@
 import type { ColorStats } from './swap.js';
 import type { Region } from './geometry.js';
 import { cubicWeights } from './warp.js';
+import { bytes, floats } from './scratch.js';
 
 /** A rendered face before it is written into the target: region-sized colour and final alpha. */
 export interface Rendered {
@@ -33,8 +34,8 @@ export function upsampleFace(
   // Small-image coordinates of S's pixels: R's origin is the small image's; r.region lies inside it.
   const rl = r.region.left - (S.left - R.left) / kx;
   const rt = r.region.top - (S.top - R.top) / ky;
-  const face = new Float32Array(W * S.height * 3);
-  const alpha = new Float32Array(W * S.height);
+  const face = floats(W * S.height * 3);
+  const alpha = floats(W * S.height);
   const ra = r.alpha;
   const rf = r.face;
   // Per output column, once: its taps and weights (every row uses the same).
@@ -42,7 +43,7 @@ export function upsampleFace(
   const opaque = opaqueBlocks(ra, rw, rh);
   // Bicubic is separable: each small row is interpolated along x once (into a ring of the 4 rows a
   // full row needs), then each full pixel combines 4 of those instead of 16 taps.
-  const ring = Array.from({ length: 4 }, () => new Float32Array(W * 3));
+  const ring = Array.from({ length: 4 }, () => floats(W * 3));
   const ringRow = new Int32Array(4).fill(-1);
   const rowAlongX = (j: number): Float32Array => {
     const h = ring[j & 3]!;
@@ -153,14 +154,14 @@ function columnTaps(W: number, kx: number, rl: number, rw: number) {
 
 /** 1 at (x, y) when the 4x4 block of `alpha` starting there is fully opaque (a min filter, separable). */
 function opaqueBlocks(alpha: Float32Array, w: number, h: number): Uint8Array {
-  const rows = new Uint8Array(w * h);
+  const rows = bytes(w * h);
   for (let y = 0; y < h; y++) {
     for (let x = 0; x + 3 < w; x++) {
       const i = y * w + x;
       rows[i] = alpha[i]! >= 1 && alpha[i + 1]! >= 1 && alpha[i + 2]! >= 1 && alpha[i + 3]! >= 1 ? 1 : 0;
     }
   }
-  const out = new Uint8Array(w * h);
+  const out = bytes(w * h);
   for (let y = 0; y + 3 < h; y++) {
     for (let x = 0; x < w; x++) {
       const i = y * w + x;

@@ -7,6 +7,7 @@
 import Delaunator from 'delaunator';
 import type { Region } from './geometry.js';
 import type { Point, RgbImage } from './types.js';
+import { bytes, floats } from './scratch.js';
 
 /** Triangle vertex indices (3 per triangle) of the Delaunay triangulation of `points`. */
 export function triangulate(points: readonly Point[]): Uint32Array {
@@ -50,8 +51,8 @@ export function warpPiecewiseAffine(
   const wx = new Float64Array(4);
   const wy = new Float64Array(4);
   const { width: rw, height: rh } = region;
-  const rgb = new Float32Array(rw * rh * 3);
-  const covered = new Uint8Array(rw * rh);
+  const rgb = floats(rw * rh * 3);
+  const covered = bytes(rw * rh);
   const sw = src.width;
   const sh = src.height;
   const sd = src.data;
