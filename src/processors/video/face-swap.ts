@@ -27,7 +27,7 @@ import {
   withWorkspace,
 } from './encode.js';
 import { FfmpegError, resolveBinaries, runToEnd, spawnPiped, type FfmpegBinaries } from './ffmpeg.js';
-import { readFrames, writeFrame } from './frames.js';
+import { BufferPool, readFrames, writeFrame } from './frames.js';
 import {
   DEFAULT_VIDEO_LIMITS,
   MODEL_WARP_BLEND_TRACK_V1,
@@ -271,6 +271,9 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
 
       // Swaps run concurrently, but frames leave in order: a window of in-flight frames.
       const window = threads * 2 + 1;
+      // Frames go back to their pool once the encoder has them; face regions once pasted back.
+      const frames = new BufferPool(window + 2);
+      const regions = new BufferPool(window + 2, 0.25);
       const pending: { done: Promise<{ frame: RgbImage; stats: (ColorStats | undefined)[] }>; tracks: Track[] }[] = [];
       let swappedFrames = 0;
       const flushOne = async () => {
@@ -280,12 +283,12 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
           const s = out.stats[k];
           if (s) t.stats = blendStats(t.stats, s, STATS_EMA);
         });
-        await writeFrame(encoder.child.stdin, out.frame.data);
+        await writeFrame(encoder.child.stdin, out.frame.data, () => frames.give(out.frame.data));
       };
       let index = 0;
       const total = v.frames;
       try {
-        for await (const data of readFrames(decoder.child.stdout, frameBytes)) {
+        for await (const data of readFrames(decoder.child.stdout, frameBytes, frames)) {
           signal.throwIfAborted();
           if (index >= maxFrames) {
             throw new JobError('invalid_media', `input.target: more than ${maxFrames} frames, over the frame limit`);
@@ -306,7 +309,7 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
               width,
               height,
             );
-            const part = cropFrame(frame, r);
+            const part = cropFrame(frame, r, regions.take(r.width * r.height * 3));
             const faces = tracks.map((t) => ({ landmarks: shiftPoints(t.smooth, -r.left, -r.top), stats: t.stats }));
             const done = call(
               {
@@ -322,6 +325,7 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
               [part.data.buffer as ArrayBuffer],
             ).then((reply) => {
               pasteFrame(frame, reply.frame, r);
+              regions.give(reply.frame.data);
               return { frame, stats: reply.stats };
             });
             done.catch(() => {});

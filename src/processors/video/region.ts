@@ -15,9 +15,9 @@ import type { Point, RgbImage } from '../face-swap/types.js';
 const FOREHEAD_ROOM = 0.5;
 const MARGIN = 0.25;
 
-/** A copy of `region` of an RGB frame. */
-export function cropFrame(frame: RgbImage, r: Region): RgbImage {
-  const data = new Uint8Array(r.width * r.height * 3);
+/** A copy of `region` of an RGB frame, into `into` (r.width * r.height * 3 bytes) when given. */
+export function cropFrame(frame: RgbImage, r: Region, into?: Uint8Array): RgbImage {
+  const data = into ?? new Uint8Array(r.width * r.height * 3);
   for (let y = 0; y < r.height; y++) {
     const from = ((r.top + y) * frame.width + r.left) * 3;
     data.set(frame.data.subarray(from, from + r.width * 3), y * r.width * 3);
