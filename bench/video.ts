@@ -1,17 +1,32 @@
 /**
  * Video face swap throughput: a 720p/30 fps clip with one face (a pan over a sample photograph),
  * swapped through the job type's run() with the service's default swap threads (plus the job type's
- * one models thread), after warm-up.
+ * one models thread), after warm-up (models loaded; the swap code is still cold, as in a service's
+ * first video job). The job type comes from the compiled build (dist/, built first unless
+ * BENCH_NO_BUILD=1), as `npm start` runs it: from TypeScript every worker thread would also carry
+ * tsx's loader (~90 MB more RSS than the service has).
  * Prints seconds of processing per second of video (wall clock, and CPU including the ffmpeg
  * processes), and the peak RSS of this process (worker threads included).
  * Usage: npx tsx bench/video.ts [seconds=4] [threads=default]
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { portrait } from '../test/face-swap/fixtures.js';
 import { makeClip } from '../test/video/fixtures.js';
-import { createVideoFaceSwapJobType } from '../src/processors/video/face-swap.js';
 import { videoFaceSwapOptionsSchema } from '../src/processors/video/options.js';
+
+const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
+if (!process.env.BENCH_NO_BUILD) {
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  execFileSync(process.execPath, [tsc, '-p', path.join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
+}
+const { createVideoFaceSwapJobType } = (await import(
+  pathToFileURL(path.join(ROOT, 'dist/processors/video/face-swap.js')).href
+)) as typeof import('../src/processors/video/face-swap.js');
 
 const seconds = Number(process.argv[2] ?? 4);
 const threads = Number(process.argv[3] ?? Math.max(1, Math.min(4, os.availableParallelism())));

@@ -1,4 +1,4 @@
-import sharp from 'sharp';
+import sharp from './sharp.js';
 import { z } from 'zod';
 import { JobError } from '../errors.js';
 import type { JobType } from './types.js';

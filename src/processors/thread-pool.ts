@@ -10,8 +10,10 @@ export interface WorkerLocation {
 
 /**
  * The worker-thread module beside `moduleUrl` (`./worker`). Compiled (dist/…) it is the sibling
- * worker.js. Run from TypeScript (vitest, tsx, bench) it is worker.ts, and the worker thread needs
- * tsx's loader to import it.
+ * worker.js, and the thread gets the process's flags without a TypeScript loader (a tsx-run script
+ * using the build, like the video bench, would otherwise load tsx into every thread: ~25 MB each).
+ * Run from TypeScript (vitest, tsx, bench) it is worker.ts, and the worker thread needs tsx's
+ * loader to import it.
  */
 export function workerBeside(moduleUrl: string): WorkerLocation {
   if (moduleUrl.endsWith('.ts')) {
@@ -20,7 +22,23 @@ export function workerBeside(moduleUrl: string): WorkerLocation {
     const prof = process.execArgv.filter((a) => a.startsWith('--cpu-prof'));
     return { filename: new URL('./worker.ts', moduleUrl).href, execArgv: [...prof, '--import', tsx] };
   }
-  return { filename: new URL('./worker.js', moduleUrl).href };
+  return { filename: new URL('./worker.js', moduleUrl).href, execArgv: withoutTsLoader(process.execArgv) };
+}
+
+/** `args` without `--import tsx` (any spelling of it: `--import=…`, a resolved path to tsx). */
+export function withoutTsLoader(args: readonly string[]): string[] {
+  const isTsx = (spec: string) => spec === 'tsx' || /[/\\]tsx[/\\]|^tsx[/\\]/.test(spec);
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '--import' && isTsx(args[i + 1] ?? '')) {
+      i++;
+      continue;
+    }
+    if (a.startsWith('--import=') && isTsx(a.slice('--import='.length))) continue;
+    out.push(a);
+  }
+  return out;
 }
 
 /**

@@ -3,7 +3,7 @@
  * same decoding, detector and order as `image-face-swap` and `video-face-swap`, so a client can pick
  * faces by index (`target_face_indices`, `source_face_index`) from its answer.
  */
-import 'sharp'; // loaded by the main thread before any worker thread (see index.ts)
+import '../sharp.js'; // loaded by the main thread before any worker thread (see sharp.ts)
 import { z } from 'zod';
 import { JobError } from '../../errors.js';
 import type { JobType, ProcessorResult, RunContext } from '../types.js';

@@ -103,19 +103,28 @@ function installFastTinyForward(faceapi: FaceApi, net: TinyNet): void {
     }) as unknown as Tensor4D;
   const separable = (x: Tensor4D, p: SeparableParams) =>
     convLeaky(tf.depthwiseConv2d(x, p.depthwise_filter, 1, 'same'), p.pointwise_filter, p.bias, 'valid');
-  net.forwardInput = (input, inputSize) =>
-    tf.tidy(() => {
-      const p = net.params as unknown as Record<string, (ConvParams & SeparableParams) | undefined>;
+  // Layer by layer, each freed once the next exists (one tidy around the whole pass kept every
+  // layer's output alive to its end: ~60 MB at input 512, and the wasm heap never shrinks).
+  net.forwardInput = (input, inputSize) => {
+    const p = net.params as unknown as Record<string, (ConvParams & SeparableParams) | undefined>;
+    let out = tf.tidy(() => {
       const batch = tf.cast(input.toBatchTensor(inputSize, false), 'float32');
-      let out = convLeaky(tf.div(tf.sub(batch, mean), 255), p.conv0!.filters, p.conv0!.bias, 'valid');
-      for (const layer of ['conv1', 'conv2', 'conv3', 'conv4', 'conv5'] as const) {
-        out = separable(tf.maxPool(out, [2, 2], [2, 2], 'same'), p[layer]!);
-      }
-      out = tf.maxPool(out, [2, 2], [1, 1], 'same');
-      if (p.conv6) out = separable(out, p.conv6);
-      if (p.conv7) out = separable(out, p.conv7);
-      return tf.add(tf.conv2d(out, p.conv8!.filters, 1, 'valid'), p.conv8!.bias);
+      return convLeaky(tf.div(tf.sub(batch, mean), 255), p.conv0!.filters, p.conv0!.bias, 'valid');
     });
+    const then = (layer: (x: Tensor4D) => Tensor4D) => {
+      const next = tf.tidy(() => layer(out));
+      out.dispose();
+      out = next;
+    };
+    for (const layer of ['conv1', 'conv2', 'conv3', 'conv4', 'conv5'] as const) {
+      then((x) => separable(tf.maxPool(x, [2, 2], [2, 2], 'same'), p[layer]!));
+    }
+    then((x) => tf.maxPool(x, [2, 2], [1, 1], 'same'));
+    if (p.conv6) then((x) => separable(x, p.conv6!));
+    if (p.conv7) then((x) => separable(x, p.conv7!));
+    then((x) => tf.add(tf.conv2d(x, p.conv8!.filters, 1, 'valid'), p.conv8!.bias));
+    return out;
+  };
 }
 
 let tinyLoaded: Promise<TinyNet> | undefined;

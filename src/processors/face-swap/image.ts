@@ -1,4 +1,4 @@
-import sharp from 'sharp';
+import sharp from '../sharp.js';
 import { JobError } from '../../errors.js';
 import type { OutputFormat } from './options.js';
 import type { RgbImage } from './types.js';

@@ -3,9 +3,7 @@
  * `target`. The work runs in a piscina pool of worker threads (models loaded once per thread), so the
  * API's event loop never waits on it.
  */
-// sharp must be loaded by the main thread before any worker thread loads it (lovell/sharp#2263:
-// otherwise glibc may unload libvips when a worker exits, and the next worker crashes).
-import 'sharp';
+import '../sharp.js'; // loaded by the main thread before any worker thread (see sharp.ts)
 import { JobError } from '../../errors.js';
 import type { FetchedMedia, JobType, ProcessorResult, RunContext } from '../types.js';
 import {

@@ -7,7 +7,7 @@
  * target's (or the `audio` slot's) soundtrack.
  */
 import path from 'node:path';
-import 'sharp'; // loaded by the main thread before any worker thread (see face-swap/index.ts)
+import '../sharp.js'; // loaded by the main thread before any worker thread (see sharp.ts)
 import { JobError } from '../../errors.js';
 import { checkFaceInput, checkInputs, effectiveFaceMode } from '../face-swap/pipeline.js';
 import { lazyThreadPool, workerBeside } from '../thread-pool.js';
@@ -70,6 +70,17 @@ export interface VideoFaceSwapJobTypeOptions {
 export interface VideoFaceSwapJobType extends JobType<typeof videoFaceSwapOptionsSchema> {
   warmup(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * `img` with its pixels in a SharedArrayBuffer: posted to a thread by reference, not copied. The
+ * source face goes with every swap task, and a key frame to the models thread; copies of them were
+ * ~5 MB of messages per video second, allocated on one thread and freed on another.
+ */
+function shared(img: RgbImage): RgbImage {
+  const data = new Uint8Array(new SharedArrayBuffer(img.data.length));
+  data.set(img.data);
+  return { ...img, data };
 }
 
 /** Rejects as soon as `signal` aborts, whatever `p` does (the late result is ignored). */
@@ -185,6 +196,8 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
         signal,
       );
 
+      const sourceImage = shared(prepared.source.image);
+
       const upright = v.rotation === 90 || v.rotation === 270;
       const width = upright ? v.height : v.width;
       const height = upright ? v.width : v.height;
@@ -239,15 +252,31 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
         signal,
       );
 
+      // Key frames go to the models thread through one shared buffer (the tracker awaits each detection).
+      const keyFrame = new Uint8Array(new SharedArrayBuffer(frameBytes));
+      const viaShared = (frame: RgbImage): RgbImage => {
+        keyFrame.set(frame.data);
+        return { ...frame, data: keyFrame };
+      };
       const tracker = new FaceTracker(
         {
           detect: async (frame) =>
-            (await call({ kind: 'detect', frame, minConfidence: options.min_confidence, descriptors: false }, 'faces'))
-              .faces,
+            (
+              await call(
+                { kind: 'detect', frame: viaShared(frame), minConfidence: options.min_confidence, descriptors: false },
+                'faces',
+              )
+            ).faces,
           detectPrecise: async (frame) =>
             (
               await call(
-                { kind: 'detect', frame, minConfidence: options.min_confidence, descriptors: false, precise: true },
+                {
+                  kind: 'detect',
+                  frame: viaShared(frame),
+                  minConfidence: options.min_confidence,
+                  descriptors: false,
+                  precise: true,
+                },
                 'faces',
               )
             ).faces,
@@ -316,7 +345,7 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
                 kind: 'swap',
                 frame: part,
                 faces,
-                source: prepared.source.image,
+                source: sourceImage,
                 srcLandmarks: prepared.source.landmarks,
                 blend: options.blend,
                 colorCorrection: options.color_correction,

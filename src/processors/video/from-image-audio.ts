@@ -6,7 +6,7 @@
  * audio's length; ffmpeg repeats each as needed for the output frame rate.
  */
 import path from 'node:path';
-import sharp from 'sharp';
+import sharp from '../sharp.js';
 import { JobError } from '../../errors.js';
 import type { JobType, ProcessorResult, RunContext } from '../types.js';
 import {
