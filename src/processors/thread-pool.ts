@@ -10,35 +10,29 @@ export interface WorkerLocation {
 
 /**
  * The worker-thread module beside `moduleUrl` (`./worker`). Compiled (dist/…) it is the sibling
- * worker.js, and the thread gets the process's flags without a TypeScript loader (a tsx-run script
- * using the build, like the video bench, would otherwise load tsx into every thread: ~25 MB each).
- * Run from TypeScript (vitest, tsx, bench) it is worker.ts, and the worker thread needs tsx's
- * loader to import it.
+ * worker.js, and the thread inherits the process's flags; but when those load tsx (a tsx-run
+ * script using the build, like the video bench), only the profiling flags: the thread has no
+ * TypeScript to load, and tsx costs each thread ~25 MB. (An explicit execArgv must not hold
+ * process-wide flags such as --max-old-space-size: Worker rejects them.) Run from TypeScript
+ * (vitest, tsx, bench) it is worker.ts, and the worker thread needs tsx's loader to import it.
  */
 export function workerBeside(moduleUrl: string): WorkerLocation {
+  // --cpu-prof flags pass through, so `node --cpu-prof` profiles the worker threads too.
+  const prof = process.execArgv.filter((a) => a.startsWith('--cpu-prof'));
   if (moduleUrl.endsWith('.ts')) {
     const tsx = pathToFileURL(createRequire(moduleUrl).resolve('tsx')).href;
-    // --cpu-prof flags pass through, so `node --cpu-prof` profiles the worker threads too.
-    const prof = process.execArgv.filter((a) => a.startsWith('--cpu-prof'));
     return { filename: new URL('./worker.ts', moduleUrl).href, execArgv: [...prof, '--import', tsx] };
   }
-  return { filename: new URL('./worker.js', moduleUrl).href, execArgv: withoutTsLoader(process.execArgv) };
+  const compiled = { filename: new URL('./worker.js', moduleUrl).href };
+  return loadsTsx(process.execArgv) ? { ...compiled, execArgv: prof } : compiled;
 }
 
-/** `args` without `--import tsx` (any spelling of it: `--import=…`, a resolved path to tsx). */
-export function withoutTsLoader(args: readonly string[]): string[] {
+/** Whether node flags `args` import tsx (`--import tsx`, `--import=…`, a resolved path to it). */
+export function loadsTsx(args: readonly string[]): boolean {
   const isTsx = (spec: string) => spec === 'tsx' || /[/\\]tsx[/\\]|^tsx[/\\]/.test(spec);
-  const out: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    if (a === '--import' && isTsx(args[i + 1] ?? '')) {
-      i++;
-      continue;
-    }
-    if (a.startsWith('--import=') && isTsx(a.slice('--import='.length))) continue;
-    out.push(a);
-  }
-  return out;
+  return args.some(
+    (a, i) => (a === '--import' && isTsx(args[i + 1] ?? '')) || (a.startsWith('--import=') && isTsx(a.slice(9))),
+  );
 }
 
 /**
