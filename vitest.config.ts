@@ -1,24 +1,9 @@
-import pg from 'pg';
 import { defineConfig } from 'vitest/config';
+import { ADMIN_URL, postgresReachable } from './test/helpers/pg-admin.js';
 
 // The integration suite runs twice: on SQLite (embedded) and on PostgreSQL (scale-out).
 // Without a PostgreSQL server a developer gets one clear line and the SQLite run; CI sets
 // REQUIRE_POSTGRES=true so a missing server fails loudly instead.
-const ADMIN_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-
-async function postgresAvailable(): Promise<boolean> {
-  const c = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 3000 });
-  try {
-    await c.connect();
-    await c.query('SELECT 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await c.end().catch(() => {});
-  }
-}
-
 const integration = [
   'test/api/**/*.test.ts',
   'test/webhooks/**/*.test.ts',
@@ -32,7 +17,7 @@ const common = {
 };
 
 export default defineConfig(async () => {
-  const pgUp = await postgresAvailable();
+  const pgUp = await postgresReachable();
   if (!pgUp) {
     if (process.env.REQUIRE_POSTGRES === 'true')
       throw new Error(`PostgreSQL is required (REQUIRE_POSTGRES=true) but ${ADMIN_URL} is not reachable`);

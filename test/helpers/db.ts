@@ -1,24 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { ADMIN_URL, postgresReachable } from './pg-admin.js';
 import { tempDir } from './service.js';
 
 /** Which database the integration suite runs on: set per vitest project (see vitest.config.ts). */
 export const TEST_DB: 'sqlite' | 'postgres' = process.env.TEST_DB === 'postgres' ? 'postgres' : 'sqlite';
-export const ADMIN_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-
-/** Whether the PostgreSQL server at ADMIN_URL answers (tests that run both dialects themselves). */
-export async function postgresReachable(): Promise<boolean> {
-  const c = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 3000 });
-  try {
-    await c.connect();
-    await c.query('SELECT 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await c.end().catch(() => undefined);
-  }
-}
+export { ADMIN_URL, postgresReachable };
 
 const created: string[] = [];
 

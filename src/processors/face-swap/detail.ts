@@ -72,7 +72,7 @@ export function matchDetail(
       if (!use[i] || !use[i - 1] || !use[i + 1] || !use[i - w] || !use[i + w]) continue;
       if (!use[i - w - 1] || !use[i - w + 1] || !use[i + w - 1] || !use[i + w + 1]) continue;
       ok[i] = 1;
-      hp[i] = luma[i]! - blur3(luma, i, w, 1);
+      hp[i] = luma[i]! - blur3(luma, i, w);
     }
   }
   let n0 = 0;
@@ -116,17 +116,17 @@ export function matchDetail(
   return k;
 }
 
-/** 3x3 binomial blur at index `o` of a plane with row length `row` and pixel step `px`. */
-function blur3(a: Float32Array, o: number, row: number, px: number): number {
-  const up = o - row;
-  const down = o + row;
+/** 3x3 binomial blur of plane `a` (row length `w`) at index `i`. */
+function blur3(a: Float32Array, i: number, w: number): number {
+  const up = i - w;
+  const down = i + w;
   return (
-    (4 * a[o]! +
-      2 * (a[o - px]! + a[o + px]! + a[up]! + a[down]!) +
-      a[up - px]! +
-      a[up + px]! +
-      a[down - px]! +
-      a[down + px]!) /
+    (4 * a[i]! +
+      2 * (a[i - 1]! + a[i + 1]! + a[up]! + a[down]!) +
+      a[up - 1]! +
+      a[up + 1]! +
+      a[down - 1]! +
+      a[down + 1]!) /
     16
   );
 }

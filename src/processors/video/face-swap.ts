@@ -254,32 +254,21 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
 
       // Key frames go to the models thread through one shared buffer (the tracker awaits each detection).
       const keyFrame = new Uint8Array(new SharedArrayBuffer(frameBytes));
-      const viaShared = (frame: RgbImage): RgbImage => {
+      const detectOn = async (frame: RgbImage, precise: boolean) => {
         keyFrame.set(frame.data);
-        return { ...frame, data: keyFrame };
+        const task: VideoTask = {
+          kind: 'detect',
+          frame: { ...frame, data: keyFrame },
+          minConfidence: options.min_confidence,
+          descriptors: false,
+          precise,
+        };
+        return (await call(task, 'faces')).faces;
       };
       const tracker = new FaceTracker(
         {
-          detect: async (frame) =>
-            (
-              await call(
-                { kind: 'detect', frame: viaShared(frame), minConfidence: options.min_confidence, descriptors: false },
-                'faces',
-              )
-            ).faces,
-          detectPrecise: async (frame) =>
-            (
-              await call(
-                {
-                  kind: 'detect',
-                  frame: viaShared(frame),
-                  minConfidence: options.min_confidence,
-                  descriptors: false,
-                  precise: true,
-                },
-                'faces',
-              )
-            ).faces,
+          detect: (frame) => detectOn(frame, false),
+          detectPrecise: (frame) => detectOn(frame, true),
           landmarks: async (crop: RgbImage, box: Box) =>
             (await call({ kind: 'landmarks', crop, boxes: [box] }, 'landmarks', [crop.data.buffer as ArrayBuffer]))
               .landmarks[0]!,
