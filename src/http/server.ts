@@ -30,6 +30,7 @@ import { webhookRoutes } from './routes/webhooks.js';
 import { eventRoutes, MAX_STREAMS_PER_OWNER, type EventStreamOptions } from './routes/events.js';
 import { jobDetailRoutes } from './routes/job-detail.js';
 import { lingerOnClose } from './linger.js';
+import { jsonBodyProblem } from './json-body.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { adminRoutes, type LocalWorkerInfo } from './admin/routes.js';
 import { Operator } from '../operator.js';
@@ -163,8 +164,9 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
       done(new ApiError(400, 'body is not valid JSON'), undefined);
       return;
     }
-    if (nestedDeeperThan(value, 64)) {
-      done(new ApiError(400, 'body is nested more than 64 levels deep'), undefined);
+    const problem = jsonBodyProblem(value);
+    if (problem !== undefined) {
+      done(new ApiError(400, problem), undefined);
       return;
     }
     done(null, value);
@@ -329,16 +331,4 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     await dashboardRoutes(root);
   });
   return app;
-}
-
-/** Iterative (no recursion, so no stack overflow on hostile input). */
-function nestedDeeperThan(value: unknown, max: number): boolean {
-  const stack: Array<[unknown, number]> = [[value, 0]];
-  while (stack.length > 0) {
-    const [v, d] = stack.pop()!;
-    if (v === null || typeof v !== 'object') continue;
-    if (d >= max) return true;
-    for (const x of Array.isArray(v) ? v : Object.values(v)) stack.push([x, d + 1]);
-  }
-  return false;
 }

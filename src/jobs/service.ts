@@ -24,7 +24,7 @@ import { purgeJob } from './purge.js';
 import type { Database } from '../store/schema.js';
 import { checkIdempotencyKey, requestFingerprint } from './idempotency.js';
 import { isTerminal, type JobStatus } from './states.js';
-import { describeIssue, isSlotName, submitSchema, type SubmitBody } from './submit-schema.js';
+import { describeIssues, isSlotName, submitSchema, type SubmitBody } from './submit-schema.js';
 import type { JobLifecycle } from './lifecycle.js';
 import type { Reserve } from './changes.js';
 import { toApiJob, type ApiJob, type JobView } from './view.js';
@@ -77,6 +77,8 @@ export interface JobServiceDeps {
 
 export { JOB_NOT_FOUND };
 const DATA_REMOVED = "the job's data was deleted (DELETE /api/v1/jobs/{uuid}, or its retention period ended)";
+/** Echo a client's text only in part: a 1 MB value must not make a 1 MB error message. */
+const clip = (text: string) => (text.length > 64 ? `${text.slice(0, 64)}…` : text);
 /** Queue position is exact up to this many jobs ahead; beyond it the status says "more than". */
 export const POSITION_CAP = 1000;
 
@@ -204,7 +206,7 @@ export class JobService {
   ): Promise<Prepared | SubmitOutcome> {
     const { owner, idempotencyKey: key } = req;
     const schema = this.schemas.get(req.jobType);
-    if (!schema) throw notFound(`unknown job type "${req.jobType}"; GET /api/v1/job-types lists them`);
+    if (!schema) throw notFound(`unknown job type "${clip(req.jobType)}"; GET /api/v1/job-types lists them`);
     const fingerprint = requestFingerprint(req.method, req.path, req.body);
 
     if (key !== undefined && prior !== 'later') {
@@ -299,12 +301,11 @@ export class JobService {
     }
     const bodyType = (raw as { job_type?: unknown }).job_type;
     if (typeof bodyType === 'string' && bodyType !== jobType) {
-      throw invalid(`job_type: must equal the path's job type "${jobType}" (got "${bodyType}")`);
+      throw invalid(`job_type: must equal the path's job type "${jobType}" (got "${clip(bodyType)}")`);
     }
     const parsed = schema.safeParse(raw);
     if (!parsed.success) {
-      const messages = parsed.error.issues.slice(0, 3).map((i) => describeIssue(i, raw));
-      throw invalid(messages.join('; '));
+      throw invalid(describeIssues(parsed.error.issues, raw));
     }
     const body = parsed.data as SubmitBody;
     const urls: Array<[string, string]> = [];

@@ -14,7 +14,10 @@ export interface SchemaOptions {
   maxRetentionMs?: number;
 }
 
-const DURATION_SYNTAX = 'must be a duration such as "90s", "5m" or "1h30m", or a number of seconds';
+export const DURATION_SYNTAX = 'must be a duration such as "90s", "5m" or "1h30m", or a number of seconds';
+
+export const durationRange = (min: number, max: number) =>
+  `must be between ${formatSubmitDuration(min)} and ${formatSubmitDuration(max)}`;
 
 /** A duration field (`cancel_after`, `retention`) between `min` and `max` ms; the message names the bounds. */
 export function durationSchema(min: number, max: number, description: string) {
@@ -23,11 +26,7 @@ export function durationSchema(min: number, max: number, description: string) {
     .superRefine((v, ctx) => {
       const ms = parseSubmitDuration(v);
       if (ms === undefined) ctx.addIssue({ code: 'custom', message: DURATION_SYNTAX });
-      else if (ms < min || ms > max)
-        ctx.addIssue({
-          code: 'custom',
-          message: `must be between ${formatSubmitDuration(min)} and ${formatSubmitDuration(max)}`,
-        });
+      else if (ms < min || ms > max) ctx.addIssue({ code: 'custom', message: durationRange(min, max) });
     })
     .describe(description);
 }
@@ -150,6 +149,26 @@ function fieldPath(path: readonly PropertyKey[]): string {
 
 const isSlotPath = (path: readonly PropertyKey[]) =>
   path.length === 2 && path[0] === 'input' && (SLOT_NAMES as readonly PropertyKey[]).includes(path[1]!);
+
+/**
+ * The message of a failed validation: one sentence per field and rule, the first `max` of them.
+ * zod may report one rule twice (an integer past both its own safe range and the field's
+ * maximum): the tightest bound is the one the client needs.
+ */
+export function describeIssues(issues: readonly z.core.$ZodIssue[], input: unknown, max = 3): string {
+  const kept = new Map<string, z.core.$ZodIssue>();
+  for (const issue of issues) {
+    const rule = `${fieldPath(issue.path)}\u0000${issue.code}`;
+    const prior = kept.get(rule);
+    if (!prior) kept.set(rule, issue);
+    else if (issue.code === 'too_big' && prior.code === 'too_big' && Number(issue.maximum) < Number(prior.maximum))
+      kept.set(rule, issue);
+    else if (issue.code === 'too_small' && prior.code === 'too_small' && Number(issue.minimum) > Number(prior.minimum))
+      kept.set(rule, issue);
+  }
+  const messages = [...new Set([...kept.values()].map((i) => describeIssue(i, input)))];
+  return messages.slice(0, max).join('; ');
+}
 
 /** One clear sentence per problem, naming the field. */
 export function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {

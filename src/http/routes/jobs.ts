@@ -4,10 +4,10 @@ import { z } from 'zod';
 import { checkIdempotencyKey } from '../../jobs/idempotency.js';
 import type { JobService } from '../../jobs/service.js';
 import { JOB_STATUSES } from '../../jobs/states.js';
-import { describeIssue } from '../../jobs/submit-schema.js';
+import { DURATION_SYNTAX, describeIssues, durationRange } from '../../jobs/submit-schema.js';
 import { parseSubmitDuration } from '../../jobs/durations.js';
 import { DomainError, invalid } from '../../errors.js';
-import { CANCEL_AFTER_HEADER, type BatchItemResult } from '../../contract.js';
+import { CANCEL_AFTER_HEADER, CANCEL_AFTER_MAX_MS, CANCEL_AFTER_MIN_MS, type BatchItemResult } from '../../contract.js';
 import { STATUS_OF_KIND } from '../api-error.js';
 import { ok } from '../envelope.js';
 import {
@@ -44,10 +44,7 @@ export const statusQuery = z.strictObject({
 
 /** Route validation (server.ts's validator compiler) answers with these words: the first three issues. */
 export function validationMessage(issues: readonly z.core.$ZodIssue[], value: unknown): string {
-  return issues
-    .slice(0, 3)
-    .map((i) => describeIssue(i, value))
-    .join('; ');
+  return describeIssues(issues, value);
 }
 
 /** Prose and examples of these operations live in http/openapi.ts (keyed by operationId). */
@@ -60,17 +57,20 @@ function preferWait(prefer: string | undefined): number {
 }
 
 /**
- * The `Cancel-After` header (Replicate's) is the body's `cancel_after`: it is moved into the body
- * (so the idempotency fingerprint sees it); both given and different is a 400.
+ * The `Cancel-After` header (Replicate's) is the body's `cancel_after`: checked as itself (a bad
+ * one is named as the header), then moved into the body (so the idempotency fingerprint sees it);
+ * both given and different is a 400.
  */
 export function withCancelAfter(body: unknown, headerValue: string | undefined): unknown {
   if (headerValue === undefined) return body;
+  const ms = parseSubmitDuration(headerValue);
+  if (ms === undefined) throw invalid(`${CANCEL_AFTER_HEADER}: ${DURATION_SYNTAX}`);
+  if (ms < CANCEL_AFTER_MIN_MS || ms > CANCEL_AFTER_MAX_MS)
+    throw invalid(`${CANCEL_AFTER_HEADER}: ${durationRange(CANCEL_AFTER_MIN_MS, CANCEL_AFTER_MAX_MS)}`);
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return body;
   const given = (body as { cancel_after?: unknown }).cancel_after;
   if (given === undefined) return { ...body, cancel_after: headerValue };
-  const a = parseSubmitDuration(given);
-  const b = parseSubmitDuration(headerValue);
-  if (a === undefined || b === undefined || a !== b) {
+  if (parseSubmitDuration(given) !== ms) {
     throw invalid(`${CANCEL_AFTER_HEADER}: differs from the body's cancel_after; give one of them`);
   }
   return body;
