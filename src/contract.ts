@@ -90,6 +90,8 @@ export interface BatchItemResult {
   status: number;
   /** The job, or `{}` for an item that was refused. */
   data: ApiJob | Record<string, never>;
+  /** Present (true) when the item is the stored answer of an earlier submit with its idempotency key. */
+  replayed?: true;
 }
 
 /** `data` of POST /jobs/batch. */

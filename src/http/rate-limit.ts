@@ -22,12 +22,21 @@ const WINDOW_MS = 60_000;
 /** POST /jobs/batch counts each item as one submit: its limit runs after the body is parsed. */
 const isBatch = (method: string, url: string) => method === 'POST' && url.endsWith('/jobs/batch');
 
-/** A counter key carries its weight after this mark (the plugin's stores count one per request). */
+/**
+ * A counter key carries its weight after this mark (the plugin's stores count one per request),
+ * and then the request's own mark, under which a refusal records what was left.
+ */
 const WEIGHT_MARK = '|w=';
+const MARK_MARK = '|m=';
+
+/** A batch's count, set by its route before the limit runs: its items that do not replay a stored submit. */
+const submitWeights = new WeakMap<FastifyRequest, number>();
+export function setSubmitWeight(req: FastifyRequest, items: number): void {
+  submitWeights.set(req, items);
+}
 
 function weightOf(req: FastifyRequest): number {
-  const jobs = (req.body as { jobs?: unknown } | undefined)?.jobs;
-  return isBatch(req.method, req.routeOptions.url ?? '') && Array.isArray(jobs) ? Math.max(1, jobs.length) : 1;
+  return submitWeights.get(req) ?? 1;
 }
 
 type IncrCallback = (err: Error | null, res?: { current: number; ttl: number }) => void;
@@ -38,6 +47,11 @@ const WEIGHTED_INCR = `
   local max = tonumber(ARGV[2])
   local w = tonumber(ARGV[3])
   local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+  if w == 0 then
+    local ttl = redis.call('PTTL', KEYS[1])
+    if ttl < 0 then ttl = window end
+    return {math.min(cur, max), ttl}
+  end
   if w > 1 and cur + w > max then
     local ttl = redis.call('PTTL', KEYS[1])
     if ttl < 0 then ttl = window end
@@ -53,9 +67,11 @@ const WEIGHTED_INCR = `
 /**
  * The counters behind @fastify/rate-limit (its `store` option): fixed windows that count a
  * request by its weight (a batch's items), in Redis (one script call) or in this process (an LRU).
- * A weighted request over what is left of the window is refused whole and counts nothing.
+ * A weighted request over what is left of the window is refused whole and counts nothing; what
+ * was left is kept in `refused` under the request's mark, for its headers (the plugin says 0).
+ * A weight of 0 (a batch that only replays) counts nothing and is never refused.
  */
-function weightedStore(redis: Redis | undefined, prefix: string, capacity: number) {
+function weightedStore(redis: Redis | undefined, prefix: string, capacity: number, refused: Map<string, number>) {
   const local = new Map<string, { count: number; start: number }>();
   if (redis) redis.defineCommand('mediaJobsRate', { numberOfKeys: 1, lua: WEIGHTED_INCR });
   return class WeightedStore {
@@ -63,10 +79,15 @@ function weightedStore(redis: Redis | undefined, prefix: string, capacity: numbe
       return this;
     }
 
-    incr(raw: string, cb: IncrCallback, window: number, max: number): void {
+    incr(raw: string, done: IncrCallback, window: number, max: number): void {
       const at = raw.lastIndexOf(WEIGHT_MARK);
       const key = at < 0 ? raw : raw.slice(0, at);
-      const weight = at < 0 ? 1 : Number(raw.slice(at + WEIGHT_MARK.length));
+      const [weightText = '1', mark = ''] = at < 0 ? [] : raw.slice(at + WEIGHT_MARK.length).split(MARK_MARK);
+      const weight = Number(weightText);
+      const cb: IncrCallback = (err, res) => {
+        if (res && weight > 1 && res.current > max) refused.set(mark, Math.max(0, max - (res.current - weight)));
+        done(err, res);
+      };
       if (redis) {
         // A method of the client (defineCommand): called on it, not detached.
         const client = redis as unknown as { mediaJobsRate(...a: unknown[]): Promise<[number, number]> };
@@ -88,6 +109,10 @@ function weightedStore(redis: Redis | undefined, prefix: string, capacity: numbe
       local.set(key, entry);
       if (local.size > capacity) local.delete(local.keys().next().value!);
       const ttl = Math.max(0, Math.round(entry.start + window - now));
+      if (weight === 0) {
+        cb(null, { current: Math.min(entry.count, max), ttl });
+        return;
+      }
       if (weight > 1 && entry.count + weight > max) {
         cb(null, { current: entry.count + weight, ttl });
         return;
@@ -118,6 +143,11 @@ export async function registerRateLimits(api: FastifyInstance, opts: RateLimitOp
   };
   if (limits.submit <= 0 && limits.read <= 0) return;
 
+  // What was left when a weighted request was refused, by the request's mark (read once, in its hook).
+  const refused = new Map<string, number>();
+  const marks = new WeakMap<FastifyRequest, string>();
+  let seq = 0;
+
   let redis: Redis | undefined;
   if (opts.redisUrl) {
     // Fail fast at start-up on a bad REDIS_URL; later outages skip limiting (skipOnError) rather than fail requests.
@@ -146,7 +176,7 @@ export async function registerRateLimits(api: FastifyInstance, opts: RateLimitOp
     global: false,
     enableDraftSpec: true,
     skipOnError: true,
-    store: weightedStore(redis, opts.redisPrefix ?? 'media-jobs:rate:', 10_000),
+    store: weightedStore(redis, opts.redisPrefix ?? 'media-jobs:rate:', 10_000, refused),
   });
 
   const handlers = {} as Record<RatePolicy, onRequestAsyncHookHandler>;
@@ -158,7 +188,10 @@ export async function registerRateLimits(api: FastifyInstance, opts: RateLimitOp
       timeWindow: WINDOW_MS,
       keyGenerator: (req) => {
         const weight = policy === 'submit' ? weightOf(req) : 1;
-        return `${req.apiKeyId}:${policy}${weight > 1 ? `${WEIGHT_MARK}${weight}` : ''}`;
+        if (weight === 1) return `${req.apiKeyId}:${policy}`;
+        const mark = String(++seq);
+        marks.set(req, mark);
+        return `${req.apiKeyId}:${policy}${WEIGHT_MARK}${weight}${MARK_MARK}${mark}`;
       },
       errorResponseBuilder: (req, ctx) => {
         const after = Math.max(1, Math.ceil(ctx.ttl / 1000));
@@ -178,6 +211,12 @@ export async function registerRateLimits(api: FastifyInstance, opts: RateLimitOp
       try {
         await limit(req, reply);
       } finally {
+        const mark = marks.get(req);
+        const left = mark === undefined ? undefined : refused.get(mark);
+        if (left !== undefined) {
+          refused.delete(mark!);
+          reply.header('ratelimit-remaining', left);
+        }
         structuredHeaders(reply, policy);
       }
     };

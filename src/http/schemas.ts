@@ -78,6 +78,10 @@ export const batchItemSchema = z
     message: z.string().describe('`ok`, or what is wrong with this item, naming the field.'),
     status: z.int().describe('The HTTP status this item alone would have got (200, 400, 404, 409…).'),
     data: z.union([apiJobSchema, z.looseObject({})]).describe('The job, or `{}` when the item was refused.'),
+    replayed: z
+      .literal(true)
+      .optional()
+      .describe("Present when the item is the stored answer of an earlier submit with the item's idempotency key."),
   })
   .describe('The outcome of one item of a batch.');
 

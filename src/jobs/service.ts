@@ -50,6 +50,16 @@ export interface SubmitOutcome {
 
 export type { ResultLink };
 
+/** A batch read and checked up to its inserts (JobService.planBatch). */
+export interface BatchPlan {
+  owner: string;
+  items: Array<SubmitRequest | DomainError>;
+  /** Live idempotency records of the items' keys. */
+  priors: Map<string, IdempotencyRow>;
+  /** Items that do not replay a stored submit: what the rate limit counts. */
+  fresh: number;
+}
+
 /** A submit ready to insert (see JobService.prepare). */
 interface Prepared {
   row: NewJob;
@@ -113,17 +123,17 @@ export class JobService {
   }
 
   /**
-   * POST /jobs/batch: each item is a submit of its own (its `job_type`, its key: `idempotency_key`,
-   * else `KEY:INDEX` of the batch's key), validated alone; the valid new ones are created in one
-   * transaction (lifecycle.createMany). Answers, in order, each item's outcome or the DomainError
-   * it alone would have got; a database outage fails the whole batch.
+   * POST /jobs/batch, first half: each item as a submit of its own (its `job_type`, its key:
+   * `idempotency_key`, else `KEY:INDEX` of the batch's key) or the DomainError it alone gets, and
+   * the live idempotency records of their keys (one read). Done before the rate limit, so items
+   * that replay a stored submit are not counted again (`fresh`).
    */
-  async submitBatch(req: {
+  async planBatch(req: {
     owner: string;
     items: readonly unknown[];
     batchKey?: string;
     requestId: string;
-  }): Promise<Array<SubmitOutcome | DomainError>> {
+  }): Promise<BatchPlan> {
     const { owner } = req;
     const asItem = (raw: unknown, i: number): SubmitRequest => {
       if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw invalid('item must be a JSON object');
@@ -154,6 +164,17 @@ export class JobService {
       it instanceof DomainError || it.idempotencyKey === undefined ? [] : [it.idempotencyKey],
     );
     const priors = await findIdempotencyKeys(this.db, owner, keys, this.deps.clock.now());
+    const fresh = items.filter((it) => it instanceof DomainError || !priors.has(it.idempotencyKey ?? '')).length;
+    return { owner, items, priors, fresh };
+  }
+
+  /**
+   * POST /jobs/batch, second half: the valid new items are created in one transaction
+   * (lifecycle.createMany). Answers, in order, each item's outcome or the DomainError it alone
+   * would have got; a database outage fails the whole batch.
+   */
+  async submitBatch(plan: BatchPlan): Promise<Array<SubmitOutcome | DomainError>> {
+    const { items, priors } = plan;
     // A key given twice in one batch: the first item takes it, the others are its replays (or 409).
     const seen = new Set<string>();
     const prepared = await Promise.all(

@@ -132,7 +132,19 @@ describe('deadlines (cancel_after, Cancel-After)', () => {
         {},
         'cancel_after: must be a duration such as "90s", "5m" or "1h30m", or a number of seconds',
       ],
-      [{}, { 'Cancel-After': '10d' }, 'cancel_after: must be between 1s and 7d'],
+      // A bad header is named as the header, not as the body field it stands for.
+      [{}, { 'Cancel-After': '10d' }, 'Cancel-After: must be between 1s and 7d'],
+      [{}, { 'Cancel-After': '0' }, 'Cancel-After: must be between 1s and 7d'],
+      [
+        {},
+        { 'Cancel-After': 'soon' },
+        'Cancel-After: must be a duration such as "90s", "5m" or "1h30m", or a number of seconds',
+      ],
+      [
+        { cancel_after: '90s' },
+        { 'Cancel-After': 'later' },
+        'Cancel-After: must be a duration such as "90s", "5m" or "1h30m", or a number of seconds',
+      ],
       [
         { cancel_after: '90s' },
         { 'Cancel-After': '5m' },
@@ -456,5 +468,51 @@ describe.each(stores)('rate limits count batch items ($store store)', ({ env }) 
     expect((await one()).status).toBe(429);
     const jobs = (await limited.call('GET', '/api/v1/jobs?limit=100')).body.data.jobs;
     expect(jobs).toHaveLength(10);
+  });
+
+  it('says what is left when it refuses a batch, and does not count a replayed batch again', async () => {
+    const key = await limited.newKey(`replayer-${randomUUID()}`);
+    const batch = (n: number, headers: Record<string, string> = {}) =>
+      limited.call('POST', '/api/v1/jobs/batch', {
+        key,
+        headers,
+        body: { jobs: Array.from({ length: n }, (_, i) => sleepJob({ ms: i + 1 })) },
+      });
+    const first = await batch(6, { 'idempotency-key': 'replayed-batch' });
+    expect(first.status).toBe(200);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    expect(first.headers.get('ratelimit')).toMatch(/^"submit";r=4;t=\d+$/);
+
+    // A batch of 5 with 4 left: refused whole, and the headers say 4 are left (not 0).
+    const over = await batch(5);
+    expect(over.status).toBe(429);
+    expect(over.headers.get('ratelimit')).toMatch(/^"submit";r=4;t=\d+$/);
+    expect(over.headers.get('ratelimit-remaining')).toBe('4');
+
+    // The same batch again: every item a replay, marked so, and nothing counted.
+    for (let i = 0; i < 3; i++) {
+      const again = await batch(6, { 'idempotency-key': 'replayed-batch' });
+      expect(again.status, again.text).toBe(200);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(again.body.data.items.map((it: { data: { uuid: string } }) => it.data.uuid)).toEqual(
+        first.body.data.items.map((it: { data: { uuid: string } }) => it.data.uuid),
+      );
+      expect(again.body.data.items.every((it: { replayed?: boolean }) => it.replayed === true)).toBe(true);
+      expect(again.headers.get('ratelimit')).toMatch(/^"submit";r=4;t=\d+$/);
+    }
+    // Partly new: counted by its new items only (2 of 6), and not marked as a replay.
+    const grown = await limited.call('POST', '/api/v1/jobs/batch', {
+      key,
+      headers: { 'idempotency-key': 'replayed-batch' },
+      body: { jobs: Array.from({ length: 8 }, (_, i) => sleepJob({ ms: i + 1 })) },
+    });
+    expect(grown.status, grown.text).toBe(200);
+    expect(grown.headers.get('idempotent-replayed')).toBeNull();
+    expect(grown.body.data.items.map((it: { replayed?: boolean }) => it.replayed ?? false)).toEqual([
+      ...Array<boolean>(6).fill(true),
+      false,
+      false,
+    ]);
+    expect(grown.headers.get('ratelimit')).toMatch(/^"submit";r=2;t=\d+$/);
   });
 });

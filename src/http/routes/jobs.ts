@@ -1,8 +1,9 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { checkIdempotencyKey } from '../../jobs/idempotency.js';
-import type { JobService } from '../../jobs/service.js';
+import type { BatchPlan, JobService } from '../../jobs/service.js';
+import { setSubmitWeight } from '../rate-limit.js';
 import { JOB_STATUSES } from '../../jobs/states.js';
 import { DURATION_SYNTAX, describeIssues, durationRange } from '../../jobs/submit-schema.js';
 import { parseSubmitDuration } from '../../jobs/durations.js';
@@ -90,6 +91,7 @@ export const batchBody = (maxItems: number) =>
 
 export function jobRoutes(scope: FastifyInstance, service: JobService): void {
   const app = scope.withTypeProvider<ZodTypeProvider>();
+  const plans = new WeakMap<FastifyRequest, BatchPlan>();
   // The body is validated by the service against the job type's catalogue schema (its messages);
   // the document expands this route into one operation per job type (openapi.ts).
   app.post(
@@ -161,20 +163,36 @@ export function jobRoutes(scope: FastifyInstance, service: JobService): void {
           ...COMMON_ERRORS,
         ),
       },
+      // Before the rate limit (rate-limit.ts adds it after the route's own): items that replay a
+      // stored submit are not counted again.
+      preHandler: async (request) => {
+        const plan = await service.planBatch({
+          owner: request.owner,
+          items: request.body.jobs,
+          batchKey: checkIdempotencyKey(header(request.headers['idempotency-key'])),
+          requestId: request.id,
+        });
+        plans.set(request, plan);
+        setSubmitWeight(request, plan.fresh);
+      },
     },
-    async (request) => {
-      const batchKey = checkIdempotencyKey(header(request.headers['idempotency-key']));
-      const outcomes = await service.submitBatch({
-        owner: request.owner,
-        items: request.body.jobs,
-        batchKey,
-        requestId: request.id,
-      });
+    async (request, reply) => {
+      const outcomes = await service.submitBatch(plans.get(request)!);
       const items: BatchItemResult[] = outcomes.map((o) =>
         o instanceof DomainError
           ? { code: -1, message: o.message, status: STATUS_OF_KIND[o.kind], data: {} }
-          : { code: 0, message: 'ok', status: o.statusCode, data: o.body.data },
+          : {
+              code: 0,
+              message: 'ok',
+              status: o.statusCode,
+              data: o.body.data,
+              ...(o.replayed ? { replayed: true } : {}),
+            },
       );
+      // A retried batch: every job it answers was created by an earlier request with its keys.
+      const replayed = outcomes.some((o) => !(o instanceof DomainError) && o.replayed);
+      if (replayed && outcomes.every((o) => o instanceof DomainError || o.replayed))
+        reply.header('idempotent-replayed', 'true');
       return ok({ items });
     },
   );
