@@ -1,3 +1,4 @@
+import { EventSource } from 'eventsource';
 import { EventSourceParserStream, type EventSourceMessage } from 'eventsource-parser/stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sleepJobType } from '../helpers/job-types.js';
@@ -98,9 +99,10 @@ describe('GET /api/v1/jobs/{uuid}/events', () => {
     const last = w.events.at(-1)!;
     expect(last.event).toBe('status');
     expect(job(last)).toMatchObject({ status: 'cancelled', status_detail: 'cancelled by the client' });
-    // Ids increase; status events are exactly the changes, in order; progress keeps the status.
-    const ids = w.events.map((e) => Number(e.id));
-    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    // Each event has an id of its own (naming its state); status events are exactly the changes,
+    // in order; progress keeps the status.
+    const ids = w.events.map((e) => e.id);
+    expect(ids.every((id) => typeof id === 'string' && id.length > 0)).toBe(true);
     expect(new Set(ids).size).toBe(ids.length);
     const statuses = w.events.filter((e) => e.event === 'status').map((e) => job(e).status);
     expect(statuses).toEqual(['queued', 'processing', 'cancelled']);
@@ -157,5 +159,82 @@ describe('GET /api/v1/jobs/{uuid}/events', () => {
     await w.ended;
     await waitFor(() => svc.app.signals.listenerCount('job-finished') === listeners, 'the listener to be removed');
     await waitFor(async () => (await openStreams()) === before, 'the stream to be released');
+  });
+});
+
+describe('with a standard EventSource client (npm eventsource)', () => {
+  /** An EventSource that sends the API key (a browser's cannot; the npm one takes a fetch), counting its connections. */
+  function open(uuid: string) {
+    const connections: Array<{ status: number; lastEventId: string | null }> = [];
+    const received: Array<{ type: string; id: string; status: string }> = [];
+    const es = new EventSource(`${svc.base}/api/v1/jobs/${uuid}/events`, {
+      fetch: async (url, init) => {
+        const headers = { ...init.headers, authorization: `Bearer ${svc.key}` };
+        const res = await fetch(url, { ...init, headers });
+        connections.push({ status: res.status, lastEventId: new Headers(headers).get('last-event-id') });
+        return res;
+      },
+    });
+    const record = (type: string) => (e: MessageEvent<string>) =>
+      received.push({ type, id: e.lastEventId, status: (JSON.parse(e.data) as { status: string }).status });
+    es.addEventListener('status', record('status'));
+    es.addEventListener('progress', record('progress'));
+    return { es, connections, received };
+  }
+
+  it('stops after the terminal event: the reconnect with its id gets 204, and nothing is sent twice', async () => {
+    const j = await submit({ ms: 300 });
+    const { es, connections, received } = open(j.uuid);
+    try {
+      await waitFor(() => es.readyState === EventSource.CLOSED, 'the EventSource to give up');
+      // The server ended the stream after `completed`; the client reconnected once with that
+      // event's id, was answered 204, and stopped.
+      expect(connections.map((c) => c.status)).toEqual([200, 204]);
+      const terminal = received.at(-1)!;
+      expect(terminal).toMatchObject({ type: 'status', status: 'completed' });
+      expect(connections[1]!.lastEventId).toBe(terminal.id);
+      expect(received.filter((e) => e.status === 'completed')).toHaveLength(1);
+      // Ids name states, never a per-connection counter.
+      expect(new Set(received.map((e) => e.id)).size).toBe(received.length);
+      expect(received.map((e) => e.id)).not.toContain('1');
+    } finally {
+      es.close();
+    }
+  });
+
+  it('resumes after Last-Event-ID: the state the client has is not sent again', async () => {
+    const j = await submit({ ms: 120_000 });
+    await waitFor(async () => (await status(j.uuid)).status === 'processing', 'the job to run');
+    const first = await watch(j.uuid);
+    const seen = await first.next((e) => job(e).status === 'processing', 'the processing state');
+    first.abort();
+    // A reconnect with that id: nothing until the state changes, then the change.
+    const ctrl = new AbortController();
+    const res = await fetch(`${svc.base}/api/v1/jobs/${j.uuid}/events`, {
+      headers: { authorization: `Bearer ${svc.key}`, 'last-event-id': seen.id! },
+      signal: ctrl.signal,
+    });
+    expect(res.status).toBe(200);
+    const events: EventSourceMessage[] = [];
+    const reader = res
+      .body!.pipeThrough(new TextDecoderStream())
+      .pipeThrough(new EventSourceParserStream())
+      .getReader();
+    const reading = (async () => {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        events.push(value);
+      }
+    })();
+    await svc.call('POST', `/api/v1/jobs/${j.uuid}/cancel`);
+    await reading;
+    expect(events.map((e) => [e.event, job(e).status])).toEqual([['status', 'cancelled']]);
+    // And a reconnect with the terminal id is told there is nothing more.
+    const done = await fetch(`${svc.base}/api/v1/jobs/${j.uuid}/events`, {
+      headers: { authorization: `Bearer ${svc.key}`, 'last-event-id': events[0]!.id! },
+    });
+    expect(done.status).toBe(204);
+    expect(await done.text()).toBe('');
   });
 });

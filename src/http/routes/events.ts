@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -49,8 +50,18 @@ export interface EventRouteDeps {
 }
 
 /** One SSE message; `data` is one line of JSON (JSON.stringify never emits a raw newline). */
-function message(id: number, event: string, data: unknown): string {
-  return `id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+function message(id: string | undefined, event: string, data: unknown): string {
+  return `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/**
+ * An event's id names the state it carries (status, detail and progress), the same on every
+ * connection: a client reconnecting with `Last-Event-ID` is not sent again what it already has,
+ * and one that has a terminal state is answered 204 (a standard EventSource then stops).
+ */
+export function eventId(job: ApiJob): string {
+  const state = JSON.stringify([job.status, job.status_detail, job.progress]);
+  return createHash('sha256').update(state).digest('base64url').slice(0, 16);
 }
 
 export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: EventStreamOptions = {}): void {
@@ -95,6 +106,10 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
       const uuid = jobUuid(request.params.uuid);
       const owner = request.owner;
       const first = await deps.service.status(owner, uuid); // another owner's job: the same 404
+      // What the client saw last, when it reconnects (a standard EventSource sends it by itself).
+      const seen = request.headers['last-event-id'];
+      // It has the end already: 204 tells a standard EventSource to stop reconnecting.
+      if (isTerminal(first.status) && seen === eventId(first)) return reply.code(204).send();
       const count = perOwner.get(owner) ?? 0;
       if (count >= maxPerOwner)
         throw new ApiError(
@@ -106,7 +121,6 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
       open.inc();
 
       const stream = new PassThrough();
-      let seq = 0;
       let last: ApiJob | undefined;
       let closed = false;
       // Read through a function: the stream may close during any await (TS would keep `closed` narrowed).
@@ -145,6 +159,11 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
           JSON.stringify(last.progress) === JSON.stringify(job.progress)
         )
           return;
+        const id = eventId(job);
+        if (!last && id === seen) {
+          last = job; // the state the client reconnected with: resume after it
+          return;
+        }
         const isStatus = !last || last.status !== job.status;
         if (!isStatus) {
           const now = performance.now();
@@ -154,7 +173,7 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
           }
           lastProgressAt = now;
         }
-        stream.write(message(++seq, isStatus ? 'status' : 'progress', job));
+        stream.write(message(id, isStatus ? 'status' : 'progress', job));
         last = job;
       };
       // One read per wake-up or per pollMs (queue positions move without a signal), until the end.
@@ -169,7 +188,7 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
           } catch (err) {
             request.log.warn({ err, job_uuid: uuid }, 'event stream read failed');
             if (!isClosed()) {
-              stream.write(message(++seq, 'error', fail('the job could not be read; reconnect to resume')));
+              stream.write(message(undefined, 'error', fail('the job could not be read; reconnect to resume')));
               end();
             }
             return;
