@@ -121,6 +121,14 @@ interface ErrorSpec {
   example: string;
 }
 
+/** Rate-limit headers: on every answer to a request with a valid API key, when limits are on. */
+const RATE_LIMIT_HEADERS = Object.fromEntries(
+  ['RateLimit', 'RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'].map((h) => [
+    h,
+    ref('headers', h),
+  ]),
+);
+
 const ERRORS: ErrorSpec[] = [
   {
     status: 400,
@@ -166,6 +174,12 @@ const ERRORS: ErrorSpec[] = [
     example: 'body is larger than 1048576 bytes',
   },
   {
+    status: 414,
+    name: 'UriTooLong',
+    description: 'A path segment (such as a job uuid) is longer than the router takes (100 characters).',
+    example: 'a path segment is too long',
+  },
+  {
     status: 415,
     name: 'UnsupportedMediaType',
     description: 'A write route got a body that is not JSON.',
@@ -198,11 +212,9 @@ function errorResponses(): Record<string, Json> {
     const headers: Json = { 'X-Request-Id': ref('headers', 'X-Request-Id') };
     if (e.status === 401)
       headers['WWW-Authenticate'] = { description: 'Bearer challenge.', schema: { type: 'string' } };
-    if (e.status === 429) {
-      headers['Retry-After'] = ref('headers', 'Retry-After');
-      headers.RateLimit = ref('headers', 'RateLimit');
-      headers['RateLimit-Policy'] = ref('headers', 'RateLimit-Policy');
-    }
+    if (e.status === 429) headers['Retry-After'] = ref('headers', 'Retry-After');
+    // Sent on every answer to a request with a valid API key (so not on 401, nor on result downloads).
+    if (e.status !== 401 && e.status !== 403) Object.assign(headers, RATE_LIMIT_HEADERS);
     out[e.name] = {
       description: `${e.status}: ${e.description}`,
       headers,
@@ -218,15 +230,11 @@ function errorResponses(): Record<string, Json> {
 }
 
 /** Headers on every success of an authenticated route. */
-const SUCCESS_HEADERS = {
-  'X-Request-Id': ref('headers', 'X-Request-Id'),
-  RateLimit: ref('headers', 'RateLimit'),
-  'RateLimit-Policy': ref('headers', 'RateLimit-Policy'),
-};
+const SUCCESS_HEADERS = { 'X-Request-Id': ref('headers', 'X-Request-Id'), ...RATE_LIMIT_HEADERS };
 
 const exampleLink = {
   uuid: exampleJob().uuid,
-  url: 'https://media-jobs.example.com/results/0b7e5a52-1c1f-4a8e-9f61-1f0a3c5d7e90.webp?expires=1767229200&signature=…',
+  url: 'https://media-jobs.example.com/results/0b7e5a52-1c1f-4a8e-9f61-1f0a3c5d7e90.webp?expires=1767229200&signature=5d41402abc4b2a76b9719d911017c592ae2f8f1b7cbb0d6e4e1f3a3c3b1e9f20',
   expires_at: '2026-01-01T01:00:00.000Z',
   content_type: 'image/webp',
   size_bytes: 48213,
@@ -272,7 +280,7 @@ const PROSE: Record<string, Prose> = {
     summary: 'Cancel a job',
     description:
       'A `queued` or `processing` job becomes `cancelled` at once (a running processor is aborted and its late result discarded), and `job.cancelled` is sent if subscribed. ' +
-      'No body is needed (an empty body or `{}` is fine). A job already in a terminal state answers 409.',
+      'No body is needed (an empty body or `{}` is fine; any field is a 400). A job already in a terminal state answers 409.',
     example: ok(
       exampleJob({
         status: 'cancelled',
@@ -336,10 +344,15 @@ const PROSE: Record<string, Prose> = {
       "- `progress`: only `status_detail` or `progress` changed (a processor's progress, the place in the queue), at most one every 500 ms (the latest state at the end of the interval);\n" +
       '- `error`: the job could not be read (the envelope); reconnect to resume.\n\n' +
       'The stream ends right after the `status` message of a terminal state (`completed`, `failed`, `cancelled`); a job that is already terminal gets that one message. ' +
+      "An event's `id` names the state it carries, the same on every connection: a client that reconnects with `Last-Event-ID` (as EventSource does by itself) gets only what changed since, and one whose last event was the terminal state gets 204, so EventSource stops reconnecting. " +
       'Comment lines (`: keep-alive`) keep idle connections open. Terminal states are sent the moment they happen; other changes within about a second. ' +
       'A job of another owner answers 404 with the envelope.',
   },
-  listWebhookDeliveries: { summary: "A job's webhook events and their delivery attempts" },
+  listWebhookDeliveries: {
+    summary: "A job's webhook events and their delivery attempts",
+    description:
+      'Every webhook event of the job (terminal events only): where it goes, its state (`pending`, `delivered`, `failed`), each attempt so far and when the next one runs.',
+  },
   redeliverWebhook: {
     summary: 'Send a webhook event again now',
     description:
@@ -480,6 +493,18 @@ function finishOperation(op: Json, authenticated: boolean): void {
     if (Object.keys(res.headers as Json).length === 0) delete res.headers;
     const json = (res.content as Record<string, Json> | undefined)?.['application/json'];
     if (json && prose?.example !== undefined) json.example = prose.example;
+  }
+  // The router refuses a path parameter over its length limit before any route runs.
+  if (((op.parameters as Json[] | undefined) ?? []).some((p) => p.in === 'path'))
+    responses['414'] = ref('responses', 'UriTooLong');
+  // Any route answers 400 to an HTTP/1.1 request without a Host header.
+  if (!Object.keys(responses).some((k) => k.startsWith('4'))) responses['400'] = ref('responses', 'BadRequest');
+  if (op.operationId === 'watchJob') {
+    responses['204'] = {
+      description:
+        'The client reconnected with the `Last-Event-ID` of the terminal state: there is nothing more (a standard EventSource stops).',
+      headers: SUCCESS_HEADERS,
+    };
   }
   if (op.operationId === 'downloadResult') {
     // The result's own type (the `content_type` of its result link).
@@ -631,6 +656,7 @@ function finish(doc: Json, deps: OpenApiDeps): Json {
     if (props?.webhook) props.webhook = ref('schemas', 'WebhookSettings');
     schemas[`Submit${pascal(t.name)}`] = { title: `${t.name} submit body`, description: t.description, ...body };
   }
+  batchItemSchemas(types, schemas);
   components.schemas = schemas;
   doc.jsonSchemaDialect = 'https://spec.openapis.org/oas/3.1/dialect/base';
 
@@ -641,6 +667,11 @@ function finish(doc: Json, deps: OpenApiDeps): Json {
       finishOperation(op, path.startsWith(`${API}/`) && op.operationId !== 'getOpenApi');
     }
   }
+  const batch = paths[`${API}/jobs/batch`]?.post;
+  const jobs = (batch?.requestBody as { content: Record<string, { schema: Json }> } | undefined)?.content[
+    'application/json'
+  ]?.schema.properties as Record<string, Json> | undefined;
+  if (jobs?.jobs) jobs.jobs.items = ref('schemas', 'BatchItem');
   const template = paths[SUBMIT_TEMPLATE]?.post;
   Reflect.deleteProperty(paths, SUBMIT_TEMPLATE);
   if (template) Object.assign(paths, submitOperations(types, template));
@@ -660,6 +691,35 @@ function finish(doc: Json, deps: OpenApiDeps): Json {
   return doc;
 }
 
+/**
+ * The items of POST /jobs/batch: each submit body (`SubmitX`) with an optional `idempotency_key`
+ * of its own, as `BatchItemX`, and `BatchItem`, one of them chosen by `job_type`.
+ */
+function batchItemSchemas(types: JobType[], schemas: Record<string, Json>): void {
+  const key = {
+    type: 'string',
+    minLength: 1,
+    maxLength: 255,
+    description: "This item's Idempotency-Key (else `KEY:INDEX` of the batch's header, when it has one).",
+  };
+  const mapping: Record<string, string> = {};
+  for (const t of types) {
+    const body = schemas[`Submit${pascal(t.name)}`]!;
+    const name = `BatchItem${pascal(t.name)}`;
+    schemas[name] = {
+      ...body,
+      title: `${t.name} batch item`,
+      properties: { ...(body.properties as Json), idempotency_key: key },
+    };
+    mapping[t.name] = ref('schemas', name).$ref;
+  }
+  schemas.BatchItem = {
+    description: 'A submit body with its `job_type`, plus an optional `idempotency_key` of its own.',
+    oneOf: Object.values(mapping).map(($ref) => ({ $ref })),
+    discriminator: { propertyName: 'job_type', mapping },
+  };
+}
+
 /** The document's fixed parts (paths come from the routes). */
 function base(): Json {
   return {
@@ -669,6 +729,7 @@ function base(): Json {
       version: packageVersion(),
       summary: 'Asynchronous media job service',
       description: OVERVIEW,
+      contact: { name: 'media-jobs maintainers' },
       license: { name: 'MIT', identifier: 'MIT' },
     },
     jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
@@ -734,6 +795,19 @@ function base(): Json {
           description:
             'The quota (IETF RateLimit header fields), when rate limiting is on: `"<policy>";q=<requests>;w=<window seconds>`, e.g. `"submit";q=60;w=60`.',
           schema: { type: 'string' },
+        },
+        'RateLimit-Limit': {
+          description: 'Requests per window of the policy that counted this request (the older IETF draft field).',
+          schema: { type: 'integer', minimum: 0 },
+        },
+        'RateLimit-Remaining': {
+          description:
+            'What is left of the window (the older IETF draft field). A batch refused for being over what is left says what is left.',
+          schema: { type: 'integer', minimum: 0 },
+        },
+        'RateLimit-Reset': {
+          description: 'Seconds until the window resets (the older IETF draft field).',
+          schema: { type: 'integer', minimum: 0 },
         },
       },
     },

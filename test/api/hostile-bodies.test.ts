@@ -289,3 +289,28 @@ describe('fuzz (fast-check, fixed seed): raw bodies never get a 5xx', () => {
     expect(r.status, r.text).toBe(200);
   });
 });
+
+describe('cancel takes no body', () => {
+  it('accepts none or {}, and answers 400 naming any field', async () => {
+    const submitOne = async () => (await post(SUBMIT, bodyWith('input.width', '32'))).body!.data as { uuid: string };
+    const cancel = (uuid: string, raw?: string) =>
+      fetch(`${svc.base}/api/v1/jobs/${uuid}/cancel`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${svc.key}`,
+          ...(raw === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: raw,
+      });
+    const a = await submitOne();
+    expect((await cancel(a.uuid)).status).toBe(200);
+    const b = await submitOne();
+    expect((await cancel(b.uuid, '{}')).status).toBe(200);
+    const c = await submitOne();
+    const bad = await cancel(c.uuid, '{"reason":"too slow"}');
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toEqual({ code: -1, message: 'reason: unknown field', data: {} });
+    expect((await cancel(c.uuid, '[]')).status).toBe(400);
+    expect((await cancel(c.uuid, '')).status).toBe(200);
+  });
+});

@@ -22,7 +22,9 @@ import { PROGRESS_EVENT_INTERVAL_MS } from '../../contract.js';
  * - `event: progress` when only `status_detail` or `progress` changes (a processor's progress,
  *   queue position), at most one every PROGRESS_EVENT_INTERVAL_MS (500 ms) per stream: a change
  *   inside the interval is sent at its end (the latest state), never dropped;
- * - the stream ends right after the `status` event of a terminal state.
+ * - the stream ends right after the `status` event of a terminal state;
+ * - an event's id names the state it carries (eventId): a reconnect with `Last-Event-ID` gets only
+ *   what changed since, and one that has the terminal state gets 204 (EventSource then stops).
  *
  * Terminal states and progress details arrive at once through the `job-finished` and
  * `job-progress` signals (from any process on PostgreSQL; a claim signals only in its own process);

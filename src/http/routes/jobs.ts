@@ -270,8 +270,11 @@ export function jobRoutes(scope: FastifyInstance, service: JobService): void {
       schema: {
         ...doc('cancelJob', ['Jobs']),
         params: jobParams,
+        // No body: none, or `{}` (anything else is a 400 naming it, so a misplaced field is not ignored).
+        body: z.strictObject({}).optional().describe('No body is needed; an empty body or `{}` is fine.'),
         response: responses(
           { 200: { description: 'The cancelled job.', schema: jobEnvelopeSchema } },
+          400,
           404,
           409,
           415,

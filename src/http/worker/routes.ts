@@ -100,6 +100,7 @@ export async function workerRoutes(scope: FastifyInstance, deps: WorkerRouteDeps
     {
       schema: {
         operationId: 'workerClaim',
+        summary: 'Claim the next job',
         tags,
         security,
         description:
@@ -172,6 +173,7 @@ export async function workerRoutes(scope: FastifyInstance, deps: WorkerRouteDeps
     {
       schema: {
         operationId: 'workerHeartbeat',
+        summary: "Renew a job's lease and report progress",
         tags,
         security,
         description:
@@ -231,6 +233,7 @@ export async function workerRoutes(scope: FastifyInstance, deps: WorkerRouteDeps
         bodyLimit: deps.maxOutputBytes,
         schema: {
           operationId: 'workerPutOutput',
+          summary: "Upload a job's output",
           tags,
           security,
           description:
@@ -278,6 +281,7 @@ export async function workerRoutes(scope: FastifyInstance, deps: WorkerRouteDeps
     {
       schema: {
         operationId: 'workerComplete',
+        summary: 'Complete a job',
         tags,
         security,
         description: 'Completes the job with the uploaded output as its result; the client gets its webhook.',
@@ -306,6 +310,7 @@ export async function workerRoutes(scope: FastifyInstance, deps: WorkerRouteDeps
     {
       schema: {
         operationId: 'workerFail',
+        summary: 'Fail a job',
         tags,
         security,
         description: 'Fails the job; with `retryable` it goes back to the queue while attempts are left.',
@@ -344,6 +349,7 @@ export async function workerRoutes(scope: FastifyInstance, deps: WorkerRouteDeps
     {
       schema: {
         operationId: 'workerRelease',
+        summary: 'Hand a job back to the queue',
         tags,
         security,
         description: 'Hands the job back to the queue untouched (a stopping worker); the attempt does not count.',
