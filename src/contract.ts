@@ -58,6 +58,10 @@ export interface ApiJob {
   progress: JobProgress | null;
   /** True once the job's data (input, webhook, result) was deleted (DELETE or retention); the job stays as a tombstone. */
   data_removed: boolean;
+  /** The job's own `retention` as given at submit (e.g. `"1h"`), or null: the service's RESULT_RETENTION applies. */
+  retention: string | null;
+  /** When the job's data will be purged: set once it is terminal, null before and once purged. */
+  purge_at: string | null;
 }
 
 /** Structured progress (DESIGN.md §7): `{"stage":"swapping faces","percent":34.2,"current":41,"total":120}`. */

@@ -109,6 +109,8 @@ const exampleJob = (over: Json = {}) => ({
   priority: 0,
   progress: null,
   data_removed: false,
+  retention: null,
+  purge_at: null,
   ...over,
 });
 
@@ -286,6 +288,7 @@ const PROSE: Record<string, Prose> = {
         status: 'cancelled',
         status_detail: 'cancelled by the client',
         finished_at: '2026-01-01T00:00:02.000Z',
+        purge_at: '2026-01-08T00:00:02.000Z',
       }),
     ),
     parameters: [ref('parameters', 'X-Request-Id')],

@@ -69,6 +69,15 @@ export const apiJobSchema = z
     data_removed: z
       .boolean()
       .describe("True once the job's input, webhook and result were deleted (DELETE, or retention): a tombstone."),
+    retention: z
+      .string()
+      .nullable()
+      .describe(
+        "The job's own `retention`, as given at submit (e.g. `1h`); null when the service's RESULT_RETENTION applies.",
+      ),
+    purge_at: isoTime(
+      "When the job's data will be purged (set once the job is terminal; null before, and once purged)",
+    ).nullable(),
   })
   .describe('A job. More fields may be added; ignore the ones you do not know.');
 

@@ -1,5 +1,6 @@
 import type { JobRow, JobView } from '../store/jobs.js';
 import type { ApiJob, ErrorType, JobProgress } from '../contract.js';
+import { formatSubmitDuration } from './durations.js';
 
 export type { ApiJob, JobRow, JobView };
 
@@ -28,6 +29,8 @@ export type ApiJobSource = Pick<
   | 'priority'
   | 'progress'
   | 'data_removed_at'
+  | 'retention_ms'
+  | 'purge_at'
 >;
 
 /** The stored progress JSON (written by the lifecycle's renew from a JobProgress), or null. */
@@ -58,5 +61,10 @@ export function toApiJob(row: ApiJobSource): ApiJob {
     priority: row.priority,
     progress: parseProgress(row.progress),
     data_removed: row.data_removed_at !== null,
+    retention: row.retention_ms === null ? null : formatRetention(row.retention_ms),
+    purge_at: row.data_removed_at === null ? iso(row.purge_at) : null,
   };
 }
+
+/** In the submit's own spelling (`"1h30m"`), so it can be sent back as it reads. */
+const formatRetention = (ms: number) => (ms % 1000 === 0 ? formatSubmitDuration(ms) : `${ms / 1000}s`);

@@ -46,6 +46,8 @@ const VIEW_COLUMNS = [
   'priority',
   'progress',
   'data_removed_at',
+  'retention_ms',
+  'purge_at',
 ] as const;
 export type JobView = Pick<JobRow, (typeof VIEW_COLUMNS)[number]>;
 

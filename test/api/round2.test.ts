@@ -231,6 +231,27 @@ describe('deletion and retention', () => {
     await unblock(blocker);
   });
 
+  it('shows the retention asked for and when the data will be purged', async () => {
+    const own = (await submit(sleepJob({ ms: 1 }, { retention: '1h30m' }))).body.data;
+    expect(own).toMatchObject({ retention: '1h30m', purge_at: null });
+    const plain = (await submit(sleepJob({ ms: 1 }))).body.data;
+    expect(plain).toMatchObject({ retention: null, purge_at: null });
+    const a = await waitTerminal(svc.call, own.uuid);
+    const b = await waitTerminal(svc.call, plain.uuid);
+    // Counted from the end of the job: its own retention, else RESULT_RETENTION (7 days here).
+    expect(Date.parse(a.purge_at) - Date.parse(a.finished_at)).toBe(90 * 60_000);
+    expect(b.retention).toBeNull();
+    expect(Date.parse(b.purge_at) - Date.parse(b.finished_at)).toBe(7 * 86_400_000);
+    // A cancel answers the job with its purge time already set.
+    const queued = (await submit(sleepJob({ ms: 120_000 }, { retention: '2d' }))).body.data;
+    const cancelled = (await svc.call('POST', `/api/v1/jobs/${queued.uuid}/cancel`)).body.data;
+    expect(cancelled.retention).toBe('2d');
+    expect(Date.parse(cancelled.purge_at) - Date.parse(cancelled.finished_at)).toBe(2 * 86_400_000);
+    // Once purged, there is nothing left to purge.
+    const removed = (await svc.call('DELETE', `/api/v1/jobs/${queued.uuid}`)).body.data;
+    expect(removed).toMatchObject({ data_removed: true, purge_at: null, retention: '2d' });
+  });
+
   it('purges a job at the end of its retention by itself', async () => {
     const job = (await submit(sleepJob({ ms: 1 }, { retention: '1s' }))).body.data;
     await waitTerminal(svc.call, job.uuid);
