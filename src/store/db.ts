@@ -5,6 +5,8 @@ import { Kysely, SqliteDialect, type Driver } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from './schema.js';
 import { migrateToLatest } from './migrations.js';
+import { ConfigError } from '../config.js';
+import { CONNECTION_ERROR_CODES } from '../connection-errors.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -50,11 +52,39 @@ export async function openStore(databaseUrl: string, opts: OpenOptions = {}): Pr
       await migrateToLatest(store.db as Kysely<unknown>, store.dialect);
     } catch (err) {
       await store.close();
-      throw err;
+      const reason = openFailure(databaseUrl, err);
+      throw reason === undefined ? err : new ConfigError(reason);
     }
   }
   if (opts.queryTimeoutMs) store.boundQueries?.(opts.queryTimeoutMs);
   return store;
+}
+
+/**
+ * What an operator must do when the database cannot be opened at all, in one line (the CLI prints
+ * a ConfigError without a stack trace); undefined for anything else.
+ */
+export function openFailure(databaseUrl: string, err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !/^postgres(ql)?:/.test(databaseUrl)) return undefined;
+  let url: URL;
+  try {
+    url = new URL(databaseUrl);
+  } catch {
+    return undefined;
+  }
+  const host = url.hostname || 'localhost';
+  const port = url.port || '5432';
+  const user = decodeURIComponent(url.username);
+  const name = decodeURIComponent(url.pathname.slice(1));
+  const where = `PostgreSQL at ${host}:${port}`;
+  if (code === '3D000')
+    return `database "${name}" does not exist on ${where}; create it first (createdb -h ${host} -p ${port}${user ? ` -U ${user}` : ''} ${name}), then start again`;
+  if (code === '28P01' || code === '28000')
+    return `${where} refused the login${user ? ` of user "${user}"` : ''}: check the user and password in DATABASE_URL`;
+  if (CONNECTION_ERROR_CODES.has(code))
+    return `${where} cannot be reached (${code}): is it running, and is DATABASE_URL's host right?`;
+  return undefined;
 }
 
 function openSqlite(file: string): Store {

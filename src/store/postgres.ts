@@ -45,8 +45,9 @@ function guardedClient(outage: OutageLog, bound: { queryTimeoutMs: number }) {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any -- pg's connect and query are overloaded (callback and promise forms): a subclass can restate them only with any
     override connect(...args: any[]): any {
       const done = (err?: Error | null) => {
-        if (err) outage.failed(err);
-        else outage.succeeded();
+        // Only an outage is logged as one: a missing database or a refused login is the caller's error.
+        if (!err) outage.succeeded();
+        else if (isDatabaseUnavailable(err)) outage.failed(err);
       };
       const callback = args[0] as ((err: Error | null, c?: unknown) => void) | undefined;
       if (callback) {
