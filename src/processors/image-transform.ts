@@ -38,10 +38,12 @@ export function createImageTransformJobType(opts: { maxPixels?: number } = {}): 
       { name: 'nearest', description: 'Nearest neighbour: no smoothing, for pixel art.' },
     ],
     options,
+    // Decoding, resizing and encoding are one sharp pipeline: the download is the other part.
+    stages: { 'downloading media': 0, 'transforming image': 40 },
     async run(ctx) {
       const src = ctx.media.source![0]!;
       const o = ctx.options;
-      ctx.progress('transforming image', { percent: 0 });
+      ctx.progress('transforming image');
       let pipeline = sharp(src.bytes, { limitInputPixels: maxPixels, failOn: 'error' }).rotate();
       if (o.width !== undefined || o.height !== undefined) {
         pipeline = pipeline.resize({ width: o.width, height: o.height, fit: o.fit, kernel: ctx.model as 'lanczos3' });

@@ -69,6 +69,12 @@ export interface JobType<S extends z.ZodObject = z.ZodObject> {
    * (`run` is never called) and `timeoutMs` overrides JOB_TIMEOUT for them.
    */
   remote?: { timeoutMs?: number | undefined };
+  /**
+   * For types whose stages have no units to count (one image): how much of the whole job is done
+   * when each stage starts, in percent, by the stage names it reports (and the worker's
+   * `downloading media`). A report without a measure then carries that percent.
+   */
+  stages?: Readonly<Record<string, number>>;
   /** Optional release of resources (worker threads) at shutdown. */
   close?(): Promise<void>;
 }

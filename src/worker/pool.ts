@@ -215,7 +215,7 @@ export class WorkerPool {
       // A new stage is written at once; reports within a stage (every frame) at most every 500 ms.
       const progress = (stage: string, at?: ProgressAt) => {
         if (signal.aborted) return;
-        pending = toProgress(stage, at);
+        pending = toProgress(stage, at ?? { percent: type.stages?.[stage] ?? null });
         const since = performance.now() - lastWrite;
         if (stage !== lastStage || since >= PROGRESS_WRITE_MS) {
           lastStage = stage;
