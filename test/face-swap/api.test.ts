@@ -93,6 +93,20 @@ describe('image-face-swap through the API', { timeout: LONG }, () => {
     expect(done.error_message).toMatch(/^input\.target: no face found/);
   });
 
+  it('names every face index that does not exist, of both inputs, in one answer', async () => {
+    const sub = await swap({
+      source: `${media.origin}/source.jpg`,
+      target: `${media.origin}/target.jpg`,
+      target_face_indices: [0, 7, 3, 5],
+      source_face_index: 9,
+    });
+    const done = await waitTerminal(svc.call, sub.body.data.uuid);
+    expect(done).toMatchObject({ status: 'failed', error_type: 'invalid_media', result_ready: false });
+    expect(done.error_message).toBe(
+      'input.source: no face at index 9 (1 face found, indices 0-0); input.target: no face at indices 7, 5 (4 faces found, indices 0-3)',
+    );
+  });
+
   it('rejects contradictory options at submit with 400, naming the field', async () => {
     const r = await swap({
       source: `${media.origin}/source.jpg`,

@@ -71,19 +71,19 @@ export function checkInputs(
   }
 }
 
-/** The faces at `indices` of a left-to-right list, or invalid_media naming the input and the count. */
+/** Every index of `indices` that names no face of `n`, in one sentence, or undefined when all exist. */
+export function missingFaces(n: number, indices: readonly number[], label: string, where = ''): string | undefined {
+  const bad = [...new Set(indices.filter((i) => !(i >= 0 && i < n)))];
+  if (bad.length === 0) return undefined;
+  const at = bad.length === 1 ? `index ${bad[0]}` : `indices ${bad.join(', ')}`;
+  return `${label}: no face at ${at} (${n} face${n === 1 ? '' : 's'} found${where}, indices 0-${n - 1})`;
+}
+
+/** The faces at `indices`; an index with no face fails the job, naming every such index. */
 export function pickByIndex<T>(faces: readonly T[], indices: readonly number[], label: string, where = ''): T[] {
-  return indices.map((i) => {
-    const f = faces[i];
-    if (f === undefined) {
-      const n = faces.length;
-      throw new JobError(
-        'invalid_media',
-        `${label}: no face at index ${i} (${n} face${n === 1 ? '' : 's'} found${where}, indices 0-${n - 1})`,
-      );
-    }
-    return f;
-  });
+  const problem = missingFaces(faces.length, indices, label, where);
+  if (problem !== undefined) throw new JobError('invalid_media', problem);
+  return indices.map((i) => faces[i]!);
 }
 
 /** checkInputs at submit time (JobType.checkInput): the offending field under `input` and why, or undefined. */
@@ -114,20 +114,27 @@ export async function runFaceSwap(input: SwapJobInput, hooks: PipelineHooks): Pr
 
   // One detector for every input (findFaces, face-detect's), so indices mean the same faces; the
   // source's largest face alone (no index) comes cheaper (findLargeFaces).
-  let srcLandmarks: Point[];
-  if (options.source_face_index === undefined) {
+  const srcIndex = options.source_face_index;
+  let srcLandmarks: Point[] | undefined;
+  let srcFaces: Awaited<ReturnType<typeof findFaces>> | undefined;
+  if (srcIndex === undefined) {
     const faces = await findLargeFaces(source, options.min_confidence);
     if (faces.length === 0) throw new JobError('invalid_media', 'input.source: no face found');
     srcLandmarks = await largestFaceLandmarks(source, faces);
   } else {
-    const faces = leftToRight(await findFaces(source, options.min_confidence));
-    if (faces.length === 0) throw new JobError('invalid_media', 'input.source: no face found');
-    const face = pickByIndex(faces, [options.source_face_index], 'input.source')[0]!;
-    srcLandmarks = await detectLandmarks(source, face.box);
+    srcFaces = leftToRight(await findFaces(source, options.min_confidence));
+    if (srcFaces.length === 0) throw new JobError('invalid_media', 'input.source: no face found');
   }
   hooks.checkAborted();
   const dstFaces = await findFaces(target, options.min_confidence);
   if (dstFaces.length === 0) throw new JobError('invalid_media', 'input.target: no face found');
+  // Every index of both inputs that names no face, in one answer.
+  const missing = [
+    srcFaces && missingFaces(srcFaces.length, [srcIndex!], 'input.source'),
+    options.target_face_indices && missingFaces(dstFaces.length, options.target_face_indices, 'input.target'),
+  ].filter((m) => m !== undefined);
+  if (missing.length > 0) throw new JobError('invalid_media', missing.join('; '));
+  if (srcFaces) srcLandmarks = await detectLandmarks(source, srcFaces[srcIndex!]!.box);
   hooks.checkAborted();
 
   let chosen: Point[][];
@@ -145,7 +152,7 @@ export async function runFaceSwap(input: SwapJobInput, hooks: PipelineHooks): Pr
   hooks.checkAborted();
 
   // Identity depends on the landmarks of the two faces: one more pass each, from their own crop.
-  srcLandmarks = await refineLandmarks(source, srcLandmarks);
+  srcLandmarks = await refineLandmarks(source, srcLandmarks!);
   for (let k = 0; k < chosen.length; k++) chosen[k] = await refineLandmarks(target, chosen[k]!);
   hooks.checkAborted();
 
