@@ -4,7 +4,7 @@ import type { Role } from './app.js';
 import { systemClock } from './clock.js';
 import { ConfigError, loadConfig } from './config.js';
 import { CLIENT_USAGE, isClientCommand } from './cli/client.js';
-import { isDatabaseUnavailable } from './store/errors.js';
+import { DatabaseOpenError, isDatabaseUnavailable } from './store/errors.js';
 
 const USAGE = `usage:
   media-jobs serve [--role api|worker|all]   run the service (default: all in one process)
@@ -249,7 +249,8 @@ async function main(argv: string[]): Promise<void> {
 
 main(process.argv.slice(2)).catch((err: unknown) => {
   // Bad configuration or usage: one clear line, no stack trace.
-  if (err instanceof ConfigError) process.stderr.write(`media-jobs: ${err.message}\n`);
+  if (err instanceof ConfigError || err instanceof DatabaseOpenError)
+    process.stderr.write(`media-jobs: ${err.message}\n`);
   else process.stderr.write(`media-jobs: ${err instanceof Error ? err.stack : String(err)}\n`);
   process.exit(1);
 });

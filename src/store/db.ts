@@ -5,8 +5,8 @@ import { Kysely, SqliteDialect, type Driver } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from './schema.js';
 import { migrateToLatest } from './migrations.js';
-import { ConfigError } from '../config.js';
 import { CONNECTION_ERROR_CODES } from '../connection-errors.js';
+import { DatabaseOpenError } from './errors.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -53,7 +53,7 @@ export async function openStore(databaseUrl: string, opts: OpenOptions = {}): Pr
     } catch (err) {
       await store.close();
       const reason = openFailure(databaseUrl, err);
-      throw reason === undefined ? err : new ConfigError(reason);
+      throw reason === undefined ? err : new DatabaseOpenError(reason);
     }
   }
   if (opts.queryTimeoutMs) store.boundQueries?.(opts.queryTimeoutMs);
@@ -62,7 +62,7 @@ export async function openStore(databaseUrl: string, opts: OpenOptions = {}): Pr
 
 /**
  * What an operator must do when the database cannot be opened at all, in one line (the CLI prints
- * a ConfigError without a stack trace); undefined for anything else.
+ * a DatabaseOpenError without a stack trace); undefined for anything else.
  */
 export function openFailure(databaseUrl: string, err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;

@@ -5,15 +5,14 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { Gauge } from 'prom-client';
 import { z } from 'zod';
 import type { JobService } from '../../jobs/service.js';
-import { isTerminal } from '../../jobs/states.js';
 import type { ApiJob } from '../../jobs/view.js';
 import type { Metrics } from '../../metrics.js';
-import type { Signals } from '../../signals.js';
+import { wakeOn, type Signals } from '../../signals.js';
 import { ApiError } from '../api-error.js';
 import { fail } from '../envelope.js';
 import { COMMON_ERRORS, jobParams, jobUuid, responses } from '../schemas.js';
-import { Wakeable, wakeOn } from '../../background/wake.js';
-import { PROGRESS_EVENT_INTERVAL_MS } from '../../contract.js';
+import { Wakeable } from '../../runtime/wake.js';
+import { PROGRESS_EVENT_INTERVAL_MS, isTerminalStatus } from '../../contract.js';
 
 /**
  * GET /api/v1/jobs/{uuid}/events: the job's state as Server-Sent Events.
@@ -111,7 +110,7 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
       // What the client saw last, when it reconnects (a standard EventSource sends it by itself).
       const seen = request.headers['last-event-id'];
       // It has the end already: 204 tells a standard EventSource to stop reconnecting.
-      if (isTerminal(first.status) && seen === eventId(first)) return reply.code(204).send();
+      if (isTerminalStatus(first.status) && seen === eventId(first)) return reply.code(204).send();
       const count = perOwner.get(owner) ?? 0;
       if (count >= maxPerOwner)
         throw new ApiError(
@@ -197,7 +196,7 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
           }
           if (isClosed()) return;
           emit(job);
-          if (isTerminal(job.status)) {
+          if (isTerminalStatus(job.status)) {
             end();
             return;
           }
@@ -214,7 +213,7 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
       // Browsers reconnect after `retry` ms if the connection drops before the end.
       stream.write(`retry: ${Math.max(1000, pollMs)}\n\n`);
       emit(first);
-      if (isTerminal(first.status)) end();
+      if (isTerminalStatus(first.status)) end();
       else void follow();
 
       return reply

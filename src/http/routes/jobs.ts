@@ -4,11 +4,16 @@ import { z } from 'zod';
 import { checkIdempotencyKey } from '../../jobs/idempotency.js';
 import type { BatchPlan, JobService } from '../../jobs/service.js';
 import { setSubmitWeight } from '../rate-limit.js';
-import { JOB_STATUSES } from '../../jobs/states.js';
 import { DURATION_SYNTAX, describeIssues, durationRange } from '../../jobs/submit-schema.js';
 import { parseSubmitDuration } from '../../jobs/durations.js';
 import { DomainError, invalid } from '../../errors.js';
-import { CANCEL_AFTER_HEADER, CANCEL_AFTER_MAX_MS, CANCEL_AFTER_MIN_MS, type BatchItemResult } from '../../contract.js';
+import {
+  CANCEL_AFTER_HEADER,
+  CANCEL_AFTER_MAX_MS,
+  CANCEL_AFTER_MIN_MS,
+  JOB_STATUSES,
+  type BatchItemResult,
+} from '../../contract.js';
 import { STATUS_OF_KIND } from '../api-error.js';
 import { ok } from '../envelope.js';
 import {
