@@ -206,7 +206,8 @@ describe('with a standard EventSource client (npm eventsource)', () => {
     const j = await submit({ ms: 120_000 });
     await waitFor(async () => (await status(j.uuid)).status === 'processing', 'the job to run');
     const first = await watch(j.uuid);
-    const seen = await first.next((e) => job(e).status === 'processing', 'the processing state');
+    // The job's last state before the cancel: processing, its processor sleeping.
+    const seen = await first.next((e) => job(e).status_detail === 'sleeping', 'the sleeping state');
     first.abort();
     // A reconnect with that id: nothing until the state changes, then the change.
     const ctrl = new AbortController();

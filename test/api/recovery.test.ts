@@ -39,7 +39,7 @@ describe('crash recovery (real process, kill -9)', () => {
     const uuid = sub.body.data.uuid;
     await waitFor(async () => {
       const s = (await first.call('GET', `/api/v1/jobs/${uuid}/status`)).body.data;
-      return s.status === 'processing' && s.status_detail === 'downloading media';
+      return s.status === 'processing' && s.progress?.stage === 'downloading media';
     }, 'the job to be downloading');
     // Kill only once the request is on the wire, mid-download.
     await waitFor(() => media.requests.includes('/hold/a.jpg'), 'the download to start');

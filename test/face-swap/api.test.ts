@@ -60,7 +60,10 @@ describe('image-face-swap through the API', { timeout: LONG }, () => {
     const done = await waitTerminal(svc.call, uuid);
     expect(done).toMatchObject({ status: 'completed', result_ready: true });
     expect(
-      [...stages].some((d) => ['downloading media', 'detecting faces', 'swapping faces', 'encoding'].includes(d)),
+      // Each stage's detail carries the percent the job has reached: "detecting faces (10%)".
+      [...stages].some((d) =>
+        ['downloading media', 'detecting faces', 'swapping faces', 'encoding'].includes(d.replace(/ \(\d+%\)$/, '')),
+      ),
     ).toBe(true);
 
     const link = (await svc.call('GET', `/api/v1/jobs/${uuid}/result`)).body.data;
