@@ -1,6 +1,7 @@
 import { spawn, type SpawnOptions } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import semver from 'semver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/service.js';
 import { root } from '../remote/worker-support.js';
@@ -9,6 +10,8 @@ import { root } from '../remote/worker-support.js';
  * What another project gets: `npm pack` makes a tarball of only what a user needs (package.json
  * `files`: dist with the dashboard build, bin), and that tarball installs into an empty project
  * from npm's cache alone (offline), where `npx media-jobs --help` runs and the client imports.
+ * The consumer copies nothing of ours (no `overrides`): on the oldest Node we support the install
+ * prints no EBADENGINE, because every package it installs accepts that Node.
  *
  * Packs the current dist/: build first (`npm run build && npm run build:dashboard`; `npm ci` does).
  */
@@ -34,6 +37,34 @@ function run(cmd: string, args: string[], opts: SpawnOptions = {}): Promise<Run>
   });
 }
 
+/** The package directories the tarball carries under node_modules (bundleDependencies and theirs). */
+function bundledDirs(p: Packed): string[] {
+  const dir = /^((?:node_modules\/(?:@[^/]+\/)?[^/]+\/)+)package\.json$/;
+  return p.files.flatMap((f) => {
+    const m = dir.exec(f.path);
+    return m ? [m[1]!.slice(0, -1)] : [];
+  });
+}
+
+/** Every installed package's `engines.node`, nested node_modules included. */
+function enginesOf(dir: string, out: Array<{ where: string; node: string }> = []) {
+  if (!fs.existsSync(dir)) return out;
+  for (const name of fs.readdirSync(dir)) {
+    const p = path.join(dir, name);
+    if (name.startsWith('.')) continue;
+    if (name.startsWith('@')) {
+      enginesOf(p, out);
+      continue;
+    }
+    const file = path.join(p, 'package.json');
+    if (!fs.existsSync(file)) continue;
+    const pkg = JSON.parse(fs.readFileSync(file, 'utf8')) as { engines?: { node?: unknown } };
+    if (typeof pkg.engines?.node === 'string') out.push({ where: p, node: pkg.engines.node });
+    enginesOf(path.join(p, 'node_modules'), out);
+  }
+  return out;
+}
+
 interface Packed {
   filename: string;
   integrity: string;
@@ -43,6 +74,7 @@ interface LockEntry {
   dev?: boolean;
   devOptional?: boolean;
   optional?: boolean;
+  inBundle?: boolean;
   [k: string]: unknown;
 }
 interface Manifest {
@@ -52,7 +84,7 @@ interface Manifest {
   bin: Record<string, string>;
   engines: Record<string, string>;
   dependencies: Record<string, string>;
-  overrides?: Record<string, unknown>;
+  bundleDependencies: string[];
 }
 
 const dir = tempDir('mj-pack-');
@@ -86,10 +118,20 @@ describe('npm pack', () => {
       'dist/dashboard/index.html',
     ])
       expect(files, needed).toContain(needed);
+    // node_modules: the bundled dependencies (bundleDependencies), nothing else of ours.
     const stray = files.filter(
-      (f) => !f.startsWith('dist/') && !f.startsWith('bin/') && !['package.json', 'README.md', 'LICENSE'].includes(f),
+      (f) =>
+        !f.startsWith('dist/') &&
+        !f.startsWith('bin/') &&
+        !f.startsWith('node_modules/') &&
+        !['package.json', 'README.md', 'LICENSE'].includes(f),
     );
     expect(stray).toEqual([]);
+  });
+
+  it('is ignored by git, so a pack in the clone leaves nothing untracked', async () => {
+    const r = await run('git', ['check-ignore', '-q', packed.filename], { cwd: root });
+    expect(r.code, `${packed.filename} is not in .gitignore`).toBe(0);
   });
 
   it('installs into an empty project offline: npx media-jobs --help runs and the client imports', async () => {
@@ -99,21 +141,18 @@ describe('npm pack', () => {
     const spec = `file:${packed.filename}`;
     fs.writeFileSync(
       path.join(project, 'package.json'),
-      // Overrides apply at the root only: a consumer on Node 20 copies ours, as docs/client.md says.
-      JSON.stringify({
-        name: 'consumer',
-        version: '1.0.0',
-        private: true,
-        dependencies: { 'media-jobs': spec },
-        overrides: manifest.overrides,
-      }),
+      // Nothing of ours copied: overrides would apply at the root only, so the package needs none.
+      JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, dependencies: { 'media-jobs': spec } }),
     );
     // The lockfile npm would write, from ours: the tarball, then our production dependencies at
-    // the same places. With it `npm ci --offline` needs nothing but the packages' tarballs in
-    // npm's cache (which `npm ci` here filled), no registry metadata.
+    // the same places, and the bundled ones (inside the tarball) under media-jobs. With it
+    // `npm ci --offline` needs nothing but the packages' tarballs in npm's cache (which `npm ci`
+    // here filled), no registry metadata.
     const ours = JSON.parse(fs.readFileSync(path.join(root, 'package-lock.json'), 'utf8')) as {
       packages: Record<string, LockEntry>;
     };
+    const bundled = bundledDirs(packed);
+    expect(bundled).toContain('node_modules/@fastify/static');
     const packages: Record<string, LockEntry> = {
       '': { name: 'consumer', version: '1.0.0', dependencies: { 'media-jobs': spec } },
       'node_modules/media-jobs': {
@@ -124,17 +163,24 @@ describe('npm pack', () => {
         dependencies: manifest.dependencies,
         bin: manifest.bin,
         engines: manifest.engines,
+        bundleDependencies: manifest.bundleDependencies,
       },
     };
     for (const [key, entry] of Object.entries(ours.packages)) {
-      if (key === '' || entry.dev) continue;
-      const { devOptional, ...rest } = entry;
+      const inside = manifest.bundleDependencies.some((b) => (key + '/').startsWith(`node_modules/${b}/`));
+      if (key === '' || entry.dev || inside) continue;
+      const { devOptional, inBundle: _b, ...rest } = entry;
       packages[key] = devOptional ? { ...rest, optional: true } : rest;
+    }
+    for (const dir of bundled) {
+      const { resolved: _r, integrity: _i, dev: _d, devOptional: _o, ...rest } = ours.packages[dir]!;
+      packages[`node_modules/media-jobs/${dir}`] = { ...rest, inBundle: true };
     }
     fs.writeFileSync(
       path.join(project, 'package-lock.json'),
       JSON.stringify({ name: 'consumer', version: '1.0.0', lockfileVersion: 3, requires: true, packages }),
     );
+    if (process.env.DEBUG_LOCK) fs.copyFileSync(path.join(project, 'package-lock.json'), process.env.DEBUG_LOCK);
     // Install scripts off: the CLI's --help and the client need no native build.
     const env = { ...process.env, npm_config_update_notifier: 'false' };
     const install = await run('npm', ['ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], {
@@ -142,7 +188,14 @@ describe('npm pack', () => {
       env,
     });
     expect(install.code, install.out).toBe(0);
+    expect(install.out).not.toContain('EBADENGINE');
     expect(fs.existsSync(path.join(project, 'node_modules/media-jobs/src'))).toBe(false);
+    // What npm's engine check looks at, on the oldest Node we support and on this one.
+    const oldest = semver.minVersion(manifest.engines.node)!.version;
+    const refusing = enginesOf(path.join(project, 'node_modules')).filter(
+      (p) => ![oldest, process.version].every((v) => semver.satisfies(v, p.node, { includePrerelease: true })),
+    );
+    expect(refusing).toEqual([]);
 
     const help = await run('npx', ['--offline', 'media-jobs', '--help'], { cwd: project, env });
     expect(help.code, help.out).toBe(0);
