@@ -180,7 +180,6 @@ describe('npm pack', () => {
       path.join(project, 'package-lock.json'),
       JSON.stringify({ name: 'consumer', version: '1.0.0', lockfileVersion: 3, requires: true, packages }),
     );
-    if (process.env.DEBUG_LOCK) fs.copyFileSync(path.join(project, 'package-lock.json'), process.env.DEBUG_LOCK);
     // Install scripts off: the CLI's --help and the client need no native build.
     const env = { ...process.env, npm_config_update_notifier: 'false' };
     const install = await run('npm', ['ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], {
