@@ -37,15 +37,6 @@ function run(cmd: string, args: string[], opts: SpawnOptions = {}): Promise<Run>
   });
 }
 
-/** The package directories the tarball carries under node_modules (bundleDependencies and theirs). */
-function bundledDirs(p: Packed): string[] {
-  const dir = /^((?:node_modules\/(?:@[^/]+\/)?[^/]+\/)+)package\.json$/;
-  return p.files.flatMap((f) => {
-    const m = dir.exec(f.path);
-    return m ? [m[1]!.slice(0, -1)] : [];
-  });
-}
-
 /** Every installed package's `engines.node`, nested node_modules included. */
 function enginesOf(dir: string, out: Array<{ where: string; node: string }> = []) {
   if (!fs.existsSync(dir)) return out;
@@ -74,7 +65,6 @@ interface LockEntry {
   dev?: boolean;
   devOptional?: boolean;
   optional?: boolean;
-  inBundle?: boolean;
   [k: string]: unknown;
 }
 interface Manifest {
@@ -82,9 +72,9 @@ interface Manifest {
   version: string;
   license: string;
   bin: Record<string, string>;
-  engines: Record<string, string>;
+  engines: { node: string };
   dependencies: Record<string, string>;
-  bundleDependencies: string[];
+  overrides?: unknown;
 }
 
 const dir = tempDir('mj-pack-');
@@ -118,13 +108,8 @@ describe('npm pack', () => {
       'dist/dashboard/index.html',
     ])
       expect(files, needed).toContain(needed);
-    // node_modules: the bundled dependencies (bundleDependencies), nothing else of ours.
     const stray = files.filter(
-      (f) =>
-        !f.startsWith('dist/') &&
-        !f.startsWith('bin/') &&
-        !f.startsWith('node_modules/') &&
-        !['package.json', 'README.md', 'LICENSE'].includes(f),
+      (f) => !f.startsWith('dist/') && !f.startsWith('bin/') && !['package.json', 'README.md', 'LICENSE'].includes(f),
     );
     expect(stray).toEqual([]);
   });
@@ -145,14 +130,13 @@ describe('npm pack', () => {
       JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, dependencies: { 'media-jobs': spec } }),
     );
     // The lockfile npm would write, from ours: the tarball, then our production dependencies at
-    // the same places, and the bundled ones (inside the tarball) under media-jobs. With it
-    // `npm ci --offline` needs nothing but the packages' tarballs in npm's cache (which `npm ci`
-    // here filled), no registry metadata.
+    // the same places. With it `npm ci --offline` needs nothing but the packages' tarballs in
+    // npm's cache (which `npm ci` here filled), no registry metadata. Ours has no overrides, so
+    // it is what npm resolves for a consumer too.
     const ours = JSON.parse(fs.readFileSync(path.join(root, 'package-lock.json'), 'utf8')) as {
       packages: Record<string, LockEntry>;
     };
-    const bundled = bundledDirs(packed);
-    expect(bundled).toContain('node_modules/@fastify/static');
+    expect(manifest.overrides, 'a consumer would not get them').toBeUndefined();
     const packages: Record<string, LockEntry> = {
       '': { name: 'consumer', version: '1.0.0', dependencies: { 'media-jobs': spec } },
       'node_modules/media-jobs': {
@@ -163,18 +147,12 @@ describe('npm pack', () => {
         dependencies: manifest.dependencies,
         bin: manifest.bin,
         engines: manifest.engines,
-        bundleDependencies: manifest.bundleDependencies,
       },
     };
     for (const [key, entry] of Object.entries(ours.packages)) {
-      const inside = manifest.bundleDependencies.some((b) => (key + '/').startsWith(`node_modules/${b}/`));
-      if (key === '' || entry.dev || inside) continue;
-      const { devOptional, inBundle: _b, ...rest } = entry;
+      if (key === '' || entry.dev) continue;
+      const { devOptional, ...rest } = entry;
       packages[key] = devOptional ? { ...rest, optional: true } : rest;
-    }
-    for (const dir of bundled) {
-      const { resolved: _r, integrity: _i, dev: _d, devOptional: _o, ...rest } = ours.packages[dir]!;
-      packages[`node_modules/media-jobs/${dir}`] = { ...rest, inBundle: true };
     }
     fs.writeFileSync(
       path.join(project, 'package-lock.json'),
