@@ -21,8 +21,6 @@ import { FacePicker } from './faces';
 export function Prose({ text: t }: { text: string }) {
   return <>{t.split(/`([^`]*)`/).map((part, i) => (i % 2 === 1 ? <code>{part}</code> : part))}</>;
 }
-/** The same for a plain-text place (an <option>): the backticks dropped. */
-const plain = (t: string): string => t.replace(/`([^`]*)`/g, '$1');
 
 /** An error's message for the page (whatever was thrown). */
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
@@ -194,9 +192,10 @@ export function Jobs() {
               <td>{j.job_type}</td>
               <td>
                 <Status status={j.status} />
+                {j.error_type && <span class="error-type">{j.error_type}</span>}
               </td>
               <td>
-                {j.status_detail}
+                {j.error_message ?? j.status_detail}
                 {j.progress && !isTerminal(j.status) && (
                   <>
                     <br />
@@ -371,17 +370,24 @@ export function JobPage({ uuid }: { uuid: string }) {
         {job.priority !== 0 && ` · priority ${job.priority}`}
         {job.deadline && ` · deadline ${when(job.deadline)}`}
       </p>
-      <ProgressBar job={job} />
-      {!isTerminal(job.status) && (
-        <button type="button" class="danger" onClick={cancel} disabled={busy}>
-          Cancel job
-        </button>
+      {/* The bar and the buttons on lines of their own: a button never sits against the label. */}
+      {job.progress && !isTerminal(job.status) && (
+        <div class="job-progress">
+          <ProgressBar job={job} />
+        </div>
       )}
-      {isTerminal(job.status) && !job.data_removed && (
-        <button type="button" class="danger" onClick={remove} disabled={busy}>
-          Delete job data
-        </button>
-      )}
+      <div class="actions">
+        {!isTerminal(job.status) && (
+          <button type="button" class="danger" onClick={cancel} disabled={busy}>
+            Cancel job
+          </button>
+        )}
+        {isTerminal(job.status) && !job.data_removed && (
+          <button type="button" class="danger" onClick={remove} disabled={busy}>
+            Delete job data
+          </button>
+        )}
+      </div>
       {job.data_removed && (
         <p class="note" role="status">
           This job's data (input, webhook, result) was deleted.
@@ -709,11 +715,17 @@ export function NewJob() {
             <label for="model">Model</label>
             <select id="model" value={model || type.models[0]?.name} onChange={(e) => setModel(e.currentTarget.value)}>
               {type.models.map((m) => (
-                <option value={m.name}>
-                  {m.name}: {plain(m.description)}
-                </option>
+                <option value={m.name}>{m.name}</option>
               ))}
             </select>
+            {/* The description under the list, whole: an <option> cuts a long one mid-word. */}
+            {type.models
+              .filter((m) => m.name === (model || type.models[0]?.name))
+              .map((m) => (
+                <small class="hint" id="model-description">
+                  <Prose text={m.description} />
+                </small>
+              ))}
           </div>
         )}
         {type && (

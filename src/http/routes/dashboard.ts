@@ -39,6 +39,8 @@ export async function dashboardRoutes(app: FastifyInstance): Promise<void> {
   app.get('/dashboard/*', { schema: { hide: true } }, async (request, reply) =>
     serveFile(request, reply, (request.params as { '*': string })['*'] || 'index.html'),
   );
+  // The page itself (the wildcard does not answer the bare prefix).
+  app.get('/dashboard/', { schema: { hide: true } }, async (request, reply) => serveFile(request, reply, 'index.html'));
   // Browsers ask the origin for its icon whatever the page says: the dashboard's.
   app.get('/favicon.ico', { schema: { hide: true } }, async (request, reply) =>
     serveFile(request, reply, 'favicon.svg'),
