@@ -148,7 +148,7 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
       const broken = await page
         .locator('.hint code')
         .evaluateAll((cs) =>
-          cs.filter((c) => !/\s/.test(c.textContent!) && c.getClientRects().length > 1).map((c) => c.textContent),
+          cs.filter((c) => !/\s/.test(c.textContent) && c.getClientRects().length > 1).map((c) => c.textContent),
         );
       expect(broken).toEqual([]);
       // A checkbox field keeps the same distance from the help above it as any other field.
