@@ -1,5 +1,5 @@
 /**
- * The contract: the wire's constants and shapes, stated once (DESIGN.md §2). The server, the
+ * The contract: the wire's constants and shapes, stated once (docs/api.md describes them). The server, the
  * TypeScript client, the worker SDK, the CLI and the dashboard all import them from here. A leaf
  * module (it imports nothing), so a client or a worker loads none of the service with it;
  * test/openapi checks at compile time that the shapes match what the server builds.
@@ -60,7 +60,7 @@ export interface ApiJob {
   data_removed: boolean;
 }
 
-/** Structured progress (DESIGN.md §7): `{"stage":"swapping faces","percent":34.2,"current":41,"total":120}`. */
+/** Structured progress: `{"stage":"swapping faces","percent":34.2,"current":41,"total":120}`. */
 export interface JobProgress {
   stage: string;
   /** 0–100, or null when the stage has no measure. */

@@ -1,4 +1,4 @@
-/** Job states and the one table of legal transitions (DESIGN.md §2). */
+/** Job states and the one table of legal transitions (docs/api.md, States). */
 import { ACTIVE_STATUSES, JOB_STATUSES, TERMINAL_STATUSES, type JobStatus, type TerminalStatus } from '../contract.js';
 
 export { ACTIVE_STATUSES, JOB_STATUSES, TERMINAL_STATUSES, type JobStatus, type TerminalStatus };

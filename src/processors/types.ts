@@ -2,7 +2,7 @@ import type { z } from 'zod';
 
 import { SLOT_NAMES, type SlotName, type SlotSpec } from '../contract.js';
 
-/** The media slots the seed names (the contract's); they live under `input`. */
+/** The media slots (the contract's); they live under `input`. */
 export { SLOT_NAMES, type SlotName };
 
 export type { SlotSpec };

@@ -57,7 +57,7 @@ export async function spawnService(
   await waitFor(async () => {
     if (proc.exitCode !== null) throw new Error(`service exited early:\n${out}`);
     try {
-      // A worker-only process serves only /healthz, /readyz and /metrics (DESIGN.md §9).
+      // A worker-only process serves only /healthz, /readyz and /metrics.
       const ready = opts.readyPath ?? (role === 'worker' ? '/readyz' : '/api/v1/job-types');
       return (await call('GET', ready)).status === 200;
     } catch {
