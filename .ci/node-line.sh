@@ -24,11 +24,22 @@ tar -C "$root" --exclude=./node_modules --exclude=./.git --exclude=./data -cf - 
 cp -al "$root/node_modules" "$copy/node_modules"
 rm -rf "$copy/node_modules/.vite" "$copy/node_modules/.vitest" "$copy/node_modules/better-sqlite3"
 cp -a "$root/node_modules/better-sqlite3" "$copy/node_modules/better-sqlite3"
-gyp="$(npm prefix -g)/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js"
-(cd "$copy/node_modules/better-sqlite3" &&
-  PATH="$node_dir/bin:$PATH" node "$gyp" rebuild --release --nodedir="$node_dir" >"$work/gyp.log" 2>&1) ||
-  { tail -30 "$work/gyp.log" >&2; echo "CI: better-sqlite3 did not build for Node $line" >&2; exit 1; }
-echo "CI: better-sqlite3 built for Node $line in $((SECONDS - start)) s"
+# A build is kept per better-sqlite3 and Node version (~80 s on an idle 2-core machine), so
+# later runs on the same machine only copy it.
+bs_version="$(node -p 'require(process.argv[1]).version' "$root/node_modules/better-sqlite3/package.json")"
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/media-jobs-ci/better-sqlite3-$bs_version-node$("$node_dir/bin/node" -v)"
+addon="$copy/node_modules/better-sqlite3/build/Release/better_sqlite3.node"
+if [ -f "$cache/better_sqlite3.node" ]; then
+  cp "$cache/better_sqlite3.node" "$addon"
+  echo "CI: better-sqlite3 for Node $line from $cache"
+else
+  gyp="$(npm prefix -g)/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js"
+  (cd "$copy/node_modules/better-sqlite3" &&
+    PATH="$node_dir/bin:$PATH" node "$gyp" rebuild --release --nodedir="$node_dir" >"$work/gyp.log" 2>&1) ||
+    { tail -30 "$work/gyp.log" >&2; echo "CI: better-sqlite3 did not build for Node $line" >&2; exit 1; }
+  mkdir -p "$cache" && cp "$addon" "$cache/"
+  echo "CI: better-sqlite3 built for Node $line in $((SECONDS - start)) s"
+fi
 
 # The unit tests and the API tests (SQLite and PostgreSQL), as on the main line.
 (cd "$copy" && PATH="$node_dir/bin:$PATH" node node_modules/vitest/vitest.mjs run test/unit test/api)
