@@ -182,3 +182,19 @@ export interface Delivery {
   next_attempt_at: string | null;
   created_at: string;
 }
+
+/**
+ * How often a lease holder renews its lease: a third of it, so two renewals may fail before it
+ * lapses (at most `atMostMs`; never more often than every 100 ms).
+ */
+export function heartbeatEveryMs(leaseMs: number, atMostMs = Infinity): number {
+  return Math.max(100, Math.min(atMostMs, Math.floor(leaseMs / 3)));
+}
+
+/** A queued job's status_detail; a job back in the queue says why in parentheses. */
+export const WAITING_FOR_WORKER = 'waiting for a worker';
+
+/** `waiting for a worker (why)`, or the bare sentence without a reason. */
+export function waitingForWorker(why?: string): string {
+  return why === undefined ? WAITING_FOR_WORKER : `${WAITING_FOR_WORKER} (${why})`;
+}
