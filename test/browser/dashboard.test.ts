@@ -33,7 +33,7 @@ const shot = async (page: Page, name: string) => {
 
 /**
  * Whether dist/dashboard is missing or older than a source it is built from (dashboard/, and
- * src/contract.ts it imports), so an edited dashboard is never tested from an old build. A fresh
+ * src/contract/ it imports), so an edited dashboard is never tested from an old build. A fresh
  * build is left alone: other test files (the package test packs dist/) may read it meanwhile.
  */
 function dashboardBuildIsStale(): boolean {
@@ -41,12 +41,9 @@ function dashboardBuildIsStale(): boolean {
   if (!fs.existsSync(built)) return true;
   const at = fs.statSync(built).mtimeMs;
   const root = new URL('../../', import.meta.url);
-  const sources = [
-    ...fs
-      .readdirSync(new URL('dashboard/', root), { recursive: true, encoding: 'utf8' })
-      .map((f) => new URL(`dashboard/${f}`, root)),
-    new URL('src/contract.ts', root),
-  ];
+  const sources = ['dashboard/', 'src/contract/'].flatMap((dir) =>
+    fs.readdirSync(new URL(dir, root), { recursive: true, encoding: 'utf8' }).map((f) => new URL(`${dir}${f}`, root)),
+  );
   return sources.some((f) => fs.statSync(f).mtimeMs > at);
 }
 
