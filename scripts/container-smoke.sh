@@ -56,10 +56,12 @@ fi
 
 # --- 2. podman's configuration ------------------------------------------------------------------
 mkdir -p "$WORK"
-limit() { [ "$1" = unlimited ] && echo -1 || echo "$1"; }
+# nproc also at most pid_max: podman runs conmon with that, and runc cannot raise it for the container.
+pid_max=$(cat /proc/sys/kernel/pid_max)
+limit() { if [ "$1" = unlimited ] || [ "$1" -gt "${2:-$1}" ]; then echo "${2:--1}"; else echo "$1"; fi; }
 cat >"$WORK/containers.conf" <<EOF
 [containers]
-default_ulimits = ["nofile=$(limit "$(ulimit -Sn)"):$(limit "$(ulimit -Hn)")", "nproc=$(limit "$(ulimit -Su)"):$(limit "$(ulimit -Hu)")"]
+default_ulimits = ["nofile=$(limit "$(ulimit -Sn)"):$(limit "$(ulimit -Hn)")", "nproc=$(limit "$(ulimit -Su)" "$pid_max"):$(limit "$(ulimit -Hu)" "$pid_max")"]
 [engine]
 runtime = "runc"
 cgroup_manager = "cgroupfs"
@@ -78,7 +80,7 @@ if ! podman image exists "$BASE"; then
     debootstrap --variant=minbase bookworm "$WORK/rootfs" "${mirror:-http://deb.debian.org/debian}" \
       >"$WORK/debootstrap.log" 2>&1 || fail "debootstrap failed: $(tail -1 "$WORK/debootstrap.log")"
     rm -rf "$WORK"/rootfs/var/cache/apt/archives/*.deb "$WORK"/rootfs/var/lib/apt/lists/*
-    tar -C "$WORK/rootfs" -c . | podman import --change 'CMD ["bash"]' - localhost/debian:bookworm-min >/dev/null
+    tar -C "$WORK/rootfs" -c . | podman import -q --change 'CMD ["bash"]' - localhost/debian:bookworm-min >/dev/null
     rm -rf "$WORK/rootfs"
   fi
   say "making $BASE (Node 22 and npm 10 from the npm registry)"

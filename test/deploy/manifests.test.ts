@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv2019 } from 'ajv/dist/2019.js';
-import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
+import { ConfigMap, type IPodSpec, Secret, Service } from 'kubernetes-models/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { Job } from 'kubernetes-models/batch/v1';
 import { describe, expect, it } from 'vitest';
@@ -122,7 +122,7 @@ describe('deploy/k8s', () => {
   const all = manifests();
   const find = (kind: string, name: string) =>
     all.find((m) => m.doc.kind === kind && m.doc.metadata.name === name)?.doc;
-  const podSpec = (d: Manifest) => (new Deployment(d).spec ?? new Job(d).spec)!.template.spec!;
+  const podSpec = (d: Manifest) => (d.spec as { template: { spec: IPodSpec } }).template.spec;
   const env: Env = {
     ...(find('ConfigMap', 'media-jobs')!.data as Env),
     ...(find('Secret', 'media-jobs')!.stringData as Env),
