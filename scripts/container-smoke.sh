@@ -2,7 +2,7 @@
 # Container smoke test: builds the image from Containerfile and runs it for real.
 #
 # What it sets up by itself (as root, on Debian 12; each step is skipped when already done):
-#   1. apt-get installs podman, buildah, runc, catatonit (podman's --init), debootstrap, podman-compose.
+#   1. apt-get installs podman, buildah, runc, catatonit (podman's --init) and debootstrap.
 #   2. A containers.conf of its own (CONTAINERS_CONF, nothing written to /etc): the runc runtime (crun
 #      refuses a hybrid cgroup layout), cgroupfs, and default ulimits equal to this shell's (podman
 #      cannot raise rlimits on some machines).
@@ -12,9 +12,9 @@
 #      with uid 1000, as in the official image. Kept as localhost/node:22-bookworm-slim. With
 #      CONTAINER_BASE_IMAGE=docker.io/library/node:22-bookworm-slim (a registry reachable) it is not made.
 #   4. The build trusts the host's CA bundle (a build secret, for an intercepting TLS proxy).
-# Then: builds the image (prints its build time and size), checks compose.yaml with podman-compose,
-# runs the image alone on SQLite (no --init: Node is PID 1, as on Kubernetes) and as an API + worker
-# pair on PostgreSQL at 127.0.0.1:5432 (a fresh database; --init, as compose does), each time submits a
+# Then: builds the image (prints its build time and size), runs the image alone on SQLite (no --init: Node is PID 1, as on Kubernetes) and as an API + worker
+# pair on PostgreSQL at 127.0.0.1:5432 (a fresh database) with results in S3 (s3rver on this host),
+# --init and read-only root file systems, as compose.yaml and deploy/k8s run it; each time submits a
 # real image-transform job of a picture served from this host, fetches its result, stops the
 # containers with SIGTERM and requires exit code 0 within 30 s. Host networking throughout.
 # A machine that cannot run containers fails here, with one line saying so.
@@ -41,7 +41,7 @@ cannot_run() {
 free_port() { node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"; }
 
 # --- 1. tools -----------------------------------------------------------------------------------
-PACKAGES=(podman buildah runc catatonit debootstrap podman-compose)
+PACKAGES=(podman buildah runc catatonit debootstrap)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
@@ -79,7 +79,9 @@ if ! podman image exists "$BASE"; then
     rm -rf "$WORK/rootfs"
     debootstrap --variant=minbase bookworm "$WORK/rootfs" "${mirror:-http://deb.debian.org/debian}" \
       >"$WORK/debootstrap.log" 2>&1 || fail "debootstrap failed: $(tail -1 "$WORK/debootstrap.log")"
-    rm -rf "$WORK"/rootfs/var/cache/apt/archives/*.deb "$WORK"/rootfs/var/lib/apt/lists/*
+    # As Debian's slim images: no apt caches, documentation or locales.
+    rm -rf "$WORK"/rootfs/var/cache/apt/archives/*.deb "$WORK"/rootfs/var/lib/apt/lists/* \
+      "$WORK"/rootfs/usr/share/{doc,man,info,locale}/*
     tar -C "$WORK/rootfs" -c . | podman import -q --change 'CMD ["bash"]' - localhost/debian:bookworm-min >/dev/null
     rm -rf "$WORK/rootfs"
   fi
@@ -117,17 +119,13 @@ podman build --format docker --network host --pull=never "${cache[@]}" "${secret
 size=$(podman image inspect "$IMAGE" --format '{{.Size}}')
 say "image built in $((SECONDS - build_started)) s${cache:+ (no cache)}; size $((size / 1000000)) MB"
 
-podman-compose -f compose.yaml config >/dev/null 2>"$WORK/compose.err" ||
-  fail "podman-compose cannot read compose.yaml: $(tail -1 "$WORK/compose.err")"
-say "compose.yaml read by podman-compose"
-
 # --- runs ---------------------------------------------------------------------------------------
 media_port=$(free_port)
 db_name=${RUN_ID//-/_}
 cleanup() {
   podman rm -f -t 0 "$RUN_ID-sqlite" "$RUN_ID-api" "$RUN_ID-worker" >/dev/null 2>&1 || true
-  podman volume rm -f "$RUN_ID-data" "$RUN_ID-shared" >/dev/null 2>&1 || true
-  [ -n "${media_pid:-}" ] && kill "$media_pid" 2>/dev/null || true
+  podman volume rm -f "$RUN_ID-data" >/dev/null 2>&1 || true
+  for pid in ${media_pid:-} ${s3_pid:-}; do kill "$pid" 2>/dev/null || true; done
   dropdb --if-exists -h 127.0.0.1 -U postgres "$db_name" 2>/dev/null || true
 }
 trap cleanup EXIT
@@ -145,7 +143,8 @@ stop_cleanly() {
   [ "$code" = 0 ] || fail "$name exited with code $code after SIGTERM: $(podman logs --tail 3 "$name" 2>&1 | tr '\n' ' ')"
   say "$name stopped on SIGTERM with exit code 0 in $((SECONDS - t0)) s"
 }
-common=(--network host -e MEDIA_ALLOW_PRIVATE_NETWORKS=true -e WORKER_CONCURRENCY=1 -e LOG_LEVEL=warn)
+# No healthcheck timer (podman's need systemd); the smoke runs the image's HEALTHCHECK itself.
+common=(--network host --health-interval disable -e MEDIA_ALLOW_PRIVATE_NETWORKS=true -e WORKER_CONCURRENCY=1 -e LOG_LEVEL=warn)
 
 say "SQLite: one container, every role"
 podman volume create "$RUN_ID-data" >/dev/null
@@ -159,16 +158,22 @@ podman healthcheck run "$RUN_ID-sqlite" >/dev/null || fail "the image's HEALTHCH
 say "HEALTHCHECK passes"
 stop_cleanly "$RUN_ID-sqlite"
 
-say "PostgreSQL: migrate, then one API and one worker container"
+say "PostgreSQL and S3: migrate, then one API and one worker container (read-only root file systems)"
 createdb -h 127.0.0.1 -U postgres "$db_name" || fail "could not create database $db_name at 127.0.0.1:5432"
 db_url="${PG_ADMIN_URL%/*}/$db_name"
 run -e DATABASE_URL="$db_url" "$IMAGE" migrate >/dev/null || fail "migrate failed"
 key=$(new_key -e DATABASE_URL="$db_url")
 api_port=$(free_port)
 worker_port=$(free_port)
-# Local results on one shared volume: the worker writes them, the API serves them.
-podman volume create "$RUN_ID-shared" >/dev/null
-pg=("${common[@]}" --init -v "$RUN_ID-shared:/data" -e DATABASE_URL="$db_url" -e PUBLIC_BASE_URL="http://127.0.0.1:$api_port")
+# Results in S3, as in compose.yaml: s3rver (a devDependency) on this host stands in for the store.
+s3_port=$(free_port)
+rm -rf "$WORK/s3" && mkdir -p "$WORK/s3"
+node -e "new (require('s3rver'))({ address: '127.0.0.1', port: $s3_port, silent: true, directory: '$WORK/s3',
+  configureBuckets: [{ name: 'results' }] }).run()" &
+s3_pid=$!
+pg=("${common[@]}" --init --read-only -e DATABASE_URL="$db_url" -e PUBLIC_BASE_URL="http://127.0.0.1:$api_port"
+  -e RESULT_STORE=s3://results/jobs -e S3_ENDPOINT="http://127.0.0.1:$s3_port" -e AWS_ACCESS_KEY_ID=S3RVER
+  -e AWS_SECRET_ACCESS_KEY=S3RVER)
 podman run -d --name "$RUN_ID-api" "${pg[@]}" -e PORT="$api_port" "$IMAGE" serve --role api >/dev/null
 podman run -d --name "$RUN_ID-worker" "${pg[@]}" -e PORT="$worker_port" "$IMAGE" serve --role worker >/dev/null
 node scripts/container-smoke-job.mjs "http://127.0.0.1:$api_port" "$key" "$media_url" "http://127.0.0.1:$worker_port" ||
