@@ -3,7 +3,16 @@
  * blend. Pure computation apart from an optional sharp resize of the source.
  */
 import { cloneCorrection, composite } from './blend.js';
-import { channelStats, labToRgb, rgbToLab, transferLocal, transferStats, type ChannelStats } from './color.js';
+import {
+  channelStats,
+  evenOutFeatures,
+  labToRgb,
+  rgbToLab,
+  transferLocal,
+  transferStats,
+  type ColorStats,
+} from './color.js';
+export type { ColorStats } from './color.js';
 import { boundingRegion, convexHull, faceSize, type Region } from './geometry.js';
 import { resizeRegion } from './image.js';
 import {
@@ -17,6 +26,7 @@ import {
 } from './mask.js';
 import type { BlendMode } from './options.js';
 import { laplacianVariance, matchDetail } from './detail.js';
+import { innerMouthHole, mouthGap, OPEN_GAP } from './mouth.js';
 import { fitSkinModel, nonSkinMask, occlusionMask, softenMask, transferLighting } from './skin.js';
 import type { Point, RgbImage } from './types.js';
 import { opaqueExtent, upsampleFace, type Rendered } from './upsample.js';
@@ -40,12 +50,8 @@ export interface SwapOptions {
    * own size, but at least MIN_WORK_SIZE (a smaller source has no more detail to give).
    */
   workSize?: number | undefined;
-}
-
-/** Skin colour statistics (CIELAB) of the warped source face and of the target face. */
-export interface ColorStats {
-  src: ChannelStats;
-  dst: ChannelStats;
+  /** A plane of the target's size that receives the alpha each pixel was written with (level.ts pastes by it). */
+  alphaOut?: Float32Array | undefined;
 }
 
 /**
@@ -94,8 +100,6 @@ const FEATURE_MARGIN = 0.04;
  * too smooth to draw the target's lips, lids or brows into the new face.
  */
 const LIGHT_DEGREE = 3;
-/** Scale (of the face size) of the chroma correction inside the features: one colour shift per lip, eye, brow. */
-const FEATURE_SIGMA_AB = 0.12;
 /** Share of the target face's Laplacian variance the new face is sharpened up to. */
 const DETAIL_TARGET = 0.9;
 
@@ -109,6 +113,8 @@ const FEATURES: readonly (readonly [number, number])[] = [
 ];
 /** Jaw line 0-16, then (after extendForehead) 68-77 above the brows: the outline of the replaced area. */
 const OUTLINE = [...Array.from({ length: 17 }, (_, i) => i), ...Array.from({ length: 10 }, (_, i) => 68 + i)];
+/** First mouth landmark (48-59 outer lip line, 60-67 inner). */
+const MOUTH_FROM = 48;
 /** Points used to fit the similarity alignment: brows, nose, eyes, mouth. */
 const INNER = Array.from({ length: 68 - 17 }, (_, i) => i + 17);
 
@@ -181,8 +187,11 @@ export function alignSimilarity(src: readonly Point[], dst: readonly Point[], fi
  */
 function destinationPoints(srcLm: readonly Point[], targetLm: readonly Point[], tuning: SwapTuning): Point[] {
   const aligned = alignSimilarity(srcLm, targetLm, INNER);
+  const open = mouthGap(targetLm, faceSize(targetLm)) >= OPEN_GAP;
   const dst = targetLm.map((p, i) => {
-    if (i < 17) return p;
+    // Jaw: the blend's edge. An open mouth: the target's expression (the source's lips are warped
+    // onto the target's lips around its teeth), so no second, closed mouth appears beside it.
+    if (i < 17 || (open && i >= MOUTH_FROM)) return p;
     const k = i < 27 ? tuning.shape / 2 : tuning.shape;
     const a = aligned[i]!;
     return { x: p.x + k * (a.x - p.x), y: p.y + k * (a.y - p.y) };
@@ -255,7 +264,7 @@ export async function swapFace(
     const placed = await placeSource(targetLm, source, srcLm, tuning);
     return withScratch(() => {
       const r = renderFace(target, targetLm, placed, opts, tuning, true);
-      if (r) composite(target, r.region, r.face, r.alpha);
+      if (r) writeFace(target, r.region, r.face, r.alpha, opts.alphaOut);
       return r?.stats;
     });
   }
@@ -277,9 +286,19 @@ export async function swapFace(
     if (!S) return r.stats;
     const { face, alpha } = upsampleFace(r, R, kx, ky, S);
     sharpenToMatch(target, S, face, alpha);
-    composite(target, S, face, alpha);
+    writeFace(target, S, face, alpha, opts.alphaOut);
     return r.stats;
   });
+}
+
+/** Composites the face into `target` and, if asked, records the alpha it was written with. */
+function writeFace(target: RgbImage, region: Region, face: Float32Array, alpha: Float32Array, out?: Float32Array) {
+  composite(target, region, face, alpha);
+  if (!out) return;
+  for (let y = 0; y < region.height; y++) {
+    const row = (region.top + y) * target.width + region.left;
+    for (let x = 0; x < region.width; x++) out[row + x] = Math.max(out[row + x]!, alpha[y * region.width + x]!);
+  }
 }
 
 /**
@@ -474,19 +493,13 @@ function renderFace(
     // local low-pass difference over skin only (a coloured light on the source carries no identity).
     transferLighting(srcLab, dstLab, skin, covered, w, region.height, [LIGHT_DEGREE, -1, -1]);
     const sab = tuning.sigmaAB * size;
-    // Inside the features (lips, eyes, brows) the fine field would be drawn from whichever skin lies
-    // nearest (chin below the lower lip, philtrum above the upper one) and tint the two lips apart:
-    // there a broad field, so each feature gets one colour correction as a whole.
-    const broad = copyOf(srcLab);
+    // Inside the features (lips, eyes, brows) the local field would be drawn from whichever skin lies
+    // nearest (chin below the lower lip, the lid above an iris) and tint the two lips apart or an iris
+    // teal: there one shift per feature, the field's mean over it, so they keep the source's colours.
+    const before = copyOf(srcLab);
     transferLocal(srcLab, dstLab, skin, covered, w, region.height, [0, sab, sab]);
-    const sBroad = FEATURE_SIGMA_AB * size;
-    transferLocal(broad, dstLab, skin, covered, w, region.height, [0, sBroad, sBroad]);
     const k = featherMask(srcZones, w, region.height, Math.max(1, Math.round(margin)));
-    for (let i = 0; i < n; i++) {
-      const t = k[i]!;
-      if (t <= 0 || !covered[i]) continue;
-      for (let c = 1; c < 3; c++) srcLab[i * 3 + c] = srcLab[i * 3 + c]! + t * (broad[i * 3 + c]! - srcLab[i * 3 + c]!);
-    }
+    evenOutFeatures(before, srcLab, srcZones, k, covered, FEATURES.length);
     warped.set(labToRgb(srcLab, covered));
   }
 
@@ -494,5 +507,8 @@ function renderFace(
   // Sharpened before the membrane is added: the membrane is smooth and changes no detail.
   if (detail) sharpenToMatch(target, region, face, alpha, covered);
   if (opts.blend === 'poisson') cloneCorrection(target, region, face, covered, alpha, size, occluded);
+  // Cut after the membrane, which must not take the teeth's colour as the face's boundary.
+  const hole = innerMouthHole(targetLm, region, size);
+  if (hole) for (let i = 0; i < n; i++) alpha[i] = alpha[i]! * (1 - hole[i]!);
   return { region, face, alpha, stats: measured };
 }
