@@ -4,8 +4,9 @@
  * "up", feature zones, occluder tests) work as on an upright face, and the result is pasted back.
  */
 import type { ColorStats } from './color.js';
-import { extents } from './geometry.js';
-import { DEFAULT_TUNING, extendForehead, swapFace, type SwapOptions } from './swap.js';
+import { composite } from './blend.js';
+import { boundingRegion, extents, type Region } from './geometry.js';
+import { DEFAULT_TUNING, extendForehead, sharpenToMatch, swapFace, type SwapOptions } from './swap.js';
 import type { Point, RgbImage } from './types.js';
 import { cubicWeights } from './warp.js';
 
@@ -137,10 +138,14 @@ function sampleAlpha(a: Float32Array, side: number, x: number, y: number): numbe
 }
 
 /**
- * Writes the swapped crop back into `target` where its `alpha` (crop-sized) is non-zero; every
- * other pixel of `target` stays exactly as it was.
+ * The swapped crop back in the original's pixels: colour and alpha over the region its non-zero
+ * alpha covers (bicubic colour, bilinear alpha), or undefined if it covers nothing.
  */
-export function pasteLevel(target: RgbImage, f: LevelFrame, alpha: Float32Array): void {
+export function unlevel(
+  target: RgbImage,
+  f: LevelFrame,
+  alpha: Float32Array,
+): { region: Region; face: Float32Array; alpha: Float32Array } | undefined {
   const side = f.image.width;
   const corners = [
     { x: 0, y: 0 },
@@ -148,27 +153,25 @@ export function pasteLevel(target: RgbImage, f: LevelFrame, alpha: Float32Array)
     { x: 0, y: side },
     { x: side, y: side },
   ].map((q) => fromLevel(f, q));
-  const e = extents(corners);
-  const left = Math.max(0, Math.floor(e.x0));
-  const top = Math.max(0, Math.floor(e.y0));
-  const right = Math.min(target.width, Math.ceil(e.x1));
-  const bottom = Math.min(target.height, Math.ceil(e.y1));
+  const region = boundingRegion(corners, 1, target.width, target.height);
+  const { width: w, height: h } = region;
+  if (w <= 0 || h <= 0) return undefined;
+  const face = new Float32Array(w * h * 3);
+  const out = new Float32Array(w * h);
   const wx = new Float64Array(4);
   const wy = new Float64Array(4);
-  const px = new Float32Array(3);
-  for (let y = top; y < bottom; y++) {
-    for (let x = left; x < right; x++) {
-      const q = toLevel(f, { x: x + 0.5, y: y + 0.5 });
+  let any = false;
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const q = toLevel(f, { x: region.left + x + 0.5, y: region.top + y + 0.5 });
       const a = sampleAlpha(alpha, side, q.x, q.y);
       if (a <= 0) continue;
-      sampleCubic(f.image, q.x, q.y, wx, wy, px, 0);
-      const o = (y * target.width + x) * 3;
-      for (let k = 0; k < 3; k++) {
-        const v = a * px[k]! + (1 - a) * target.data[o + k]!;
-        target.data[o + k] = Math.min(255, Math.max(0, Math.round(v)));
-      }
+      any = true;
+      out[y * w + x] = Math.min(1, a);
+      sampleCubic(f.image, q.x, q.y, wx, wy, face, (y * w + x) * 3);
     }
   }
+  return any ? { region, face, alpha: out } : undefined;
 }
 
 /** Landmarks found again on a picture, starting from a first guess (detect.ts's refineLandmarks). */
@@ -209,6 +212,11 @@ export async function swapLevelled(
   if (!dst.frame) return swapFace(target, targetLm, source, srcLm, opts);
   const alpha = new Float32Array(dst.image.width * dst.image.height);
   const stats = await swapFace(dst.image, dst.lm, source, srcLm, { ...opts, alphaOut: alpha });
-  pasteLevel(target, dst.frame, alpha);
+  const back = unlevel(target, dst.frame, alpha);
+  if (back) {
+    // The crop was resampled twice (there and back): sharpened again to the photo's own detail.
+    sharpenToMatch(target, back.region, back.face, back.alpha);
+    composite(target, back.region, back.face, back.alpha);
+  }
   return stats;
 }

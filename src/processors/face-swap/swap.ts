@@ -190,7 +190,8 @@ function destinationPoints(srcLm: readonly Point[], targetLm: readonly Point[], 
   const open = mouthGap(targetLm, faceSize(targetLm)) >= OPEN_GAP;
   const dst = targetLm.map((p, i) => {
     // Jaw: the blend's edge. An open mouth: the target's expression (the source's lips are warped
-    // onto the target's lips around its teeth), so no second, closed mouth appears beside it.
+    // onto the target's lips around its teeth), so no second, closed mouth appears beside it. A
+    // closed one keeps the source's proportions, which carry some of its identity.
     if (i < 17 || (open && i >= MOUTH_FROM)) return p;
     const k = i < 27 ? tuning.shape / 2 : tuning.shape;
     const a = aligned[i]!;
@@ -305,7 +306,7 @@ function writeFace(target: RgbImage, region: Region, face: Float32Array, alpha: 
  * As crisp as the photo: compare the inner face (alpha 1) of both, sharpen the new face (where `use`
  * is set, default where alpha > 0) to match.
  */
-function sharpenToMatch(
+export function sharpenToMatch(
   target: RgbImage,
   region: Region,
   face: Float32Array,
