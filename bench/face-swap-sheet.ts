@@ -112,7 +112,11 @@ try {
       try {
         result = await jt.run({
           model: 'warp-blend-v1',
-          options: jt.options.parse({ format: 'png', target_face_indices: [index], min_confidence: confidenceFor(t.name) }),
+          options: jt.options.parse({
+            format: 'png',
+            target_face_indices: [index],
+            min_confidence: confidenceFor(t.name),
+          }),
           media: {
             source: [{ url: 'sheet:source', bytes: source, mime: 'image/jpeg' }],
             target: [{ url: 'sheet:target', bytes: t.bytes, mime: 'image/jpeg' }],
@@ -125,7 +129,7 @@ try {
         console.log(line);
         rows.push(line);
         tiles.push(await tile(img0, f.box, `${t.name} #${index}`));
-        tiles.push(await tile(img0, f.box, 'failed: profile'));
+        tiles.push(await tile(img0, f.box, 'failed'));
         continue;
       }
       const res = await dec(result.bytes);

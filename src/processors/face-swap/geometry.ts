@@ -68,15 +68,3 @@ export function boundingRegion(points: readonly Point[], margin: number, width: 
 export function faceSize(landmarks: readonly Point[]): number {
   return Math.sqrt(polygonArea(convexHull(landmarks)));
 }
-
-/**
- * How far the face is turned sideways: where the nose tip (30) lies between the jaw's ends (0, 16)
- * along the eye line, 0.5 for a frontal face, towards 0 or 1 for a profile.
- */
-export function noseAcross(lm: readonly Point[]): number {
-  const ex = lm[45]!.x - lm[36]!.x;
-  const ey = lm[45]!.y - lm[36]!.y;
-  const along = (p: Point) => (p.x - lm[0]!.x) * ex + (p.y - lm[0]!.y) * ey;
-  const span = along(lm[16]!);
-  return span !== 0 ? along(lm[30]!) / span : 0.5;
-}

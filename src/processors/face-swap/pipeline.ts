@@ -15,7 +15,6 @@ import {
 } from './detect.js';
 import { CONTENT_TYPES, EXTENSIONS, decodeImage, encodeImage } from './image.js';
 import type { FaceMode, FaceSwapOptions } from './options.js';
-import { noseAcross } from './geometry.js';
 import { levelled, swapLevelled } from './level.js';
 import { DEFAULT_TUNING, extendForehead } from './swap.js';
 import type { Box, Point, RgbImage } from './types.js';
@@ -151,8 +150,6 @@ export async function runFaceSwap(input: SwapJobInput, hooks: PipelineHooks): Pr
   for (let k = 0; k < chosen.length; k++) chosen[k] = await refineLandmarks(target, chosen[k]!);
   hooks.checkAborted();
 
-  chosen = turnedFacesOut(chosen, mode === 'all');
-
   hooks.progress('swapping faces');
   const blendOpts = { blend: options.blend, colorCorrection: options.color_correction };
   // Both faces level (a rolled one is cut out level and its landmarks found again there).
@@ -175,25 +172,6 @@ export async function runFaceSwap(input: SwapJobInput, hooks: PipelineHooks): Pr
     extension: EXTENSIONS[options.format],
     facesSwapped: chosen.length,
   };
-}
-
-/**
- * Nose tip this close to a jaw end (noseAcross below it, or above 1 minus it): a profile, whose far
- * half the 2-D warp would smear (a second eye, the cheek over the background).
- */
-const PROFILE = 0.17;
-
-/**
- * The faces frontal enough to swap. A profile fails the job clearly, except with faces "all",
- * where it is left as it is (unless every face is one).
- */
-function turnedFacesOut(faces: Point[][], all: boolean): Point[][] {
-  const frontal = faces.filter((lm) => {
-    const t = noseAcross(lm);
-    return t >= PROFILE && t <= 1 - PROFILE;
-  });
-  if (frontal.length === faces.length || (all && frontal.length > 0)) return frontal;
-  throw new JobError('invalid_media', 'input.target: a chosen face is turned too far to the side (a profile) to swap');
 }
 
 /** Landmarks of the target face whose descriptor is nearest the reference face's, if near enough. */
