@@ -100,6 +100,8 @@ const FEATURE_MARGIN = 0.04;
  * too smooth to draw the target's lips, lids or brows into the new face.
  */
 const LIGHT_DEGREE = 3;
+/** Polynomial degree of the chroma surface: a light's colour gradient across the face, nothing finer. */
+const CHROMA_DEGREE = 2;
 /** Share of the target face's Laplacian variance the new face is sharpened up to. */
 const DETAIL_TARGET = 0.9;
 
@@ -490,9 +492,10 @@ function renderFace(
     measured = { src: channelStats(srcLab, skin), dst: channelStats(dstLab, skin) };
     const use = opts.colorStats ?? measured;
     transferStats(srcLab, covered, use.src, use.dst);
-    // Lightness: a smooth surface (the target's broad light, none of its features); chroma: the
-    // local low-pass difference over skin only (a coloured light on the source carries no identity).
-    transferLighting(srcLab, dstLab, skin, covered, w, region.height, [LIGHT_DEGREE, -1, -1]);
+    // Lightness: a smooth surface (the target's broad light, none of its features). Chroma: first a
+    // quadratic surface (a coloured light across the source, which would tint one eye teal), then
+    // the local low-pass difference over skin only (a coloured light carries no identity).
+    transferLighting(srcLab, dstLab, skin, covered, w, region.height, [LIGHT_DEGREE, CHROMA_DEGREE, CHROMA_DEGREE]);
     const sab = tuning.sigmaAB * size;
     // Inside the features (lips, eyes, brows) the local field would be drawn from whichever skin lies
     // nearest (chin below the lower lip, the lid above an iris) and tint the two lips apart or an iris
