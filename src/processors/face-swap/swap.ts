@@ -389,6 +389,113 @@ async function placeSource(
   return { src, srcPts, dstPts: geo.dst, triangles: geo.tris };
 }
 
+/** What the stages of one render share: its region, where the warp covered it, the face's scale. */
+interface Canvas {
+  region: Region;
+  covered: Uint8Array;
+  /** Face size (px, see faceSize) and the margin around the feature zones. */
+  size: number;
+  margin: number;
+}
+
+/**
+ * One face's planes over the render region: CIELAB colour, feature zones, what its skin model calls
+ * non-skin (`modelled`: whether a skin model could be fitted at all); `lm`, its landmarks there.
+ */
+interface FacePlanes {
+  lm: readonly Point[];
+  modelled: boolean;
+  lab: Float32Array;
+  zones: Uint8Array;
+  nonSkin: Uint8Array;
+}
+
+/** The replaced area (inside the outline) and each pixel's distance from its edge. */
+interface Outline {
+  inside: Uint8Array;
+  dist: Float32Array;
+}
+
+/** What covers the face `f` (hair, a hand, a bar, a shoulder), by that face's own skin model. */
+function occludersOf(c: Canvas, o: Outline, f: FacePlanes, anywhere = false): Uint8Array {
+  const { width: w, height: h } = c.region;
+  // The outline, where anything in front of a face enters it.
+  const edge = bytes(w * h);
+  for (let i = 0; i < w * h; i++) if (o.inside[i] && o.dist[i]! <= 2) edge[i] = 1;
+  const innerHull = convexHull(f.lm.slice(17, 68));
+  const inner = rasterizePolygon(grow(innerHull, 2 * c.margin), c.region);
+  const innerCore = rasterizePolygon(innerHull, c.region);
+  return occlusionMask(f.nonSkin, edge, f.zones, inner, innerCore, f.lab, w, h, c.size, anywhere);
+}
+
+/**
+ * The source's own hair over its face is not its face: filled smoothly (src.lab, in place) from the
+ * skin around it, so a blonde strand at the source's temple does not land on the target's brow.
+ * Returns whether anything was filled.
+ */
+function fillSourceHair(c: Canvas, o: Outline, src: FacePlanes): boolean {
+  if (!src.modelled) return false;
+  const { width: w, height: h } = c.region;
+  // Grown by 2 px: its anti-aliased edge, half hair and half skin, must go too.
+  const hair = dilate(dilate(occludersOf(c, o, src, true), w, h), w, h);
+  if (!hair.includes(1)) return false;
+  fillFromSurroundings(src.lab, hair, c.covered, w, h);
+  for (let i = 0; i < w * h; i++) if (hair[i]) src.nonSkin[i] = 0;
+  return true;
+}
+
+/**
+ * Whatever is in front of the target face (hair, a hand-held object, a shoulder) stays in front: cut
+ * out of `alpha` (in place, softened). Returns the occluders' mask.
+ */
+function keepOccluders(c: Canvas, o: Outline, dst: FacePlanes, alpha: Float32Array): Uint8Array | undefined {
+  if (!dst.modelled) return undefined;
+  const { width: w, height: h } = c.region;
+  const occluded = occludersOf(c, o, dst);
+  const soft = softenMask(occluded, w, h);
+  for (let i = 0; i < w * h; i++) alpha[i] = alpha[i]! * (1 - soft[i]!);
+  return occluded;
+}
+
+/**
+ * The source's colour (src.lab, in place) matched to the target's skin and light. Statistics and
+ * lighting over skin only: no feature zone of either face, nothing either skin model calls non-skin
+ * (lipstick or eye shadow beyond the landmarks, hair, an occluder). Returns the statistics measured
+ * (`given`, video's running average, is used instead when set).
+ */
+function matchColour(
+  c: Canvas,
+  src: FacePlanes,
+  dst: FacePlanes,
+  mask: { alpha: Float32Array; occluded: Uint8Array | undefined },
+  given: ColorStats | undefined,
+  tuning: SwapTuning,
+): ColorStats {
+  const { width: w, height: h } = c.region;
+  const n = w * h;
+  const skin = floats(n);
+  for (let i = 0; i < n; i++) {
+    if (dst.zones[i] || src.zones[i] || dst.nonSkin[i] || src.nonSkin[i] || mask.occluded?.[i]) continue;
+    skin[i] = mask.alpha[i]!;
+  }
+  const measured = { src: channelStats(src.lab, skin), dst: channelStats(dst.lab, skin) };
+  const use = given ?? measured;
+  transferStats(src.lab, c.covered, use.src, use.dst);
+  // Lightness: a smooth surface (the target's broad light, none of its features). Chroma: first a
+  // quadratic surface (a coloured light across the source, which would tint one eye teal), then
+  // the local low-pass difference over skin only (a coloured light carries no identity).
+  transferLighting(src.lab, dst.lab, skin, c.covered, w, h, [LIGHT_DEGREE, CHROMA_DEGREE, CHROMA_DEGREE]);
+  const sab = tuning.sigmaAB * c.size;
+  // Inside the features (lips, eyes, brows) the local field would be drawn from whichever skin lies
+  // nearest (chin below the lower lip, the lid above an iris) and tint the two lips apart or an iris
+  // teal: there one shift per feature, the field's mean over it, so they keep the source's colours.
+  const before = copyOf(src.lab);
+  transferLocal(src.lab, dst.lab, skin, c.covered, w, h, [0, sab, sab]);
+  const k = featherMask(src.zones, w, h, Math.max(1, Math.round(c.margin)));
+  evenOutFeatures(before, src.lab, src.zones, k, c.covered, FEATURES.length);
+  return measured;
+}
+
 /**
  * The new face for the face at `targetLm`, not yet written into `target`: warped, colour-matched,
  * Poisson-corrected, with the final alpha (occluders already cut out). `detail`: sharpen to the
@@ -439,71 +546,17 @@ function renderFace(
   const dstNonSkin = dstSkin ? nonSkinMask(dstLab, inside, dstSkin) : bytes(n);
   const srcNonSkin = srcSkin ? nonSkinMask(srcLab, inside, srcSkin) : bytes(n);
 
-  // The outline, where anything in front of a face enters it.
-  const edge = bytes(n);
-  for (let i = 0; i < n; i++) if (inside[i] && dist[i]! <= 2) edge[i] = 1;
-  /** What covers the face at `lm` (hair, a hand, a bar, a shoulder), by that face's own skin model. */
-  const occludersOf = (
-    lm: readonly Point[],
-    nonSkin: Uint8Array,
-    zones: Uint8Array,
-    lab: Float32Array,
-    anywhere = false,
-  ) => {
-    const innerHull = convexHull(lm.slice(17, 68));
-    const inner = rasterizePolygon(grow(innerHull, 2 * margin), region);
-    const innerCore = rasterizePolygon(innerHull, region);
-    return occlusionMask(nonSkin, edge, zones, inner, innerCore, lab, w, region.height, size, anywhere);
-  };
-
-  // The source's own hair over its face is not its face: filled smoothly from the skin around it,
-  // so a blonde strand at the source's temple does not land on the target's brow.
-  if (srcSkin) {
-    // Grown by 2 px: its anti-aliased edge, half hair and half skin, must go too.
-    const hair = dilate(
-      dilate(occludersOf(dstPts, srcNonSkin, srcZones, srcLab, true), w, region.height),
-      w,
-      region.height,
-    );
-    if (hair.includes(1)) {
-      fillFromSurroundings(srcLab, hair, covered, w, region.height);
-      for (let i = 0; i < n; i++) if (hair[i]) srcNonSkin[i] = 0;
-      if (!opts.colorCorrection) warped.set(labToRgb(srcLab, covered));
-    }
+  const canvas: Canvas = { region, covered, size, margin };
+  const source: FacePlanes = { lm: dstPts, lab: srcLab, zones: srcZones, nonSkin: srcNonSkin, modelled: !!srcSkin };
+  const dest: FacePlanes = { lm: targetLm, lab: dstLab, zones: dstZones, nonSkin: dstNonSkin, modelled: !!dstSkin };
+  if (fillSourceHair(canvas, { inside, dist }, source) && !opts.colorCorrection) {
+    warped.set(labToRgb(srcLab, covered));
   }
-
-  // Whatever is in front of the target face (hair, a hand-held object, a shoulder) stays in front.
-  let occluded: Uint8Array | undefined;
-  if (dstSkin && opts.occlusion !== false) {
-    occluded = occludersOf(targetLm, dstNonSkin, dstZones, dstLab);
-    const soft = softenMask(occluded, w, region.height);
-    for (let i = 0; i < n; i++) alpha[i] = alpha[i]! * (1 - soft[i]!);
-  }
+  const occluded = opts.occlusion !== false ? keepOccluders(canvas, { inside, dist }, dest, alpha) : undefined;
 
   let measured: ColorStats | undefined;
   if (opts.colorCorrection) {
-    // Statistics and lighting over skin only: no feature zone of either face, nothing either skin
-    // model calls non-skin (lipstick or eye shadow beyond the landmarks, hair, an occluder).
-    const skin = floats(n);
-    for (let i = 0; i < n; i++) {
-      if (dstZones[i] || srcZones[i] || dstNonSkin[i] || srcNonSkin[i] || occluded?.[i]) continue;
-      skin[i] = alpha[i]!;
-    }
-    measured = { src: channelStats(srcLab, skin), dst: channelStats(dstLab, skin) };
-    const use = opts.colorStats ?? measured;
-    transferStats(srcLab, covered, use.src, use.dst);
-    // Lightness: a smooth surface (the target's broad light, none of its features). Chroma: first a
-    // quadratic surface (a coloured light across the source, which would tint one eye teal), then
-    // the local low-pass difference over skin only (a coloured light carries no identity).
-    transferLighting(srcLab, dstLab, skin, covered, w, region.height, [LIGHT_DEGREE, CHROMA_DEGREE, CHROMA_DEGREE]);
-    const sab = tuning.sigmaAB * size;
-    // Inside the features (lips, eyes, brows) the local field would be drawn from whichever skin lies
-    // nearest (chin below the lower lip, the lid above an iris) and tint the two lips apart or an iris
-    // teal: there one shift per feature, the field's mean over it, so they keep the source's colours.
-    const before = copyOf(srcLab);
-    transferLocal(srcLab, dstLab, skin, covered, w, region.height, [0, sab, sab]);
-    const k = featherMask(srcZones, w, region.height, Math.max(1, Math.round(margin)));
-    evenOutFeatures(before, srcLab, srcZones, k, covered, FEATURES.length);
+    measured = matchColour(canvas, source, dest, { alpha, occluded }, opts.colorStats, tuning);
     warped.set(labToRgb(srcLab, covered));
   }
 
