@@ -7,7 +7,8 @@ import {
   type Selectable,
   type Updateable,
 } from 'kysely';
-import type { Dialect } from './db.js';
+import type SQLite from 'better-sqlite3';
+import { sqliteHandle, type Dialect } from './db.js';
 import type { Database, JobStatus, JobsTable } from './schema.js';
 
 /**
@@ -131,6 +132,8 @@ export function getJob(db: Kysely<Database>, uuid: string, owner?: string): Prom
 
 /** Compiled once per Kysely instance: the status read is the hottest query, and building it costs more than running it. */
 const viewQuery = new WeakMap<Kysely<Database>, string>();
+/** On SQLite, prepared once on the connection and run directly (no Kysely round through promises). */
+const viewStatement = new WeakMap<SQLite.Database, SQLite.Statement<[string, string], JobView>>();
 
 /** The columns a status read needs, by primary key. */
 export async function getJobView(db: Kysely<Database>, uuid: string, owner: string): Promise<JobView | undefined> {
@@ -144,6 +147,15 @@ export async function getJobView(db: Kysely<Database>, uuid: string, owner: stri
       .compile();
     text = compiled.sql;
     viewQuery.set(db, text);
+  }
+  const direct = sqliteHandle(db);
+  if (direct && !direct.inTransaction) {
+    let stmt = viewStatement.get(direct);
+    if (!stmt) {
+      stmt = direct.prepare<[string, string], JobView>(text);
+      viewStatement.set(direct, stmt);
+    }
+    return stmt.get(uuid, owner);
   }
   const res = await db.executeQuery<JobView>(CompiledQuery.raw(text, [uuid, owner]));
   return res.rows[0];
