@@ -105,6 +105,7 @@ export class JobLifecycle {
       now: () => deps.clock.now(),
       log: deps.log,
       what: 'job changes (finishes are kept and written later)',
+      gatherTurn: true,
     });
   }
 

@@ -205,7 +205,8 @@ export class JobService {
     const { owner, idempotencyKey: key } = req;
     const schema = this.schemas.get(req.jobType);
     if (!schema) throw notFound(`unknown job type "${req.jobType}"; GET /api/v1/job-types lists them`);
-    const fingerprint = requestFingerprint(req.method, req.path, req.body);
+    // Only a keyed submit is ever compared with another (canonical JSON and SHA-256 cost per request).
+    const fingerprint = key === undefined ? '' : requestFingerprint(req.method, req.path, req.body);
 
     if (key !== undefined && prior !== 'later') {
       const found = prior === 'look' ? await findIdempotencyKey(this.db, owner, key, this.deps.clock.now()) : prior;
@@ -315,6 +316,7 @@ export class JobService {
       list.forEach((u, i) => urls.push([single ? `input.${slot}` : `input.${slot}[${i}]`, u]));
     }
     if (body.webhook) urls.push(['webhook.url', body.webhook.url]);
+    if (urls.length === 0) return body;
     const checks = await Promise.all(
       urls.map(async ([field, u]) => {
         const r = await checkUrl(u, {
