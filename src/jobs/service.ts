@@ -12,12 +12,7 @@ import type { Metrics } from '../metrics.js';
 import type { Signals } from '../signals.js';
 import type { ResultStore } from '../storage/types.js';
 import type { Store } from '../store/db.js';
-import {
-  findIdempotencyKey,
-  findIdempotencyKeys,
-  reserveIdempotencyKey,
-  type IdempotencyRow,
-} from '../store/idempotency.js';
+import { findIdempotencyKey, findIdempotencyKeys, type IdempotencyRow } from '../store/idempotency.js';
 import { getJobView, jobsAhead, listJobs, type NewJob } from '../store/jobs.js';
 import { parseSubmitDuration } from './durations.js';
 import { purgeJob } from './purge.js';
@@ -26,7 +21,6 @@ import { checkIdempotencyKey, requestFingerprint } from './idempotency.js';
 import { isTerminal, type JobStatus } from './states.js';
 import { describeIssue, isSlotName, submitSchema, type SubmitBody } from './submit-schema.js';
 import type { JobLifecycle } from './lifecycle.js';
-import type { Reserve } from './changes.js';
 import { toApiJob, type ApiJob, type JobView } from './view.js';
 
 export interface SubmitRequest {
@@ -53,7 +47,6 @@ export type { ResultLink };
 /** A submit ready to insert (see JobService.prepare). */
 interface Prepared {
   row: NewJob;
-  reserve?: Reserve;
   /** The key's record (a batch reserves its items' keys together). */
   record?: IdempotencyRow;
   outcome: SubmitOutcome;
@@ -106,7 +99,10 @@ export class JobService {
   async submit(req: SubmitRequest): Promise<SubmitOutcome> {
     const prepared = await this.prepare(req, 'look');
     if ('replayed' in prepared) return prepared;
-    if (await this.deps.lifecycle.create(prepared.row, prepared.reserve)) return prepared.outcome;
+    // The key's record goes with the job (as a batch item's): concurrent submits then share one
+    // reservation statement and one multi-row INSERT in the writer's transaction.
+    const [created] = await this.deps.lifecycle.createMany([{ job: prepared.row, key: prepared.record }]);
+    if (created) return prepared.outcome;
     return this.lost(req, prepared.fingerprint);
   }
 
@@ -267,8 +263,7 @@ export class JobService {
             created_at: now,
             expires_at: now + this.deps.config.idempotencyTtlMs,
           };
-    const reserve = record === undefined ? undefined : (trx: Kysely<Database>) => reserveIdempotencyKey(trx, record);
-    return { row, reserve, record, outcome, fingerprint, later: prior === 'later' };
+    return { row, record, outcome, fingerprint, later: prior === 'later' };
   }
 
   /** A key taken by a concurrent request (or an earlier item of the batch): answer as its replay. */
