@@ -1,13 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { isTerminalStatus } from '../contract/api.js';
 import type { NewWebhookEvent } from '../store/webhooks.js';
-import {
-  EVENT_TYPES,
-  destinationOf,
-  type EventType,
-  type WebhookPayload,
-  type WebhookSettings,
-} from '../webhooks/events.js';
-import { isTerminal } from './states.js';
+import { destinationOf, type WebhookPayload } from '../webhooks/events.js';
+import { EVENT_TYPES, type EventType, type WebhookSettings } from '../contract/webhook.js';
 import { isResultReady, type JobRow } from './view.js';
 
 /**
@@ -15,7 +10,7 @@ import { isResultReady, type JobRow } from './view.js';
  * no webhook or did not subscribe to this event. Called inside the transition's transaction.
  */
 export function terminalEvent(job: JobRow, now: number, firstDelayMs = 0): NewWebhookEvent | null {
-  if (!job.webhook || !isTerminal(job.status)) return null;
+  if (!job.webhook || !isTerminalStatus(job.status)) return null;
   const settings = JSON.parse(job.webhook) as WebhookSettings;
   const eventType: EventType = `job.${job.status}`;
   if (!(settings.events ?? EVENT_TYPES).includes(eventType)) return null;

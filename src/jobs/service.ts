@@ -1,5 +1,4 @@
-import { wakeOn } from '../background/wake.js';
-import { JOB_NOT_FOUND, type ResultLink } from '../contract.js';
+import { JOB_NOT_FOUND, isTerminalStatus, type ApiJob, type JobStatus, type ResultLink } from '../contract/api.js';
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
@@ -9,19 +8,19 @@ import { DomainError, conflict, gone, invalid, notFound } from '../errors.js';
 import { checkUrl, type LookupAll } from '../media/index.js';
 import type { Catalogue } from '../processors/catalogue.js';
 import type { Metrics } from '../metrics.js';
-import type { Signals } from '../signals.js';
+import { wakeOn, type Signals } from '../signals.js';
 import type { ResultStore } from '../storage/types.js';
-import type { Store } from '../store/db.js';
+import type { Store } from '../store/store.js';
 import { findIdempotencyKey, findIdempotencyKeys, type IdempotencyRow } from '../store/idempotency.js';
 import { getJobView, jobsAhead, listJobs, type NewJob } from '../store/jobs.js';
 import { parseSubmitDuration } from './durations.js';
 import { purgeJob } from './purge.js';
 import type { Database } from '../store/schema.js';
 import { checkIdempotencyKey, requestFingerprint } from './idempotency.js';
-import { isTerminal, type JobStatus } from './states.js';
 import { describeIssue, isSlotName, submitSchema, type SubmitBody } from './submit-schema.js';
 import type { JobLifecycle } from './lifecycle.js';
-import { toApiJob, type ApiJob, type JobView } from './view.js';
+import { newJob } from './moves.js';
+import { toApiJob, type JobView } from './view.js';
 
 export interface SubmitRequest {
   owner: string;
@@ -41,8 +40,6 @@ export interface SubmitOutcome {
   requestId: string;
   replayed: boolean;
 }
-
-export type { ResultLink };
 
 /** A submit ready to insert (see JobService.prepare). */
 interface Prepared {
@@ -68,7 +65,6 @@ export interface JobServiceDeps {
   lookup?: LookupAll;
 }
 
-export { JOB_NOT_FOUND };
 const DATA_REMOVED = "the job's data was deleted (DELETE /api/v1/jobs/{uuid}, or its retention period ended)";
 /** Queue position is exact up to this many jobs ahead; beyond it the status says "more than". */
 export const POSITION_CAP = 1000;
@@ -213,35 +209,19 @@ export class JobService {
     const now = this.deps.clock.now();
     const cancelAfter = body.cancel_after === undefined ? undefined : parseSubmitDuration(body.cancel_after);
     const retention = body.retention === undefined ? undefined : parseSubmitDuration(body.retention);
-    const row = {
+    const row = newJob({
       uuid: randomUUID(),
       owner,
       job_type: body.job_type,
       model: body.model,
       input: JSON.stringify(body.input),
       webhook: body.webhook ? JSON.stringify(body.webhook) : null,
-      status: 'queued' as const,
-      status_detail: 'waiting for a worker',
-      error_type: null,
-      error_message: null,
-      result_key: null,
-      result_content_type: null,
-      result_size: null,
-      result_deleted_at: null,
-      attempts: 0,
-      lease_owner: null,
-      lease_expires_at: null,
       created_at: now,
-      started_at: null,
-      finished_at: null,
       updated_at: now,
       deadline: cancelAfter === undefined ? null : now + cancelAfter,
       priority: body.priority ?? 0,
       retention_ms: retention ?? null,
-      purge_at: null,
-      data_removed_at: null,
-      progress: null,
-    } satisfies NewJob;
+    });
     const outcome: SubmitOutcome = {
       statusCode: 200,
       body: { code: 0, message: 'ok', data: toApiJob(row) },
@@ -338,7 +318,11 @@ export class JobService {
       if (!row) throw notFound(JOB_NOT_FOUND);
       // A wait is an interval of real time (monotonic), whatever the service clock says.
       const deadline = performance.now() + waitMs;
-      for (let left = waitMs; finished && !isTerminal(row.status) && left > 0; left = deadline - performance.now()) {
+      for (
+        let left = waitMs;
+        finished && !isTerminalStatus(row.status) && left > 0;
+        left = deadline - performance.now()
+      ) {
         await finished.wait(Math.min(1000, left));
         row = (await getJobView(this.db, uuid, owner))!;
       }
@@ -400,7 +384,7 @@ export class JobService {
   async delete(owner: string, uuid: string): Promise<ApiJob> {
     const row = await getJobView(this.db, uuid, owner);
     if (!row) throw notFound(JOB_NOT_FOUND);
-    if (!isTerminal(row.status)) {
+    if (!isTerminalStatus(row.status)) {
       throw conflict(`job is ${row.status}; cancel it first (POST /api/v1/jobs/${uuid}/cancel), then delete it`);
     }
     if (row.data_removed_at === null) {
@@ -423,7 +407,9 @@ export class JobService {
     if (row.data_removed_at !== null) throw gone(DATA_REMOVED);
     if (row.status !== 'completed' || !row.result_key) {
       throw conflict(
-        isTerminal(row.status) ? `job is ${row.status}; it has no result` : `result is not ready: job is ${row.status}`,
+        isTerminalStatus(row.status)
+          ? `job is ${row.status}; it has no result`
+          : `result is not ready: job is ${row.status}`,
       );
     }
     if (row.result_deleted_at !== null) {

@@ -7,13 +7,15 @@ import type { Config } from '../config.js';
 import { conflict, DomainError, invalid } from '../errors.js';
 import { formatDuration } from '../media/net-errors.js';
 import { createGuardedAgent, type IsPublic, type LookupAll } from '../media/index.js';
-import { type ErrorType } from '../contract.js';
+import { type ErrorType } from '../contract/api.js';
+import { heartbeatEveryMs } from '../contract/worker.js';
 import { JobError } from '../errors.js';
 import { toProgress } from '../jobs/progress.js';
 import type { Held, JobLifecycle } from '../jobs/lifecycle.js';
+import { attemptsLeft } from '../jobs/moves.js';
 import type { Catalogue } from '../processors/catalogue.js';
-import { SLOT_NAMES, type SlotName } from '../processors/types.js';
-import type { Signals } from '../signals.js';
+import { SLOT_NAMES, type SlotName } from '../contract/api.js';
+import { wakeOn, type Signals } from '../signals.js';
 import { describeStorageError, isStorageFull, isStorageUnavailable } from '../storage/errors.js';
 import type { ResultStore } from '../storage/types.js';
 import { getJob, type JobRow } from '../store/jobs.js';
@@ -27,12 +29,10 @@ import {
 } from '../store/staged-blobs.js';
 import type { Database } from '../store/schema.js';
 import { fetchInputs } from '../worker/inputs.js';
-import { wakeOn, type Wakeable } from '../background/wake.js';
+import type { Wakeable } from '../runtime/wake.js';
 import { extensionOf } from '../media/extensions.js';
 import type { OutputType } from './output-type.js';
-import type { ClaimedJob } from './protocol.js';
-
-export type { ClaimedJob };
+import type { ClaimedJob } from '../contract/worker.js';
 
 export interface RemoteWorkDeps {
   db: Kysely<Database>;
@@ -147,12 +147,9 @@ export class RemoteWork {
     const held: Held = { uuid: row.uuid, lease: row.lease_owner!, job_type: row.job_type, startedAt: now };
     const input = JSON.parse(row.input) as Record<string, unknown>;
     // Staging a large video may outlast the lease: keep it alive meanwhile, as a worker would.
-    const keepAlive = setInterval(
-      () => {
-        lifecycle.renew(held, 'staging media').catch(() => {});
-      },
-      Math.max(200, Math.floor(this.deps.config.jobLeaseMs / 3)),
-    );
+    const keepAlive = setInterval(() => {
+      lifecycle.renew(held, 'staging media').catch(() => {});
+    }, heartbeatEveryMs(this.deps.config.jobLeaseMs));
     try {
       const staged = await this.stage(row, input, signal);
       clearInterval(keepAlive);
@@ -183,7 +180,7 @@ export class RemoteWork {
         );
       } else {
         // The worker went away or something broke on our side: the job goes back, uncounted.
-        await lifecycle.handBack(held, row.attempts, 'waiting for a worker');
+        await lifecycle.handBack(held);
         if (!signal.aborted) log.error({ err, job_uuid: row.uuid }, 'staging a remote job failed');
       }
       await this.sweepJob(row.uuid);
@@ -372,9 +369,9 @@ export class RemoteWork {
   ): Promise<'failed' | 'queued'> {
     const { lifecycle, config } = this.deps;
     const { row, held } = await this.held(uuid, lease);
-    const again = retryable && row.attempts < config.jobMaxAttempts;
+    const again = retryable && attemptsLeft(row, config.jobMaxAttempts);
     const done = again
-      ? await lifecycle.retry(held, `waiting for a worker (attempt ${row.attempts} failed: ${message.slice(0, 200)})`)
+      ? await lifecycle.retry(held, row.attempts, message)
       : await lifecycle.fail(held, { errorType, message });
     await this.sweepJob(uuid);
     if (!done) throw conflict(NOT_HELD);
@@ -383,12 +380,8 @@ export class RemoteWork {
 
   /** processing → queued, the attempt not counted (a worker stopping hands its job back). */
   async release(uuid: string, lease: string): Promise<void> {
-    const { row, held } = await this.held(uuid, lease);
-    const done = await this.deps.lifecycle.handBack(
-      held,
-      row.attempts,
-      'waiting for a worker (handed back by a stopping worker)',
-    );
+    const { held } = await this.held(uuid, lease);
+    const done = await this.deps.lifecycle.handBack(held, 'handed back by a stopping worker');
     await this.sweepJob(uuid);
     if (!done) throw conflict(NOT_HELD);
   }

@@ -8,8 +8,10 @@ import {
   type Updateable,
 } from 'kysely';
 import type SQLite from 'better-sqlite3';
-import { sqliteHandle, type Dialect } from './db.js';
-import type { Database, JobStatus, JobsTable } from './schema.js';
+import { sqliteHandle } from './db.js';
+import type { Dialect } from './store.js';
+import { ACTIVE_STATUSES, type JobStatus } from '../contract/api.js';
+import type { Database, JobsTable } from './schema.js';
 
 /**
  * Every job query lives here; callers never write SQL for jobs. Each query's cost is bounded by
@@ -21,6 +23,15 @@ import type { Database, JobStatus, JobsTable } from './schema.js';
 export type JobRow = Selectable<JobsTable>;
 /** A new job; its vtime and rank are computed by insertJob. */
 export type NewJob = Omit<Insertable<JobsTable>, 'vtime' | 'rank'>;
+
+/**
+ * A status as an SQL literal: the hot statements' partial indexes (`WHERE status = 'queued'`) are
+ * chosen only when the planner sees the literal, not a parameter.
+ */
+const statusLit = (s: JobStatus) => sql.lit(s);
+const QUEUED = statusLit('queued');
+/** `status IN ('queued', 'processing')`: the partial indexes of active jobs say it so. */
+const ACTIVE = sql.join(ACTIVE_STATUSES.map(statusLit));
 
 /** An owner's own order: created_at moved `priority` seconds earlier. */
 const rankOf = (row: NewJob) => row.created_at - (row.priority ?? 0) * 1000;
@@ -96,9 +107,9 @@ function insertStatement(
   notify: RawBuilder<unknown> | undefined,
 ) {
   const vtime = sql<number>`(SELECT max(v) FROM (
-      SELECT coalesce((SELECT vtime FROM jobs WHERE status = 'queued' ORDER BY vtime, created_at, uuid LIMIT 1), 0) AS v
+      SELECT coalesce((SELECT vtime FROM jobs WHERE status = ${QUEUED} ORDER BY vtime, created_at, uuid LIMIT 1), 0) AS v
       UNION ALL
-      SELECT coalesce((SELECT vtime FROM jobs WHERE status = 'queued' AND owner = ${owner} ORDER BY vtime DESC LIMIT 1) + 1, 0)
+      SELECT coalesce((SELECT vtime FROM jobs WHERE status = ${QUEUED} AND owner = ${owner} ORDER BY vtime DESC LIMIT 1) + 1, 0)
     ) AS candidates)`;
   // rank before vtime: the parameters then come in the order insertJob binds them.
   const values = { ...row, rank: rank as number, vtime };
@@ -121,7 +132,7 @@ export async function insertJobs(db: Kysely<Database>, rows: readonly NewJob[]):
   const head = await db
     .selectFrom('jobs')
     .select('vtime')
-    .where(sql<boolean>`status = 'queued'`)
+    .where(sql<boolean>`status = ${QUEUED}`)
     .orderBy('vtime')
     .orderBy('created_at')
     .orderBy('uuid')
@@ -132,7 +143,7 @@ export async function insertJobs(db: Kysely<Database>, rows: readonly NewJob[]):
     const last = await db
       .selectFrom('jobs')
       .select('vtime')
-      .where(sql<boolean>`status = 'queued'`)
+      .where(sql<boolean>`status = ${QUEUED}`)
       .where('owner', '=', owner)
       .orderBy('vtime', 'desc')
       .limit(1)
@@ -190,17 +201,26 @@ export async function getJobView(db: Kysely<Database>, uuid: string, owner: stri
   return res.rows[0];
 }
 
-/** A move between statuses, as jobs/changes.ts describes it (the store only writes what it is given). */
+/** `count`: a move starts an attempt (attempts + 1); `uncount`: the attempt it ends does not count. */
+export type AttemptsRule = 'count' | 'uncount';
+
+/** A move between statuses, as jobs/moves.ts describes it (the store only writes what it is given). */
 export interface StatusMove {
   from: readonly JobStatus[];
   to: JobStatus;
+  /** The status_detail a claim shows. */
+  detail?: string | ((...args: never[]) => string | undefined);
+  attempts?: AttemptsRule;
 }
 
-/**
- * A status as an SQL literal: the hot statements' partial indexes (`WHERE status = 'queued'`) are
- * chosen only when the planner sees the literal, not a parameter.
- */
-const statusLit = (s: JobStatus) => sql.lit(s);
+/** The attempts rule as an SQL expression (undefined: attempts stay). */
+const attemptsSet = (rule: AttemptsRule | undefined) =>
+  rule === 'count'
+    ? sql<number>`attempts + 1`
+    : rule === 'uncount'
+      ? sql<number>`CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END`
+      : undefined;
+
 const onlyFrom = (move: StatusMove): JobStatus => {
   if (move.from.length !== 1)
     throw new Error(`a claim or renewal leaves exactly one status (got ${move.from.join(', ')})`);
@@ -216,6 +236,7 @@ export interface TransitionSpec extends StatusMove {
   /** When set, only if the job's deadline passed before this time. */
   deadlineBefore?: number;
   set?: Omit<Updateable<JobsTable>, 'status' | 'uuid'>;
+  attempts?: AttemptsRule;
   /** Terminal moves: the job's data is purged this long after now, unless the job has a retention of its own. */
   retentionMs?: number;
   now: number;
@@ -224,23 +245,19 @@ export interface TransitionSpec extends StatusMove {
 /**
  * One conditional state change: UPDATE … WHERE status IN (from) [AND lease/owner]. Returns the
  * updated row, or undefined when the job was not in one of the `from` states (someone else got
- * there first). Terminal changes also clear the lease and stamp finished_at. Run it inside the
- * caller's transaction when something must be written with it (the webhook outbox row).
+ * there first). Run it inside the caller's transaction when something must be written with it
+ * (the webhook outbox row).
  */
-export function updateState(
-  db: Kysely<Database>,
-  uuid: string,
-  spec: TransitionSpec,
-  terminal: boolean,
-): Promise<JobRow | undefined> {
+export function updateState(db: Kysely<Database>, uuid: string, spec: TransitionSpec): Promise<JobRow | undefined> {
+  const attempts = attemptsSet(spec.attempts);
   let q = db
     .updateTable('jobs')
     .set({
       ...spec.set,
       status: spec.to,
       updated_at: spec.now,
-      ...(terminal ? { finished_at: spec.now, lease_owner: null, lease_expires_at: null, progress: null } : {}),
-      ...(terminal && spec.retentionMs !== undefined
+      ...(attempts ? { attempts } : {}),
+      ...(spec.retentionMs !== undefined
         ? { purge_at: sql<number>`${spec.now} + coalesce(retention_ms, ${spec.retentionMs})` }
         : {}),
     })
@@ -266,11 +283,14 @@ export interface ClaimSpec {
   limit: number;
 }
 
-const claimSet = (
-  spec: ClaimSpec,
-) => sql`status = ${statusLit(spec.move.to)}, status_detail = 'starting', progress = NULL,
-  lease_owner = ${spec.leaseOwner}, lease_expires_at = ${spec.now + spec.leaseMs}, attempts = attempts + 1,
+const claimSet = (spec: ClaimSpec) => {
+  const { to, detail, attempts } = spec.move;
+  if (typeof detail !== 'string' || attempts !== 'count')
+    throw new Error('a claim shows a detail and counts an attempt');
+  return sql`status = ${statusLit(to)}, status_detail = ${detail}, progress = NULL,
+  lease_owner = ${spec.leaseOwner}, lease_expires_at = ${spec.now + spec.leaseMs}, attempts = ${attemptsSet(attempts)},
   started_at = coalesce(started_at, ${spec.now}), updated_at = ${spec.now}`;
+};
 
 /**
  * Claims up to `limit` queued jobs of the given types, in claim order (vtime, created_at, uuid),
@@ -468,7 +488,7 @@ export function expiredDeadlines(db: Kysely<Database>, now: number, limit: numbe
     .selectFrom('jobs')
     .select(['uuid', 'status'])
     .where('deadline', 'is not', null)
-    .where(sql<boolean>`status IN ('queued', 'processing')`)
+    .where(sql<boolean>`status IN (${ACTIVE})`)
     .where('deadline', '<', now)
     .orderBy('deadline')
     .limit(limit)
@@ -598,7 +618,7 @@ export async function jobsAhead(
   const v = job.vtime;
   const c = job.created_at;
   const row = await sql<{ n: number | string }>`SELECT count(*) AS n FROM (
-      SELECT 1 FROM jobs WHERE status = 'queued' AND (vtime, created_at, uuid) < (${v}, ${c}, ${job.uuid})
+      SELECT 1 FROM jobs WHERE status = ${QUEUED} AND (vtime, created_at, uuid) < (${v}, ${c}, ${job.uuid})
       ORDER BY vtime, created_at, uuid LIMIT ${cap}) AS ahead`.execute(db);
   return Number(row.rows[0]?.n ?? 0);
 }

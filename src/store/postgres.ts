@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { Kysely, PostgresDialect } from 'kysely';
 import type { Logger } from 'pino';
-import type { Store } from './db.js';
+import type { Store } from './store.js';
 import { isDatabaseUnavailable } from './errors.js';
-import { OutageLog } from './outage.js';
+import { OutageLog } from '../runtime/outage.js';
 import type { Database } from './schema.js';
 
 // Times are BIGINT milliseconds: well inside 2^53, so read int8 as a JS number (per pool,

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { JobLifecycle } from '../../src/jobs/lifecycle.js';
 import { Signals } from '../../src/signals.js';
-import { openStore, type Store } from '../../src/store/db.js';
+import { openStore } from '../../src/store/db.js';
+import type { Store } from '../../src/store/store.js';
 import { countActive, jobsAhead, type NewJob } from '../../src/store/jobs.js';
 import { createTestDatabase, postgresReachable } from '../helpers/db.js';
 import { tempDir } from '../helpers/service.js';
@@ -134,7 +135,7 @@ describe.each(dialects)('claim order on %s', (dialect) => {
       { uuid: j1!.uuid, lease: 'counts', job_type: 'a' },
       { key: 'k', contentType: 'text/plain', size: 1 },
     );
-    await life.handBack({ uuid: j2!.uuid, lease: 'counts', job_type: 'a' }, 1);
+    await life.handBack({ uuid: j2!.uuid, lease: 'counts', job_type: 'a' });
     expect(await life.cancel('E', j3!.uuid)).toBeDefined();
     expect(await countActive(store.db)).toEqual({ queued: before.queued + 2, processing: running });
   });
@@ -144,7 +145,7 @@ describe.each(dialects)('claim order on %s', (dialect) => {
     await submit('F');
     const [first] = await life.claim({ leaseOwner: 'hb', jobTypes: ['a'], limit: 1 });
     await submit('F');
-    await life.handBack({ uuid: first!.uuid, lease: 'hb', job_type: 'a' }, 1);
+    await life.handBack({ uuid: first!.uuid, lease: 'hb', job_type: 'a' });
     const [again] = await life.claim({ leaseOwner: 'hb2', jobTypes: ['a'], limit: 1 });
     expect(again!.uuid).toBe(first!.uuid);
   });

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { JobLifecycle } from '../../src/jobs/lifecycle.js';
 import { Signals } from '../../src/signals.js';
-import { openStore, type Store } from '../../src/store/db.js';
+import { openStore } from '../../src/store/db.js';
+import type { Store } from '../../src/store/store.js';
 import type { NewJob } from '../../src/store/jobs.js';
 import { finishedPerMinute, readJobTotals } from '../../src/store/totals.js';
 import { createTestDatabase, postgresReachable } from '../helpers/db.js';
@@ -80,7 +81,7 @@ describe.each(dialects)('job totals on %s', (dialect) => {
       life.complete(held(0), { key: 'k0', contentType: 'image/png', size: 1 }),
       life.complete(held(1), { key: 'k1', contentType: 'image/png', size: 1 }),
       life.fail(held(2), { errorType: 'internal_error', message: 'boom' }),
-      life.handBack(held(3), 1),
+      life.handBack(held(3)),
       life.cancel('o', b[0]!),
       life.cancel('o', claimed[4]!.uuid),
     ]);
