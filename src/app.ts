@@ -153,6 +153,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     webhookRetryScheduleMs: config.webhookRetryScheduleMs,
     webhookTimeoutMs: config.webhookTimeoutMs,
     metrics,
+    accessLogSample: config.accessLogSample,
     rateLimits: {
       submitPerMinute: config.rateLimitSubmit,
       readPerMinute: config.rateLimitRead,

@@ -11,12 +11,7 @@ import type { Metrics } from '../metrics.js';
 import { wakeOn, type Signals } from '../signals.js';
 import type { ResultStore } from '../storage/types.js';
 import type { Store } from '../store/store.js';
-import {
-  findIdempotencyKey,
-  findIdempotencyKeys,
-  reserveIdempotencyKey,
-  type IdempotencyRow,
-} from '../store/idempotency.js';
+import { findIdempotencyKey, findIdempotencyKeys, type IdempotencyRow } from '../store/idempotency.js';
 import { getJobView, jobsAhead, listJobs, type NewJob } from '../store/jobs.js';
 import { parseSubmitDuration } from './durations.js';
 import { purgeJob } from './purge.js';
@@ -24,7 +19,7 @@ import type { Database } from '../store/schema.js';
 import { checkIdempotencyKey, requestFingerprint } from './idempotency.js';
 import { describeIssue, isSlotName, submitSchema, type SubmitBody } from './submit-schema.js';
 import type { JobLifecycle } from './lifecycle.js';
-import { newJob, type Reserve } from './moves.js';
+import { newJob } from './moves.js';
 import { toApiJob, type JobView } from './view.js';
 
 export interface SubmitRequest {
@@ -49,7 +44,6 @@ export interface SubmitOutcome {
 /** A submit ready to insert (see JobService.prepare). */
 interface Prepared {
   row: NewJob;
-  reserve?: Reserve;
   /** The key's record (a batch reserves its items' keys together). */
   record?: IdempotencyRow;
   outcome: SubmitOutcome;
@@ -101,7 +95,10 @@ export class JobService {
   async submit(req: SubmitRequest): Promise<SubmitOutcome> {
     const prepared = await this.prepare(req, 'look');
     if ('replayed' in prepared) return prepared;
-    if (await this.deps.lifecycle.create(prepared.row, prepared.reserve)) return prepared.outcome;
+    // The key's record goes with the job (as a batch item's): concurrent submits then share one
+    // reservation statement and one multi-row INSERT in the writer's transaction.
+    const [created] = await this.deps.lifecycle.createMany([{ job: prepared.row, key: prepared.record }]);
+    if (created) return prepared.outcome;
     return this.lost(req, prepared.fingerprint);
   }
 
@@ -200,7 +197,8 @@ export class JobService {
     const { owner, idempotencyKey: key } = req;
     const schema = this.schemas.get(req.jobType);
     if (!schema) throw notFound(`unknown job type "${req.jobType}"; GET /api/v1/job-types lists them`);
-    const fingerprint = requestFingerprint(req.method, req.path, req.body);
+    // Only a keyed submit is ever compared with another (canonical JSON and SHA-256 cost per request).
+    const fingerprint = key === undefined ? '' : requestFingerprint(req.method, req.path, req.body);
 
     if (key !== undefined && prior !== 'later') {
       const found = prior === 'look' ? await findIdempotencyKey(this.db, owner, key, this.deps.clock.now()) : prior;
@@ -245,8 +243,7 @@ export class JobService {
             created_at: now,
             expires_at: now + this.deps.config.idempotencyTtlMs,
           };
-    const reserve = record === undefined ? undefined : (trx: Kysely<Database>) => reserveIdempotencyKey(trx, record);
-    return { row, reserve, record, outcome, fingerprint, later: prior === 'later' };
+    return { row, record, outcome, fingerprint, later: prior === 'later' };
   }
 
   /** A key taken by a concurrent request (or an earlier item of the batch): answer as its replay. */
@@ -294,6 +291,7 @@ export class JobService {
       list.forEach((u, i) => urls.push([single ? `input.${slot}` : `input.${slot}[${i}]`, u]));
     }
     if (body.webhook) urls.push(['webhook.url', body.webhook.url]);
+    if (urls.length === 0) return body;
     const checks = await Promise.all(
       urls.map(async ([field, u]) => {
         const r = await checkUrl(u, {

@@ -59,7 +59,21 @@ function openSqlite(file: string): Store {
   // indexes, and at a large backlog their upper levels should stay in memory.
   database.pragma('cache_size = -65536');
   const db = new Kysely<Database>({ dialect: new RollbackSafeSqliteDialect(database) });
+  sqliteHandles.set(db, database);
   return { db, dialect: 'sqlite', close: () => db.destroy() };
+}
+
+const sqliteHandles = new WeakMap<Kysely<Database>, SQLite.Database>();
+
+/**
+ * The SQLite connection behind a store's Kysely instance (undefined for PostgreSQL and for a
+ * transaction's instance), for the few hottest reads that run a prepared statement on it directly
+ * (store/jobs.ts). Such a read must not run while a transaction is open on the connection: it
+ * would see that transaction's uncommitted rows (check `inTransaction`, else go through Kysely,
+ * which waits for the transaction to end).
+ */
+export function sqliteHandle(db: Kysely<Database>): SQLite.Database | undefined {
+  return sqliteHandles.get(db);
 }
 
 /**

@@ -7,6 +7,8 @@ import {
   type Selectable,
   type Updateable,
 } from 'kysely';
+import type SQLite from 'better-sqlite3';
+import { sqliteHandle } from './db.js';
 import type { Dialect } from './store.js';
 import { ACTIVE_STATUSES, type JobStatus } from '../contract/api.js';
 import type { Database, JobsTable } from './schema.js';
@@ -62,33 +64,62 @@ export type JobView = Pick<JobRow, (typeof VIEW_COLUMNS)[number]>;
 /**
  * Inserts a queued job with its virtual start time: max(head of the queue, the owner's last
  * queued vtime + 1). Two index seeks inside the INSERT; two concurrent submits of one owner may
- * share a vtime, which only ties them (broken by created_at, uuid).
+ * share a vtime, which only ties them (broken by created_at, uuid). The statement is built and
+ * compiled once per dialect and shape of row (building it cost more than running it); each submit
+ * only binds its values.
  */
 export async function insertJob(db: Kysely<Database>, row: NewJob, notify?: RawBuilder<unknown>): Promise<void> {
+  const extra = notify?.compile(db);
+  const columns = Object.keys(row);
+  const shape = `${columns.join(',')}|${extra?.sql ?? ''}`;
+  const adapter = db.getExecutor().adapter;
+  let texts = insertTexts.get(adapter);
+  if (!texts) insertTexts.set(adapter, (texts = new Map<string, string | null>()));
+  let text = texts.get(shape);
+  if (text === undefined) {
+    // Compiled from placeholders, and kept only when its parameters are exactly the values in
+    // order (so binding them is the same statement the builder would make), else built per call.
+    const marks = columns.map((_, i) => `\u0000${i}`);
+    const probe = Object.fromEntries(columns.map((c, i) => [c, marks[i]])) as unknown as NewJob;
+    const compiled = insertStatement(db, probe, '\u0000owner', '\u0000rank', notify).compile();
+    const expected = [...marks, '\u0000rank', '\u0000owner', ...(extra?.parameters ?? [])];
+    const same =
+      compiled.parameters.length === expected.length && compiled.parameters.every((p, i) => p === expected[i]);
+    text = same ? compiled.sql : null;
+    texts.set(shape, text);
+  }
+  if (text === null) {
+    await insertStatement(db, row, row.owner, rankOf(row), notify).execute();
+    return;
+  }
+  const params = [...Object.values(row), rankOf(row), row.owner, ...(extra?.parameters ?? [])];
+  await db.executeQuery(CompiledQuery.raw(text, params));
+}
+
+/** Compiled INSERT statements by dialect adapter (shared by a Kysely instance and its transactions). */
+const insertTexts = new WeakMap<object, Map<string, string | null>>();
+
+function insertStatement(
+  db: Kysely<Database>,
+  row: NewJob,
+  owner: string,
+  rank: number | string,
+  notify: RawBuilder<unknown> | undefined,
+) {
   const vtime = sql<number>`(SELECT max(v) FROM (
       SELECT coalesce((SELECT vtime FROM jobs WHERE status = ${QUEUED} ORDER BY vtime, created_at, uuid LIMIT 1), 0) AS v
       UNION ALL
-      SELECT coalesce((SELECT vtime FROM jobs WHERE status = ${QUEUED} AND owner = ${row.owner} ORDER BY vtime DESC LIMIT 1) + 1, 0)
+      SELECT coalesce((SELECT vtime FROM jobs WHERE status = ${QUEUED} AND owner = ${owner} ORDER BY vtime DESC LIMIT 1) + 1, 0)
     ) AS candidates)`;
-  if (notify === undefined) {
-    await db
-      .insertInto('jobs')
-      .values({ ...row, vtime, rank: rankOf(row) })
-      .execute();
-    return;
-  }
+  // rank before vtime: the parameters then come in the order insertJob binds them.
+  const values = { ...row, rank: rank as number, vtime };
+  if (notify === undefined) return db.insertInto('jobs').values(values);
   // PostgreSQL: the NOTIFY rides in the same statement (a data-modifying CTE), one round trip and
   // no BEGIN/COMMIT of its own; it is delivered at commit, so never for a job that was not stored.
-  await db
-    .with('inserted', (q) =>
-      q
-        .insertInto('jobs')
-        .values({ ...row, vtime, rank: rankOf(row) })
-        .returning('uuid'),
-    )
+  return db
+    .with('inserted', (q) => q.insertInto('jobs').values(values).returning('uuid'))
     .selectFrom('inserted')
-    .select(notify.as('notified'))
-    .execute();
+    .select(notify.as('notified'));
 }
 
 /**
@@ -141,6 +172,8 @@ export function getJob(db: Kysely<Database>, uuid: string, owner?: string): Prom
 
 /** Compiled once per Kysely instance: the status read is the hottest query, and building it costs more than running it. */
 const viewQuery = new WeakMap<Kysely<Database>, string>();
+/** On SQLite, prepared once on the connection and run directly (no Kysely round through promises). */
+const viewStatement = new WeakMap<SQLite.Database, SQLite.Statement<[string, string], JobView>>();
 
 /** The columns a status read needs, by primary key. */
 export async function getJobView(db: Kysely<Database>, uuid: string, owner: string): Promise<JobView | undefined> {
@@ -154,6 +187,15 @@ export async function getJobView(db: Kysely<Database>, uuid: string, owner: stri
       .compile();
     text = compiled.sql;
     viewQuery.set(db, text);
+  }
+  const direct = sqliteHandle(db);
+  if (direct && !direct.inTransaction) {
+    let stmt = viewStatement.get(direct);
+    if (!stmt) {
+      stmt = direct.prepare<[string, string], JobView>(text);
+      viewStatement.set(direct, stmt);
+    }
+    return stmt.get(uuid, owner);
   }
   const res = await db.executeQuery<JobView>(CompiledQuery.raw(text, [uuid, owner]));
   return res.rows[0];
