@@ -14,7 +14,7 @@ import { Kysely, PostgresDialect, SqliteDialect, type LogEvent } from 'kysely';
 import pg from 'pg';
 import { fillBacklog } from './scenarios/backlog.js';
 import { freshStore, log, RESULTS_DIR, type Db } from './lib.js';
-import type { Dialect } from '../src/store/db.js';
+import type { Dialect } from '../src/store/store.js';
 import {
   claimByUuid,
   claimJobs,
@@ -131,7 +131,7 @@ async function plans(db: Db): Promise<string[]> {
     await step('remote: staged blobs of a job', (t) => blobsOfJob(t, last));
     await step('remote: sweep of ended attempts', (t) => staleBlobs(t, 1000));
     await step('list: by status', (t) => listJobs(t, { owner: 'bench', status: 'queued', limit: 21 }));
-    // Round 2 (DESIGN.md §7): deadlines, purges, priority, batches, progress.
+    // Round 2: deadlines, purges, priority, batches, progress.
     await step('submit: insert with priority and deadline', (t) =>
       insertJob(t, { ...newJob('bench'), priority: 300, deadline: now + 60_000 }),
     );

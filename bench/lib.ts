@@ -34,6 +34,8 @@ export const settings = {
   /** Seconds per secondary autocannon run (submit variants, status with info logs): time budget. */
   shortDuration: num(process.env.BENCH_SHORT_DURATION, 5),
   connections: num(process.env.BENCH_CONNECTIONS, 64),
+  /** Autocannon connections of the submit scenario (a burst of submits from one client's workers). */
+  submitConnections: num(process.env.BENCH_SUBMIT_CONNECTIONS, 16),
   queueJobs: num(process.env.BENCH_QUEUE_JOBS, 10_000),
   /** Concurrent submits (HTTP for media-jobs, boss.send for pg-boss) in the queue scenario. */
   submitConcurrency: num(process.env.BENCH_SUBMIT_CONCURRENCY, 32),
@@ -430,6 +432,8 @@ export interface LoadResult {
   total: number;
   non2xx: number;
   errors: number;
+  /** CPU time (user + system, all threads) of the process `cpuOf` named, per request, in µs. */
+  cpuUs?: number;
 }
 
 export interface LoadOptions {
@@ -443,12 +447,27 @@ export interface LoadOptions {
   duration?: number;
   /** Requests per second across all connections (open model); unset: as fast as possible. */
   overallRate?: number;
+  /** A process (the server under load) whose CPU time per request to report. */
+  cpuOf?: number;
+}
+
+/** CPU time of a process so far (all its threads), in µs, from /proc (undefined elsewhere). */
+export function cpuMicros(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime (fields 14 and 15 of the file), in clock ticks of 10 ms on Linux.
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return undefined;
+  }
 }
 
 /** One autocannon run in this process (the service is always another process). */
 export async function load(o: LoadOptions): Promise<LoadResult> {
   const base = { method: o.method ?? 'GET', headers: o.headers ?? {}, body: o.body };
   const perRequest = o.perRequestHeaders;
+  const cpu0 = o.cpuOf === undefined ? undefined : cpuMicros(o.cpuOf);
   const r = await autocannon({
     url: o.url,
     connections: o.connections ?? settings.connections,
@@ -470,11 +489,13 @@ export async function load(o: LoadOptions): Promise<LoadResult> {
     total: r.requests.total,
     non2xx: r.non2xx,
     errors: r.errors + r.timeouts,
+    ...(cpu0 === undefined ? {} : { cpuUs: (cpuMicros(o.cpuOf!)! - cpu0) / Math.max(1, r.requests.total) }),
   };
 }
 
 export function describeLoad(r: LoadResult): string {
-  return `${fmt.int(r.rps)} req/s, p50 ${fmt.ms(r.p50)}, p99 ${fmt.ms(r.p99)}`;
+  const cpu = r.cpuUs === undefined ? '' : `, ${Math.round(r.cpuUs)} µs CPU/req`;
+  return `${fmt.int(r.rps)} req/s, p50 ${fmt.ms(r.p50)}, p99 ${fmt.ms(r.p99)}${cpu}`;
 }
 
 /** Flags a run that did not answer 2xx throughout (its numbers would be meaningless). */

@@ -16,7 +16,8 @@ import { Signals } from './signals.js';
 import { StorageHealth } from './storage/health.js';
 import { LocalResultStore } from './storage/local.js';
 import type { ResultStore } from './storage/types.js';
-import { openStore, type Store } from './store/db.js';
+import { openStore } from './store/db.js';
+import type { Store } from './store/store.js';
 import { bridgeSignals } from './store/pg-notify.js';
 import { sharedSecret } from './store/settings.js';
 import { WorkerPool } from './worker/pool.js';
@@ -152,6 +153,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     webhookRetryScheduleMs: config.webhookRetryScheduleMs,
     webhookTimeoutMs: config.webhookTimeoutMs,
     metrics,
+    accessLogSample: config.accessLogSample,
     rateLimits: {
       submitPerMinute: config.rateLimitSubmit,
       readPerMinute: config.rateLimitRead,

@@ -41,6 +41,7 @@ const envSchema = z.object({
   DATABASE_QUERY_TIMEOUT: duration('30s'),
   PUBLIC_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  ACCESS_LOG_SAMPLE: z.coerce.number().min(0).max(1).default(1),
   WORKER_CONCURRENCY: int(Math.max(1, Math.min(4, os.availableParallelism())), 0),
   JOB_TIMEOUT: duration('10m'),
   JOB_LEASE: duration('30s'),
@@ -94,6 +95,8 @@ export interface Config {
   databaseQueryTimeoutMs: number;
   publicBaseUrl: string;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
+  /** The share of successful requests that get an access log line at info (4xx and 5xx always do). */
+  accessLogSample: number;
   workerConcurrency: number;
   jobTimeoutMs: number;
   jobLeaseMs: number;
@@ -134,6 +137,9 @@ export interface Config {
   /** Remote workers: the declared job types' file, the life of staged input URLs, the output size limit. */
   remote: { jobTypesFile?: string | undefined; mediaUrlTtlMs: number; maxOutputBytes: number };
 }
+
+/** Every environment variable the service reads (deployment files are checked against it). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(envSchema.shape);
 
 export class ConfigError extends Error {}
 
@@ -183,6 +189,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseQueryTimeoutMs: e.DATABASE_QUERY_TIMEOUT,
     publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
     logLevel: e.LOG_LEVEL,
+    accessLogSample: e.ACCESS_LOG_SAMPLE,
     workerConcurrency: e.WORKER_CONCURRENCY,
     jobTimeoutMs: e.JOB_TIMEOUT,
     jobLeaseMs: e.JOB_LEASE,

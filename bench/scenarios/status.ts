@@ -65,9 +65,10 @@ export async function statusScenario(): Promise<Row[]> {
       url: string,
       label: string,
       h: Record<string, string>,
+      pid: number,
       duration = settings.duration,
     ): Promise<LoadResult> => {
-      const r = await load({ url, headers: h, duration });
+      const r = await load({ url, headers: h, duration, cpuOf: pid });
       checkLoad(label, r);
       log(`  ${label}: ${describeLoad(r)}`);
       return r;
@@ -78,8 +79,8 @@ export async function statusScenario(): Promise<Row[]> {
     const warn: LoadResult[] = [];
     const ceiling: LoadResult[] = [];
     for (let i = 0; i < settings.rounds; i++) {
-      warn.push(await runs(svcUrl, `round ${i + 1} service (warn logs)`, headers));
-      ceiling.push(await runs(bareUrl, `round ${i + 1} bare Fastify`, {}));
+      warn.push(await runs(svcUrl, `round ${i + 1} service (warn logs)`, headers, service.pid));
+      ceiling.push(await runs(bareUrl, `round ${i + 1} bare Fastify`, {}, bare.pid));
     }
     await svc.stop();
 
@@ -94,18 +95,22 @@ export async function statusScenario(): Promise<Row[]> {
     await load({ url: infoUrl, headers, duration: 2 });
     const info: LoadResult[] = [];
     for (let i = 0; i < settings.rounds; i++)
-      info.push(await runs(infoUrl, `round ${i + 1} service (info logs)`, headers, settings.shortDuration));
+      info.push(
+        await runs(infoUrl, `round ${i + 1} service (info logs)`, headers, infoSvc.pid, settings.shortDuration),
+      );
 
     raw.status = { bodyBytes: text.length, warn, info, ceiling };
     const m = (rs: LoadResult[]) => ({
       rps: median(rs.map((r) => r.rps)),
       p50: median(rs.map((r) => r.p50)),
       p99: median(rs.map((r) => r.p99)),
+      cpuUs: median(rs.map((r) => r.cpuUs ?? NaN)),
     });
     const w = m(warn);
     const b = m(ceiling);
     const n = m(info);
-    const cell = (x: ReturnType<typeof m>) => `${fmt.int(x.rps)} req/s, p50 ${fmt.ms(x.p50)}, p99 ${fmt.ms(x.p99)}`;
+    const cell = (x: ReturnType<typeof m>) =>
+      `${fmt.int(x.rps)} req/s, p50 ${fmt.ms(x.p50)}, p99 ${fmt.ms(x.p99)}${Number.isNaN(x.cpuUs) ? '' : `, ${Math.round(x.cpuUs)} µs CPU/req`}`;
     const ref = `bare Fastify: ${cell(b)}`;
     return [
       {

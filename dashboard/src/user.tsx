@@ -1,28 +1,13 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { isSlotName } from '../../src/contract.js';
-import {
-  api,
-  ApiError,
-  isTerminal,
-  session,
-  STATUSES,
-  watchJob,
-  when,
-  type Delivery,
-  type Job,
-  type JobDetail,
-  type JobType,
-  type JsonSchema,
-  type ResultLink,
-} from './api';
+import { JOB_STATUSES, isSlotName, isTerminalStatus, type ResultLink } from '../../src/contract/api.js';
+import type { Delivery } from '../../src/contract/webhook.js';
+import { api, ApiError, session, watchJob, when, type Job, type JobDetail, type JobType, type JsonSchema } from './api';
 import { FacePicker } from './faces';
 
 /** A help text with its `code` spans (the catalogue's descriptions are Markdown-like) as <code>. */
 export function Prose({ text: t }: { text: string }) {
   return <>{t.split(/`([^`]*)`/).map((part, i) => (i % 2 === 1 ? <code>{part}</code> : part))}</>;
 }
-/** The same for a plain-text place (an <option>): the backticks dropped. */
-const plain = (t: string): string => t.replace(/`([^`]*)`/g, '$1');
 
 /** An error's message for the page (whatever was thrown). */
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
@@ -36,7 +21,7 @@ export function Status({ status }: { status: string }) {
 /** The job's structured progress as a bar (indeterminate when the stage has no percentage). */
 export function ProgressBar({ job }: { job: Job }) {
   const p = job.progress;
-  if (!p || isTerminal(job.status)) return null;
+  if (!p || isTerminalStatus(job.status)) return null;
   const label = `${p.stage}${p.percent === null ? '' : ` ${Math.round(p.percent)}%`}`;
   return (
     <span class="progress">
@@ -156,7 +141,7 @@ export function Jobs() {
           <label for="filter-status">Status</label>
           <select id="filter-status" value={status} onChange={filter(setStatus)}>
             <option value="">any</option>
-            {STATUSES.map((s) => (
+            {JOB_STATUSES.map((s) => (
               <option value={s}>{s}</option>
             ))}
           </select>
@@ -194,10 +179,11 @@ export function Jobs() {
               <td>{j.job_type}</td>
               <td>
                 <Status status={j.status} />
+                {j.error_type && <span class="error-type">{j.error_type}</span>}
               </td>
               <td>
-                {j.status_detail}
-                {j.progress && !isTerminal(j.status) && (
+                {j.error_message ?? j.status_detail}
+                {j.progress && !isTerminalStatus(j.status) && (
                   <>
                     <br />
                     <ProgressBar job={j} />
@@ -285,9 +271,10 @@ export function JobPage({ uuid }: { uuid: string }) {
           (j, kind) => {
             setJob((prev) => (prev ? { ...prev, ...j } : prev));
             const what = `${j.status}: ${j.status_detail}`;
-            if (what !== last && !isTerminal(j.status)) setSteps((s) => [...s, { at: new Date().toISOString(), what }]);
+            if (what !== last && !isTerminalStatus(j.status))
+              setSteps((s) => [...s, { at: new Date().toISOString(), what }]);
             last = what;
-            if (kind === 'status' && isTerminal(j.status)) void loadDeliveries();
+            if (kind === 'status' && isTerminalStatus(j.status)) void loadDeliveries();
           },
           ctrl.signal,
         );
@@ -371,17 +358,24 @@ export function JobPage({ uuid }: { uuid: string }) {
         {job.priority !== 0 && ` · priority ${job.priority}`}
         {job.deadline && ` · deadline ${when(job.deadline)}`}
       </p>
-      <ProgressBar job={job} />
-      {!isTerminal(job.status) && (
-        <button type="button" class="danger" onClick={cancel} disabled={busy}>
-          Cancel job
-        </button>
+      {/* The bar and the buttons on lines of their own: a button never sits against the label. */}
+      {job.progress && !isTerminalStatus(job.status) && (
+        <div class="job-progress">
+          <ProgressBar job={job} />
+        </div>
       )}
-      {isTerminal(job.status) && !job.data_removed && (
-        <button type="button" class="danger" onClick={remove} disabled={busy}>
-          Delete job data
-        </button>
-      )}
+      <div class="actions">
+        {!isTerminalStatus(job.status) && (
+          <button type="button" class="danger" onClick={cancel} disabled={busy}>
+            Cancel job
+          </button>
+        )}
+        {isTerminalStatus(job.status) && !job.data_removed && (
+          <button type="button" class="danger" onClick={remove} disabled={busy}>
+            Delete job data
+          </button>
+        )}
+      </div>
       {job.data_removed && (
         <p class="note" role="status">
           This job's data (input, webhook, result) was deleted.
@@ -437,7 +431,7 @@ export function JobPage({ uuid }: { uuid: string }) {
               </figcaption>
             </figure>
           ) : (
-            <p>{isTerminal(job.status) ? 'No result.' : 'Not ready yet.'}</p>
+            <p>{isTerminalStatus(job.status) ? 'No result.' : 'Not ready yet.'}</p>
           )}
         </section>
       </div>
@@ -709,11 +703,17 @@ export function NewJob() {
             <label for="model">Model</label>
             <select id="model" value={model || type.models[0]?.name} onChange={(e) => setModel(e.currentTarget.value)}>
               {type.models.map((m) => (
-                <option value={m.name}>
-                  {m.name}: {plain(m.description)}
-                </option>
+                <option value={m.name}>{m.name}</option>
               ))}
             </select>
+            {/* The description under the list, whole: an <option> cuts a long one mid-word. */}
+            {type.models
+              .filter((m) => m.name === (model || type.models[0]?.name))
+              .map((m) => (
+                <small class="hint" id="model-description">
+                  <Prose text={m.description} />
+                </small>
+              ))}
           </div>
         )}
         {type && (

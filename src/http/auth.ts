@@ -1,6 +1,6 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { ApiError } from './api-error.js';
-import type { KeyCache } from './key-cache.js';
+import type { KeyCache, KeyOwner } from './key-cache.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -14,19 +14,45 @@ declare module 'fastify' {
 const CHALLENGE = { 'www-authenticate': 'Bearer realm="media-jobs"' };
 const BEARER_RE = /^Bearer +([\x21-\x7e]{1,200})\s*$/i;
 
-/** Bearer API keys; missing, malformed, unknown and revoked keys all get 401. */
+const INVALID = () => new ApiError(401, 'invalid or revoked API key', CHALLENGE);
+
+/**
+ * Bearer API keys; missing, malformed, unknown and revoked keys all get 401. A callback hook that
+ * answers a cached key synchronously (no promise on the hot path); a miss asks the database.
+ */
 export function authHook(keys: KeyCache) {
-  return async (request: FastifyRequest, _reply: FastifyReply) => {
-    const header = request.headers.authorization;
-    if (!header)
-      throw new ApiError(401, 'missing Authorization header: use "Authorization: Bearer <API key>"', CHALLENGE);
-    const m = BEARER_RE.exec(header);
-    if (!m) throw new ApiError(401, 'malformed Authorization header: use "Authorization: Bearer <API key>"', CHALLENGE);
-    if (m[1]!.startsWith('mjw_'))
-      throw new ApiError(401, 'a worker token opens only /api/v1/worker routes: use an API key here', CHALLENGE);
-    const key = await keys.lookup(m[1]!);
-    if (key === undefined) throw new ApiError(401, 'invalid or revoked API key', CHALLENGE);
+  const accept = (request: FastifyRequest, key: KeyOwner | null | undefined, done: HookHandlerDoneFunction) => {
+    if (!key) {
+      done(INVALID());
+      return;
+    }
     request.owner = key.owner;
     request.apiKeyId = key.id;
+    done();
+  };
+  return (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+    const header = request.headers.authorization;
+    if (!header) {
+      done(new ApiError(401, 'missing Authorization header: use "Authorization: Bearer <API key>"', CHALLENGE));
+      return;
+    }
+    const m = BEARER_RE.exec(header);
+    if (!m) {
+      done(new ApiError(401, 'malformed Authorization header: use "Authorization: Bearer <API key>"', CHALLENGE));
+      return;
+    }
+    const token = m[1]!;
+    if (token.startsWith('mjw_')) {
+      done(new ApiError(401, 'a worker token opens only /api/v1/worker routes: use an API key here', CHALLENGE));
+      return;
+    }
+    const known = keys.known(token);
+    if (known !== undefined) {
+      accept(request, known, done);
+      return;
+    }
+    keys.lookup(token).then((key) => {
+      accept(request, key, done);
+    }, done);
   };
 }

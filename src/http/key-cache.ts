@@ -15,10 +15,11 @@ export const KEY_CACHE_NEGATIVE_TTL_MS = 1_000;
 const MAX_ENTRIES = 10_000;
 
 /**
- * API key hash → { id, owner }, so an authenticated read costs one SHA-256 and no query. Bounded
- * (LRU) and short-lived; a revoke in this process clears it at once, one in another process
- * (PostgreSQL NOTIFY, or simply the TTL) within KEY_CACHE_TTL_MS. Concurrent misses for the same
- * key share one query.
+ * API key → { id, owner }, so an authenticated request costs one map lookup: no query, and no
+ * SHA-256 (only a miss hashes the key to look it up; the keys held here are ones this process
+ * was just sent, for seconds). Bounded (LRU) and short-lived; a revoke in this process clears it at
+ * once, one in another process (PostgreSQL NOTIFY, or simply the TTL) within KEY_CACHE_TTL_MS.
+ * Concurrent misses for the same key share one query.
  */
 export class KeyCache {
   private readonly found = new LruMap<KeyOwner>(MAX_ENTRIES, KEY_CACHE_TTL_MS);
@@ -32,26 +33,31 @@ export class KeyCache {
     this.unsubscribe = onKeyRevoked(() => this.clear());
   }
 
-  async lookup(key: string): Promise<KeyOwner | undefined> {
-    const hash = hashKey(key);
-    const hit = this.found.get(hash);
+  /** What the cache knows of `key` now: its owner, null for a key known to be invalid, undefined for a miss. */
+  known(key: string): KeyOwner | null | undefined {
+    const hit = this.found.get(key);
     if (hit) return hit;
-    if (this.unknown.get(hash)) return undefined;
-    let pending = this.inFlight.get(hash);
+    return this.unknown.get(key) ? null : undefined;
+  }
+
+  async lookup(key: string): Promise<KeyOwner | undefined> {
+    const known = this.known(key);
+    if (known !== undefined) return known ?? undefined;
+    let pending = this.inFlight.get(key);
     if (!pending) {
       const generation = this.generation;
-      pending = findActiveKey(this.db, hash)
+      pending = findActiveKey(this.db, hashKey(key))
         .then((row) => {
           if (generation === this.generation) {
-            if (row) this.found.set(hash, { id: row.id, owner: row.owner });
-            else this.unknown.set(hash, true);
+            if (row) this.found.set(key, { id: row.id, owner: row.owner });
+            else this.unknown.set(key, true);
           }
           return row;
         })
         .finally(() => {
-          if (this.inFlight.get(hash) === pending) this.inFlight.delete(hash);
+          if (this.inFlight.get(key) === pending) this.inFlight.delete(key);
         });
-      this.inFlight.set(hash, pending);
+      this.inFlight.set(key, pending);
     }
     return pending;
   }

@@ -9,7 +9,7 @@ import type { JobService } from '../jobs/service.js';
 import type { Catalogue } from '../processors/catalogue.js';
 import type { LocalResultStore } from '../storage/local.js';
 import type { StorageHealth } from '../storage/health.js';
-import type { Store } from '../store/db.js';
+import type { Store } from '../store/store.js';
 import { DomainError } from '../errors.js';
 import { isDatabaseUnavailable } from '../store/errors.js';
 import { ApiError, STATUS_OF_KIND } from './api-error.js';
@@ -31,6 +31,8 @@ import { eventRoutes, MAX_STREAMS_PER_OWNER, type EventStreamOptions } from './r
 import { jobDetailRoutes } from './routes/job-detail.js';
 import { lingerOnClose } from './linger.js';
 import { jsonBodyProblem } from './json-body.js';
+import { accessLogHook } from './access-log.js';
+import { lazyChildLogger } from './request-logger.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { adminRoutes, type LocalWorkerInfo } from './admin/routes.js';
 import { Operator } from '../operator.js';
@@ -55,6 +57,8 @@ export interface HttpDeps {
   webhookRetryScheduleMs: readonly number[];
   webhookTimeoutMs: number;
   metrics: Metrics;
+  /** ACCESS_LOG_SAMPLE: the share of successful requests that get an access log line (errors always do). */
+  accessLogSample?: number;
   rateLimits: RateLimitOptions;
   /** Revocations made by other processes reach the key cache through it (PostgreSQL NOTIFY). */
   signals?: Signals;
@@ -101,6 +105,7 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- without it Fastify infers pino's Logger and the instance no longer fits FastifyInstance
     loggerInstance: deps.log as FastifyBaseLogger,
     logController: new Fastify.LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
+    childLoggerFactory: (_logger, bindings, opts) => lazyChildLogger(deps.log, bindings, opts),
     bodyLimit: deps.maxBodyBytes,
     // Echo a sane incoming X-Request-Id, else make one.
     genReqId: (req) => {
@@ -193,34 +198,14 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
   const opsOnly = deps.routes === 'ops';
   if (!opsOnly) app.register(fastifySwagger, swaggerOptions(docs));
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback hooks (no promise per request) on the hottest path.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-  });
-  app.addHook('onRequest', async (request) => {
     if (request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor === 1 && request.headers.host === undefined)
-      throw new ApiError(400, 'missing Host header');
+      done(new ApiError(400, 'missing Host header'));
+    else done();
   });
-
-  // One structured line per request (request_id from the child logger; job_uuid when the route has one),
-  // and the latency histogram by route pattern (never by raw URL: bounded label values).
-  app.addHook('onResponse', async (request, reply) => {
-    const route = request.routeOptions.url ?? 'unmatched';
-    const seconds = reply.elapsedTime / 1000;
-    deps.metrics.httpSeconds.observe({ method: request.method, route, status_code: reply.statusCode }, seconds);
-    if (route === '/metrics' || route === '/healthz' || route === '/readyz') return;
-    const params: unknown = request.params;
-    const uuid = params && typeof params === 'object' && 'uuid' in params ? params.uuid : undefined;
-    request.log.info(
-      {
-        method: request.method,
-        route,
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime * 10) / 10,
-        ...(uuid ? { job_uuid: uuid } : {}),
-      },
-      'request',
-    );
-  });
+  app.addHook('onResponse', accessLogHook(deps.metrics, deps.log, deps.accessLogSample ?? 1));
 
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
     if (err instanceof ApiError) {
@@ -266,7 +251,7 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     return reply.code(404).send(fail(`no route ${request.method} ${path}`));
   });
 
-  // A worker-only process: health, readiness and metrics on its port, nothing else (DESIGN.md §9).
+  // A worker-only process: health, readiness and metrics on its port, nothing else.
   if (opsOnly) {
     app.register(async (root) => {
       opsRoutes(root, deps.store, deps.metrics);

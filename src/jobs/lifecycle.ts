@@ -6,7 +6,7 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Metrics } from '../metrics.js';
 import type { SignalName, Signals } from '../signals.js';
-import type { Store } from '../store/db.js';
+import type { Store } from '../store/store.js';
 import {
   claimByUuid,
   claimJobs,
@@ -47,7 +47,7 @@ import {
   type Reserve,
   type ResultInfo,
 } from './moves.js';
-import { isTerminalStatus, type JobProgress } from '../contract.js';
+import { isTerminalStatus, type JobProgress } from '../contract/api.js';
 
 export type { Failure, Held, ResultInfo };
 
@@ -110,6 +110,7 @@ export class JobLifecycle {
       what: 'job changes (finishes are kept and written later)',
       dependency: DATABASE,
       isConflict: isTransactionConflict,
+      gatherTurn: true,
     });
   }
 
@@ -248,8 +249,7 @@ export class JobLifecycle {
     const lone = changes.length === 1 ? this.oneStatement(changes[0]!) : undefined;
     if (lone) return [await lone()];
     return this.db.transaction().execute(async (trx) => {
-      const applied: Applied[] = [];
-      for (const change of changes) applied.push(await this.apply(trx, change));
+      const applied = await this.applyAll(trx, changes);
       const events = applied.flatMap((a) => a.events);
       await insertWebhookEvents(trx, events);
       const signals = dedupe([
@@ -294,6 +294,28 @@ export class JobLifecycle {
     return { ...change, move: MOVES.claim, leaseMs: this.deps.config.jobLeaseMs, now: change.at };
   }
 
+  /**
+   * Applies a batch's changes in order, except that its creates go in together, first: one
+   * multi-row INSERT for all their jobs (as a batch submit's), not one statement per submit.
+   */
+  private async applyAll(trx: Kysely<Database>, changes: readonly Change[]): Promise<Applied[]> {
+    const creates = changes.flatMap((c) => (c.move === 'create' ? [c] : []));
+    const merged =
+      creates.length > 1
+        ? await this.apply(trx, { move: 'create', at: creates[0]!.at, jobs: creates.flatMap((c) => c.jobs) })
+        : undefined;
+    const applied: Applied[] = [];
+    let from = 0;
+    for (const change of changes) {
+      if (merged && change.move === 'create') {
+        const first = from === 0;
+        const out = (merged.out as boolean[]).slice(from, (from += change.jobs.length));
+        applied.push({ ...merged, out, signals: first ? merged.signals : [] });
+      } else applied.push(await this.apply(trx, change));
+    }
+    return applied;
+  }
+
   /** Applies one change inside the batch's transaction. */
   private async apply(trx: Kysely<Database>, change: Change): Promise<Applied> {
     const { store, config } = this.deps;
@@ -304,7 +326,8 @@ export class JobLifecycle {
         const out: boolean[] = [];
         const rows: NewJob[] = [];
         for (const { job, reserve, key } of change.jobs) {
-          const ok = key ? reserved.has(key.key) : reserve === undefined || (await reserve(trx));
+          // A key reserved once serves one entry (concurrent submits with one key may share a batch).
+          const ok = key ? reserved.delete(key.key) : reserve === undefined || (await reserve(trx));
           out.push(ok);
           if (ok) rows.push(job);
         }

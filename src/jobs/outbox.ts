@@ -1,13 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { isTerminalStatus } from '../contract.js';
+import { isTerminalStatus } from '../contract/api.js';
 import type { NewWebhookEvent } from '../store/webhooks.js';
-import {
-  EVENT_TYPES,
-  destinationOf,
-  type EventType,
-  type WebhookPayload,
-  type WebhookSettings,
-} from '../webhooks/events.js';
+import { destinationOf, type WebhookPayload } from '../webhooks/events.js';
+import { EVENT_TYPES, type EventType, type WebhookSettings } from '../contract/webhook.js';
 import { isResultReady, type JobRow } from './view.js';
 
 /**

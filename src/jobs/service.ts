@@ -1,4 +1,4 @@
-import { JOB_NOT_FOUND, isTerminalStatus, type JobStatus, type ResultLink } from '../contract.js';
+import { JOB_NOT_FOUND, isTerminalStatus, type ApiJob, type JobStatus, type ResultLink } from '../contract/api.js';
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
@@ -10,13 +10,8 @@ import type { Catalogue } from '../processors/catalogue.js';
 import type { Metrics } from '../metrics.js';
 import { wakeOn, type Signals } from '../signals.js';
 import type { ResultStore } from '../storage/types.js';
-import type { Store } from '../store/db.js';
-import {
-  findIdempotencyKey,
-  findIdempotencyKeys,
-  reserveIdempotencyKey,
-  type IdempotencyRow,
-} from '../store/idempotency.js';
+import type { Store } from '../store/store.js';
+import { findIdempotencyKey, findIdempotencyKeys, type IdempotencyRow } from '../store/idempotency.js';
 import { getJobView, jobsAhead, listJobs, type NewJob } from '../store/jobs.js';
 import { parseSubmitDuration } from './durations.js';
 import { purgeJob } from './purge.js';
@@ -24,8 +19,8 @@ import type { Database } from '../store/schema.js';
 import { checkIdempotencyKey, requestFingerprint } from './idempotency.js';
 import { describeIssues, isSlotName, submitSchema, type SubmitBody } from './submit-schema.js';
 import type { JobLifecycle } from './lifecycle.js';
-import { newJob, type Reserve } from './moves.js';
-import { toApiJob, type ApiJob, type JobView } from './view.js';
+import { newJob } from './moves.js';
+import { toApiJob, type JobView } from './view.js';
 
 export interface SubmitRequest {
   owner: string;
@@ -46,8 +41,6 @@ export interface SubmitOutcome {
   replayed: boolean;
 }
 
-export type { ResultLink };
-
 /** A batch read and checked up to its inserts (JobService.planBatch). */
 export interface BatchPlan {
   owner: string;
@@ -61,7 +54,6 @@ export interface BatchPlan {
 /** A submit ready to insert (see JobService.prepare). */
 interface Prepared {
   row: NewJob;
-  reserve?: Reserve;
   /** The key's record (a batch reserves its items' keys together). */
   record?: IdempotencyRow;
   outcome: SubmitOutcome;
@@ -83,7 +75,6 @@ export interface JobServiceDeps {
   lookup?: LookupAll;
 }
 
-export { JOB_NOT_FOUND };
 const DATA_REMOVED = "the job's data was deleted (DELETE /api/v1/jobs/{uuid}, or its retention period ended)";
 /** Echo a client's text only in part: a 1 MB value must not make a 1 MB error message. */
 const clip = (text: string) => (text.length > 64 ? `${text.slice(0, 64)}…` : text);
@@ -116,7 +107,10 @@ export class JobService {
   async submit(req: SubmitRequest): Promise<SubmitOutcome> {
     const prepared = await this.prepare(req, 'look');
     if ('replayed' in prepared) return prepared;
-    if (await this.deps.lifecycle.create(prepared.row, prepared.reserve)) return prepared.outcome;
+    // The key's record goes with the job (as a batch item's): concurrent submits then share one
+    // reservation statement and one multi-row INSERT in the writer's transaction.
+    const [created] = await this.deps.lifecycle.createMany([{ job: prepared.row, key: prepared.record }]);
+    if (created) return prepared.outcome;
     return this.lost(req, prepared.fingerprint);
   }
 
@@ -226,7 +220,8 @@ export class JobService {
     const { owner, idempotencyKey: key } = req;
     const schema = this.schemas.get(req.jobType);
     if (!schema) throw notFound(`unknown job type "${clip(req.jobType)}"; GET /api/v1/job-types lists them`);
-    const fingerprint = requestFingerprint(req.method, req.path, req.body);
+    // Only a keyed submit is ever compared with another (canonical JSON and SHA-256 cost per request).
+    const fingerprint = key === undefined ? '' : requestFingerprint(req.method, req.path, req.body);
 
     if (key !== undefined && prior !== 'later') {
       const found = prior === 'look' ? await findIdempotencyKey(this.db, owner, key, this.deps.clock.now()) : prior;
@@ -271,8 +266,7 @@ export class JobService {
             created_at: now,
             expires_at: now + this.deps.config.idempotencyTtlMs,
           };
-    const reserve = record === undefined ? undefined : (trx: Kysely<Database>) => reserveIdempotencyKey(trx, record);
-    return { row, reserve, record, outcome, fingerprint, later: prior === 'later' };
+    return { row, record, outcome, fingerprint, later: prior === 'later' };
   }
 
   /** A key taken by a concurrent request (or an earlier item of the batch): answer as its replay. */
@@ -319,6 +313,7 @@ export class JobService {
       list.forEach((u, i) => urls.push([single ? `input.${slot}` : `input.${slot}[${i}]`, u]));
     }
     if (body.webhook) urls.push(['webhook.url', body.webhook.url]);
+    if (urls.length === 0) return body;
     const checks = await Promise.all(
       urls.map(async ([field, u]) => {
         const r = await checkUrl(u, {

@@ -1,6 +1,7 @@
 import type { JobType } from './types.js';
 import os from 'node:os';
 import { createFaceDetectJobType, createFaceSwapJobType, createFaceThreadPool } from './face-swap/index.js';
+import { withFacePictures } from './face-detect-pictures.js';
 import { createImageTransformJobType } from './image-transform.js';
 import { createVideoFaceSwapJobType } from './video/face-swap.js';
 import { resolveBinaries } from './video/ffmpeg.js';
@@ -68,7 +69,7 @@ export function defaultJobTypes(opts: DefaultTypesOptions): JobType[] {
   return [
     createImageTransformJobType(),
     Object.assign(createFaceSwapJobType({ pool: facePool }), { stages: FACE_SWAP_STAGES }),
-    Object.assign(createFaceDetectJobType({ pool: facePool }), { stages: FACE_DETECT_STAGES }),
+    Object.assign(withFacePictures(createFaceDetectJobType({ pool: facePool })), { stages: FACE_DETECT_STAGES }),
     createVideoFaceSwapJobType({ threads, limits, binaries }),
     createVideoFromImageAudioJobType({ limits, binaries }),
   ];

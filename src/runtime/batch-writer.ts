@@ -19,6 +19,12 @@ export interface BatchWriterOptions<I, O> {
   /** A conflict with another writer (a deadlock): no outage, the items go again one by one. */
   isConflict?(err: unknown): boolean;
   maxBatch?: number;
+  /**
+   * An idle writer waits for the end of the current event-loop turn before its first write, so
+   * everything that arrives in one turn (the requests of one poll of the sockets) shares a
+   * transaction. Off: an idle writer writes the first arrival at once.
+   */
+  gatherTurn?: boolean;
 }
 
 interface Pending<I, O> {
@@ -38,6 +44,7 @@ interface Pending<I, O> {
 export class BatchWriter<I, O> {
   private pending: Pending<I, O>[] = [];
   private flushing: Promise<void> | undefined;
+  private gathering = false;
   /** Cuts an outage's pause short: an arrival is tried at once. */
   private readonly retry = new Wakeable();
   private readonly backoff: OutageBackoff;
@@ -57,14 +64,28 @@ export class BatchWriter<I, O> {
 
   /** Resolves when everything submitted so far has been written or answered. */
   async drain(): Promise<void> {
-    while (this.flushing) await this.flushing;
+    while (this.flushing || this.gathering) await (this.flushing ?? new Promise((r) => setImmediate(r)));
   }
 
   private kick(): void {
+    if (this.flushing || this.gathering || this.pending.length === 0) return;
+    if (this.opts.gatherTurn) {
+      this.gathering = true;
+      setImmediate(() => {
+        this.gathering = false;
+        this.start();
+      });
+      return;
+    }
+    this.start();
+  }
+
+  private start(): void {
     if (this.flushing || this.pending.length === 0) return;
     this.flushing = this.flush().finally(() => {
       this.flushing = undefined;
-      this.kick();
+      // What arrived during the write has waited already: it goes at once.
+      this.start();
     });
   }
 

@@ -7,18 +7,7 @@ import type { Database } from './schema.js';
 import { migrateToLatest } from './migrations.js';
 import { CONNECTION_ERROR_CODES } from '../connection-errors.js';
 import { DatabaseOpenError } from './errors.js';
-
-export type Dialect = 'sqlite' | 'postgres';
-
-export interface Store {
-  db: Kysely<Database>;
-  dialect: Dialect;
-  /** The connection URL (PostgreSQL), for the LISTEN connection. */
-  url?: string;
-  close(): Promise<void>;
-  /** PostgreSQL: bound every later query to `ms` (a dead peer then fails fast instead of hanging). */
-  boundQueries?(ms: number): void;
-}
+import type { Store } from './store.js';
 
 export interface OpenOptions {
   migrate?: boolean;
@@ -100,7 +89,21 @@ function openSqlite(file: string): Store {
   // indexes, and at a large backlog their upper levels should stay in memory.
   database.pragma('cache_size = -65536');
   const db = new Kysely<Database>({ dialect: new RollbackSafeSqliteDialect(database) });
+  sqliteHandles.set(db, database);
   return { db, dialect: 'sqlite', close: () => db.destroy() };
+}
+
+const sqliteHandles = new WeakMap<Kysely<Database>, SQLite.Database>();
+
+/**
+ * The SQLite connection behind a store's Kysely instance (undefined for PostgreSQL and for a
+ * transaction's instance), for the few hottest reads that run a prepared statement on it directly
+ * (store/jobs.ts). Such a read must not run while a transaction is open on the connection: it
+ * would see that transaction's uncommitted rows (check `inTransaction`, else go through Kysely,
+ * which waits for the transaction to end).
+ */
+export function sqliteHandle(db: Kysely<Database>): SQLite.Database | undefined {
+  return sqliteHandles.get(db);
 }
 
 /**

@@ -7,8 +7,11 @@ import {
   type Selectable,
   type Updateable,
 } from 'kysely';
-import type { Dialect } from './db.js';
-import type { Database, JobStatus, JobsTable } from './schema.js';
+import type SQLite from 'better-sqlite3';
+import { sqliteHandle } from './db.js';
+import type { Dialect } from './store.js';
+import { ACTIVE_STATUSES, type JobStatus } from '../contract/api.js';
+import type { Database, JobsTable } from './schema.js';
 
 /**
  * Every job query lives here; callers never write SQL for jobs. Each query's cost is bounded by
@@ -20,6 +23,15 @@ import type { Database, JobStatus, JobsTable } from './schema.js';
 export type JobRow = Selectable<JobsTable>;
 /** A new job; its vtime and rank are computed by insertJob. */
 export type NewJob = Omit<Insertable<JobsTable>, 'vtime' | 'rank'>;
+
+/**
+ * A status as an SQL literal: the hot statements' partial indexes (`WHERE status = 'queued'`) are
+ * chosen only when the planner sees the literal, not a parameter.
+ */
+const statusLit = (s: JobStatus) => sql.lit(s);
+const QUEUED = statusLit('queued');
+/** `status IN ('queued', 'processing')`: the partial indexes of active jobs say it so. */
+const ACTIVE = sql.join(ACTIVE_STATUSES.map(statusLit));
 
 /** An owner's own order: created_at moved `priority` seconds earlier. */
 const rankOf = (row: NewJob) => row.created_at - (row.priority ?? 0) * 1000;
@@ -54,33 +66,62 @@ export type JobView = Pick<JobRow, (typeof VIEW_COLUMNS)[number]>;
 /**
  * Inserts a queued job with its virtual start time: max(head of the queue, the owner's last
  * queued vtime + 1). Two index seeks inside the INSERT; two concurrent submits of one owner may
- * share a vtime, which only ties them (broken by created_at, uuid).
+ * share a vtime, which only ties them (broken by created_at, uuid). The statement is built and
+ * compiled once per dialect and shape of row (building it cost more than running it); each submit
+ * only binds its values.
  */
 export async function insertJob(db: Kysely<Database>, row: NewJob, notify?: RawBuilder<unknown>): Promise<void> {
-  const vtime = sql<number>`(SELECT max(v) FROM (
-      SELECT coalesce((SELECT vtime FROM jobs WHERE status = 'queued' ORDER BY vtime, created_at, uuid LIMIT 1), 0) AS v
-      UNION ALL
-      SELECT coalesce((SELECT vtime FROM jobs WHERE status = 'queued' AND owner = ${row.owner} ORDER BY vtime DESC LIMIT 1) + 1, 0)
-    ) AS candidates)`;
-  if (notify === undefined) {
-    await db
-      .insertInto('jobs')
-      .values({ ...row, vtime, rank: rankOf(row) })
-      .execute();
+  const extra = notify?.compile(db);
+  const columns = Object.keys(row);
+  const shape = `${columns.join(',')}|${extra?.sql ?? ''}`;
+  const adapter = db.getExecutor().adapter;
+  let texts = insertTexts.get(adapter);
+  if (!texts) insertTexts.set(adapter, (texts = new Map<string, string | null>()));
+  let text = texts.get(shape);
+  if (text === undefined) {
+    // Compiled from placeholders, and kept only when its parameters are exactly the values in
+    // order (so binding them is the same statement the builder would make), else built per call.
+    const marks = columns.map((_, i) => `\u0000${i}`);
+    const probe = Object.fromEntries(columns.map((c, i) => [c, marks[i]])) as unknown as NewJob;
+    const compiled = insertStatement(db, probe, '\u0000owner', '\u0000rank', notify).compile();
+    const expected = [...marks, '\u0000rank', '\u0000owner', ...(extra?.parameters ?? [])];
+    const same =
+      compiled.parameters.length === expected.length && compiled.parameters.every((p, i) => p === expected[i]);
+    text = same ? compiled.sql : null;
+    texts.set(shape, text);
+  }
+  if (text === null) {
+    await insertStatement(db, row, row.owner, rankOf(row), notify).execute();
     return;
   }
+  const params = [...Object.values(row), rankOf(row), row.owner, ...(extra?.parameters ?? [])];
+  await db.executeQuery(CompiledQuery.raw(text, params));
+}
+
+/** Compiled INSERT statements by dialect adapter (shared by a Kysely instance and its transactions). */
+const insertTexts = new WeakMap<object, Map<string, string | null>>();
+
+function insertStatement(
+  db: Kysely<Database>,
+  row: NewJob,
+  owner: string,
+  rank: number | string,
+  notify: RawBuilder<unknown> | undefined,
+) {
+  const vtime = sql<number>`(SELECT max(v) FROM (
+      SELECT coalesce((SELECT vtime FROM jobs WHERE status = ${QUEUED} ORDER BY vtime, created_at, uuid LIMIT 1), 0) AS v
+      UNION ALL
+      SELECT coalesce((SELECT vtime FROM jobs WHERE status = ${QUEUED} AND owner = ${owner} ORDER BY vtime DESC LIMIT 1) + 1, 0)
+    ) AS candidates)`;
+  // rank before vtime: the parameters then come in the order insertJob binds them.
+  const values = { ...row, rank: rank as number, vtime };
+  if (notify === undefined) return db.insertInto('jobs').values(values);
   // PostgreSQL: the NOTIFY rides in the same statement (a data-modifying CTE), one round trip and
   // no BEGIN/COMMIT of its own; it is delivered at commit, so never for a job that was not stored.
-  await db
-    .with('inserted', (q) =>
-      q
-        .insertInto('jobs')
-        .values({ ...row, vtime, rank: rankOf(row) })
-        .returning('uuid'),
-    )
+  return db
+    .with('inserted', (q) => q.insertInto('jobs').values(values).returning('uuid'))
     .selectFrom('inserted')
-    .select(notify.as('notified'))
-    .execute();
+    .select(notify.as('notified'));
 }
 
 /**
@@ -93,7 +134,7 @@ export async function insertJobs(db: Kysely<Database>, rows: readonly NewJob[]):
   const head = await db
     .selectFrom('jobs')
     .select('vtime')
-    .where(sql<boolean>`status = 'queued'`)
+    .where(sql<boolean>`status = ${QUEUED}`)
     .orderBy('vtime')
     .orderBy('created_at')
     .orderBy('uuid')
@@ -104,7 +145,7 @@ export async function insertJobs(db: Kysely<Database>, rows: readonly NewJob[]):
     const last = await db
       .selectFrom('jobs')
       .select('vtime')
-      .where(sql<boolean>`status = 'queued'`)
+      .where(sql<boolean>`status = ${QUEUED}`)
       .where('owner', '=', owner)
       .orderBy('vtime', 'desc')
       .limit(1)
@@ -133,6 +174,8 @@ export function getJob(db: Kysely<Database>, uuid: string, owner?: string): Prom
 
 /** Compiled once per Kysely instance: the status read is the hottest query, and building it costs more than running it. */
 const viewQuery = new WeakMap<Kysely<Database>, string>();
+/** On SQLite, prepared once on the connection and run directly (no Kysely round through promises). */
+const viewStatement = new WeakMap<SQLite.Database, SQLite.Statement<[string, string], JobView>>();
 
 /** The columns a status read needs, by primary key. */
 export async function getJobView(db: Kysely<Database>, uuid: string, owner: string): Promise<JobView | undefined> {
@@ -146,6 +189,15 @@ export async function getJobView(db: Kysely<Database>, uuid: string, owner: stri
       .compile();
     text = compiled.sql;
     viewQuery.set(db, text);
+  }
+  const direct = sqliteHandle(db);
+  if (direct && !direct.inTransaction) {
+    let stmt = viewStatement.get(direct);
+    if (!stmt) {
+      stmt = direct.prepare<[string, string], JobView>(text);
+      viewStatement.set(direct, stmt);
+    }
+    return stmt.get(uuid, owner);
   }
   const res = await db.executeQuery<JobView>(CompiledQuery.raw(text, [uuid, owner]));
   return res.rows[0];
@@ -171,11 +223,6 @@ const attemptsSet = (rule: AttemptsRule | undefined) =>
       ? sql<number>`CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END`
       : undefined;
 
-/**
- * A status as an SQL literal: the hot statements' partial indexes (`WHERE status = 'queued'`) are
- * chosen only when the planner sees the literal, not a parameter.
- */
-const statusLit = (s: JobStatus) => sql.lit(s);
 const onlyFrom = (move: StatusMove): JobStatus => {
   if (move.from.length !== 1)
     throw new Error(`a claim or renewal leaves exactly one status (got ${move.from.join(', ')})`);
@@ -443,7 +490,7 @@ export function expiredDeadlines(db: Kysely<Database>, now: number, limit: numbe
     .selectFrom('jobs')
     .select(['uuid', 'status'])
     .where('deadline', 'is not', null)
-    .where(sql<boolean>`status IN ('queued', 'processing')`)
+    .where(sql<boolean>`status IN (${ACTIVE})`)
     .where('deadline', '<', now)
     .orderBy('deadline')
     .limit(limit)
@@ -573,7 +620,7 @@ export async function jobsAhead(
   const v = job.vtime;
   const c = job.created_at;
   const row = await sql<{ n: number | string }>`SELECT count(*) AS n FROM (
-      SELECT 1 FROM jobs WHERE status = 'queued' AND (vtime, created_at, uuid) < (${v}, ${c}, ${job.uuid})
+      SELECT 1 FROM jobs WHERE status = ${QUEUED} AND (vtime, created_at, uuid) < (${v}, ${c}, ${job.uuid})
       ORDER BY vtime, created_at, uuid LIMIT ${cap}) AS ahead`.execute(db);
   return Number(row.rows[0]?.n ?? 0);
 }

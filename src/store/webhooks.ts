@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
-import type { Dialect } from './db.js';
+import type { Dialect } from './store.js';
 import type { Database, WebhookAttemptsTable, WebhookEventsTable } from './schema.js';
 
 /**
@@ -299,6 +299,16 @@ export async function listEventsWithAttempts(
   jobUuid: string,
   owner: string,
 ): Promise<Array<{ event: WebhookEventRow; attempts: WebhookAttemptRow[] }>> {
+  // Attempts first: an attempt and its event's move are committed together, so events read after
+  // them are at least as new (never a recorded attempt beside its event's state from before it).
+  const attempts = await db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('event_id', 'in', (eb) =>
+      eb.selectFrom('webhook_events').select('event_id').where('job_uuid', '=', jobUuid).where('owner', '=', owner),
+    )
+    .orderBy('id')
+    .execute();
   const events = await db
     .selectFrom('webhook_events')
     .selectAll()
@@ -306,17 +316,6 @@ export async function listEventsWithAttempts(
     .where('owner', '=', owner)
     .orderBy('created_at')
     .orderBy('event_id')
-    .execute();
-  if (events.length === 0) return [];
-  const attempts = await db
-    .selectFrom('webhook_attempts')
-    .selectAll()
-    .where(
-      'event_id',
-      'in',
-      events.map((e) => e.event_id),
-    )
-    .orderBy('id')
     .execute();
   return events.map((event) => ({ event, attempts: attempts.filter((a) => a.event_id === event.event_id) }));
 }

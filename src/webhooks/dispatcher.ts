@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Metrics } from '../metrics.js';
 import type { SignalName, Signals } from '../signals.js';
-import type { Store } from '../store/db.js';
+import type { Store } from '../store/store.js';
 import { DATABASE, isDatabaseUnavailable } from '../store/errors.js';
 import { OutageBackoff } from '../runtime/outage.js';
 import { Wakeable } from '../runtime/wake.js';

@@ -1,6 +1,4 @@
-import { EVENT_TYPES, type EventType } from '../contract.js';
-
-export { EVENT_TYPES, type EventType };
+import type { EventType } from '../contract/webhook.js';
 
 /** The `webhook` object stored with a job (validated at submit). */
 export interface WebhookSettings {
@@ -9,7 +7,7 @@ export interface WebhookSettings {
   events?: EventType[];
 }
 
-/** The delivery body (DESIGN.md §2 Webhooks). Frozen at creation: every attempt sends these bytes. */
+/** The delivery body (docs/api.md, Webhooks). Frozen at creation: every attempt sends these bytes. */
 export interface WebhookPayload {
   event_id: string;
   event_type: EventType;

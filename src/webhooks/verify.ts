@@ -8,10 +8,10 @@
  * body is a JSON object. Returns the parsed payload; throws WebhookVerificationError otherwise.
  */
 import { timingSafeEqual } from 'node:crypto';
-import type { EventType, WebhookPayload } from './events.js';
+import type { WebhookPayload } from './events.js';
 import { computeSignature, EVENT_ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from './sign.js';
 
-export type { EventType, WebhookPayload };
+export type { WebhookPayload };
 
 export type WebhookVerificationReason =
   | 'missing_header'

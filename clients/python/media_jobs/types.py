@@ -11,13 +11,15 @@ TERMINAL_STATUSES = ("completed", "failed", "cancelled")
 ACTIVE_STATUSES = ("queued", "processing")
 SLOT_NAMES = ("source", "target", "reference", "audio")
 EVENT_TYPES = ("job.completed", "job.failed", "job.cancelled")
+ERROR_TYPES = ("media_fetch_failed", "invalid_media", "processing_error", "timeout", "internal_error")
+# These lists mirror the service's contract (src/contract/); test/unit/python-contract.test.ts checks them.
 
 #: A duration as the API takes it: "90s", "5m", "1h30m", or a number of seconds.
 Duration = Union[str, int, float]
 
 
 class Progress(TypedDict, total=False):
-    """A job's progress (DESIGN section 7): ``stage`` and ``percent`` (0-100 or None)."""
+    """A job's progress: ``stage`` and ``percent`` (0-100 or None)."""
 
     stage: str
     percent: Optional[float]
@@ -39,7 +41,7 @@ class Job(TypedDict, total=False):
     created_at: str
     started_at: Optional[str]
     finished_at: Optional[str]
-    # Newer services also send these (DESIGN section 7).
+    # Newer services also send these.
     deadline: Optional[str]
     priority: int
     progress: Optional[Progress]
@@ -127,6 +129,7 @@ __all__ = [
     "BatchItemResult",
     "DownloadedResult",
     "Duration",
+    "ERROR_TYPES",
     "EVENT_TYPES",
     "Job",
     "JobStatus",

@@ -13,7 +13,7 @@ import {
   CANCEL_AFTER_MIN_MS,
   JOB_STATUSES,
   type BatchItemResult,
-} from '../../contract.js';
+} from '../../contract/api.js';
 import { STATUS_OF_KIND } from '../api-error.js';
 import { ok } from '../envelope.js';
 import {

@@ -101,6 +101,12 @@ export interface ChannelStats {
   std: [number, number, number];
 }
 
+/** Skin colour statistics (CIELAB) of the warped source face and of the target face. */
+export interface ColorStats {
+  src: ChannelStats;
+  dst: ChannelStats;
+}
+
 /** Weighted mean and standard deviation per channel (weights: e.g. the inner face mask). */
 export function channelStats(values: Float32Array, weight: Float32Array): ChannelStats {
   const sum = [0, 0, 0];
@@ -283,6 +289,40 @@ export function transferLocal(
             srcLab[q + 2]! + (a[o00 + 2]! * w00 + a[o01 + 2]! * w01 + a[o10 + 2]! * w10 + a[o11 + 2]! * w11) / wt;
         }
       }
+    }
+  }
+}
+
+/**
+ * Inside each feature zone (ids 1..zones in `zone`, weight `t` 0..1), replaces the chroma shift
+ * `after - before` by the zone's mean shift: a lip or an eye gets one colour correction as a whole,
+ * the one of the skin around it on average, so its parts keep the source's own colour relations
+ * (no two-tone lips, no tinted iris) and it still sits in the target's light.
+ */
+export function evenOutFeatures(
+  before: Float32Array,
+  after: Float32Array,
+  zone: Uint8Array,
+  t: Float32Array,
+  use: Uint8Array,
+  zones: number,
+): void {
+  const sum = new Float64Array((zones + 1) * 3);
+  for (let i = 0; i < zone.length; i++) {
+    const z = zone[i]!;
+    if (!z || !use[i]) continue;
+    sum[z * 3] = sum[z * 3]! + 1;
+    for (let c = 1; c < 3; c++) sum[z * 3 + c] = sum[z * 3 + c]! + after[i * 3 + c]! - before[i * 3 + c]!;
+  }
+  for (let i = 0; i < zone.length; i++) {
+    const z = zone[i]!;
+    const k = t[i]!;
+    if (!z || !use[i] || k <= 0) continue;
+    const cnt = sum[z * 3]!;
+    for (let c = 1; c < 3; c++) {
+      const local = after[i * 3 + c]! - before[i * 3 + c]!;
+      const mean = sum[z * 3 + c]! / cnt;
+      after[i * 3 + c] = before[i * 3 + c]! + local + k * (mean - local);
     }
   }
 }

@@ -15,7 +15,8 @@ import {
 } from './detect.js';
 import { CONTENT_TYPES, EXTENSIONS, decodeImage, encodeImage } from './image.js';
 import type { FaceMode, FaceSwapOptions } from './options.js';
-import { swapFace } from './swap.js';
+import { levelled, swapLevelled } from './level.js';
+import { DEFAULT_TUNING, extendForehead } from './swap.js';
 import type { Box, Point, RgbImage } from './types.js';
 
 export interface SwapJobInput {
@@ -158,8 +159,15 @@ export async function runFaceSwap(input: SwapJobInput, hooks: PipelineHooks): Pr
 
   hooks.progress('swapping faces');
   const blendOpts = { blend: options.blend, colorCorrection: options.color_correction };
+  // Both faces level (a rolled one is cut out level and its landmarks found again there).
+  const src = await levelled(
+    source,
+    srcLandmarks,
+    extendForehead(srcLandmarks, DEFAULT_TUNING.forehead),
+    refineLandmarks,
+  );
   for (const dstLandmarks of chosen) {
-    await swapFace(target, dstLandmarks, source, srcLandmarks, blendOpts);
+    await swapLevelled(target, dstLandmarks, src.image, src.lm, blendOpts, refineLandmarks);
     hooks.checkAborted();
   }
 
@@ -209,7 +217,7 @@ export interface DetectJobInput {
   maxPixels: number;
 }
 
-/** face-detect's result (DESIGN section 8): every face, left to right, with its box and 68 landmarks. */
+/** face-detect's result (docs/api.md, Faces): every face, left to right, with its box and 68 landmarks. */
 export interface DetectResult {
   width: number;
   height: number;

@@ -3,7 +3,16 @@
  * blend. Pure computation apart from an optional sharp resize of the source.
  */
 import { cloneCorrection, composite } from './blend.js';
-import { channelStats, labToRgb, rgbToLab, transferLocal, transferStats, type ChannelStats } from './color.js';
+import {
+  channelStats,
+  evenOutFeatures,
+  labToRgb,
+  rgbToLab,
+  transferLocal,
+  transferStats,
+  type ColorStats,
+} from './color.js';
+export type { ColorStats } from './color.js';
 import { boundingRegion, convexHull, faceSize, type Region } from './geometry.js';
 import { resizeRegion } from './image.js';
 import {
@@ -17,6 +26,7 @@ import {
 } from './mask.js';
 import type { BlendMode } from './options.js';
 import { laplacianVariance, matchDetail } from './detail.js';
+import { innerMouthHole, mouthGap, OPEN_GAP } from './mouth.js';
 import { fitSkinModel, nonSkinMask, occlusionMask, softenMask, transferLighting } from './skin.js';
 import type { Point, RgbImage } from './types.js';
 import { opaqueExtent, upsampleFace, type Rendered } from './upsample.js';
@@ -40,12 +50,8 @@ export interface SwapOptions {
    * own size, but at least MIN_WORK_SIZE (a smaller source has no more detail to give).
    */
   workSize?: number | undefined;
-}
-
-/** Skin colour statistics (CIELAB) of the warped source face and of the target face. */
-export interface ColorStats {
-  src: ChannelStats;
-  dst: ChannelStats;
+  /** A plane of the target's size that receives the alpha each pixel was written with (level.ts pastes by it). */
+  alphaOut?: Float32Array | undefined;
 }
 
 /**
@@ -94,8 +100,8 @@ const FEATURE_MARGIN = 0.04;
  * too smooth to draw the target's lips, lids or brows into the new face.
  */
 const LIGHT_DEGREE = 3;
-/** Scale (of the face size) of the chroma correction inside the features: one colour shift per lip, eye, brow. */
-const FEATURE_SIGMA_AB = 0.12;
+/** Polynomial degree of the chroma surface: a light's colour gradient across the face, nothing finer. */
+const CHROMA_DEGREE = 2;
 /** Share of the target face's Laplacian variance the new face is sharpened up to. */
 const DETAIL_TARGET = 0.9;
 
@@ -109,6 +115,8 @@ const FEATURES: readonly (readonly [number, number])[] = [
 ];
 /** Jaw line 0-16, then (after extendForehead) 68-77 above the brows: the outline of the replaced area. */
 const OUTLINE = [...Array.from({ length: 17 }, (_, i) => i), ...Array.from({ length: 10 }, (_, i) => 68 + i)];
+/** First mouth landmark (48-59 outer lip line, 60-67 inner). */
+const MOUTH_FROM = 48;
 /** Points used to fit the similarity alignment: brows, nose, eyes, mouth. */
 const INNER = Array.from({ length: 68 - 17 }, (_, i) => i + 17);
 
@@ -181,8 +189,12 @@ export function alignSimilarity(src: readonly Point[], dst: readonly Point[], fi
  */
 function destinationPoints(srcLm: readonly Point[], targetLm: readonly Point[], tuning: SwapTuning): Point[] {
   const aligned = alignSimilarity(srcLm, targetLm, INNER);
+  const open = mouthGap(targetLm, faceSize(targetLm)) >= OPEN_GAP;
   const dst = targetLm.map((p, i) => {
-    if (i < 17) return p;
+    // Jaw: the blend's edge. An open mouth: the target's expression (the source's lips are warped
+    // onto the target's lips around its teeth), so no second, closed mouth appears beside it. A
+    // closed one keeps the source's proportions, which carry some of its identity.
+    if (i < 17 || (open && i >= MOUTH_FROM)) return p;
     const k = i < 27 ? tuning.shape / 2 : tuning.shape;
     const a = aligned[i]!;
     return { x: p.x + k * (a.x - p.x), y: p.y + k * (a.y - p.y) };
@@ -255,7 +267,7 @@ export async function swapFace(
     const placed = await placeSource(targetLm, source, srcLm, tuning);
     return withScratch(() => {
       const r = renderFace(target, targetLm, placed, opts, tuning, true);
-      if (r) composite(target, r.region, r.face, r.alpha);
+      if (r) writeFace(target, r.region, r.face, r.alpha, opts.alphaOut);
       return r?.stats;
     });
   }
@@ -277,16 +289,26 @@ export async function swapFace(
     if (!S) return r.stats;
     const { face, alpha } = upsampleFace(r, R, kx, ky, S);
     sharpenToMatch(target, S, face, alpha);
-    composite(target, S, face, alpha);
+    writeFace(target, S, face, alpha, opts.alphaOut);
     return r.stats;
   });
+}
+
+/** Composites the face into `target` and, if asked, records the alpha it was written with. */
+function writeFace(target: RgbImage, region: Region, face: Float32Array, alpha: Float32Array, out?: Float32Array) {
+  composite(target, region, face, alpha);
+  if (!out) return;
+  for (let y = 0; y < region.height; y++) {
+    const row = (region.top + y) * target.width + region.left;
+    for (let x = 0; x < region.width; x++) out[row + x] = Math.max(out[row + x]!, alpha[y * region.width + x]!);
+  }
 }
 
 /**
  * As crisp as the photo: compare the inner face (alpha 1) of both, sharpen the new face (where `use`
  * is set, default where alpha > 0) to match.
  */
-function sharpenToMatch(
+export function sharpenToMatch(
   target: RgbImage,
   region: Region,
   face: Float32Array,
@@ -367,6 +389,113 @@ async function placeSource(
   return { src, srcPts, dstPts: geo.dst, triangles: geo.tris };
 }
 
+/** What the stages of one render share: its region, where the warp covered it, the face's scale. */
+interface Canvas {
+  region: Region;
+  covered: Uint8Array;
+  /** Face size (px, see faceSize) and the margin around the feature zones. */
+  size: number;
+  margin: number;
+}
+
+/**
+ * One face's planes over the render region: CIELAB colour, feature zones, what its skin model calls
+ * non-skin (`modelled`: whether a skin model could be fitted at all); `lm`, its landmarks there.
+ */
+interface FacePlanes {
+  lm: readonly Point[];
+  modelled: boolean;
+  lab: Float32Array;
+  zones: Uint8Array;
+  nonSkin: Uint8Array;
+}
+
+/** The replaced area (inside the outline) and each pixel's distance from its edge. */
+interface Outline {
+  inside: Uint8Array;
+  dist: Float32Array;
+}
+
+/** What covers the face `f` (hair, a hand, a bar, a shoulder), by that face's own skin model. */
+function occludersOf(c: Canvas, o: Outline, f: FacePlanes, anywhere = false): Uint8Array {
+  const { width: w, height: h } = c.region;
+  // The outline, where anything in front of a face enters it.
+  const edge = bytes(w * h);
+  for (let i = 0; i < w * h; i++) if (o.inside[i] && o.dist[i]! <= 2) edge[i] = 1;
+  const innerHull = convexHull(f.lm.slice(17, 68));
+  const inner = rasterizePolygon(grow(innerHull, 2 * c.margin), c.region);
+  const innerCore = rasterizePolygon(innerHull, c.region);
+  return occlusionMask(f.nonSkin, edge, f.zones, inner, innerCore, f.lab, w, h, c.size, anywhere);
+}
+
+/**
+ * The source's own hair over its face is not its face: filled smoothly (src.lab, in place) from the
+ * skin around it, so a blonde strand at the source's temple does not land on the target's brow.
+ * Returns whether anything was filled.
+ */
+function fillSourceHair(c: Canvas, o: Outline, src: FacePlanes): boolean {
+  if (!src.modelled) return false;
+  const { width: w, height: h } = c.region;
+  // Grown by 2 px: its anti-aliased edge, half hair and half skin, must go too.
+  const hair = dilate(dilate(occludersOf(c, o, src, true), w, h), w, h);
+  if (!hair.includes(1)) return false;
+  fillFromSurroundings(src.lab, hair, c.covered, w, h);
+  for (let i = 0; i < w * h; i++) if (hair[i]) src.nonSkin[i] = 0;
+  return true;
+}
+
+/**
+ * Whatever is in front of the target face (hair, a hand-held object, a shoulder) stays in front: cut
+ * out of `alpha` (in place, softened). Returns the occluders' mask.
+ */
+function keepOccluders(c: Canvas, o: Outline, dst: FacePlanes, alpha: Float32Array): Uint8Array | undefined {
+  if (!dst.modelled) return undefined;
+  const { width: w, height: h } = c.region;
+  const occluded = occludersOf(c, o, dst);
+  const soft = softenMask(occluded, w, h);
+  for (let i = 0; i < w * h; i++) alpha[i] = alpha[i]! * (1 - soft[i]!);
+  return occluded;
+}
+
+/**
+ * The source's colour (src.lab, in place) matched to the target's skin and light. Statistics and
+ * lighting over skin only: no feature zone of either face, nothing either skin model calls non-skin
+ * (lipstick or eye shadow beyond the landmarks, hair, an occluder). Returns the statistics measured
+ * (`given`, video's running average, is used instead when set).
+ */
+function matchColour(
+  c: Canvas,
+  src: FacePlanes,
+  dst: FacePlanes,
+  mask: { alpha: Float32Array; occluded: Uint8Array | undefined },
+  given: ColorStats | undefined,
+  tuning: SwapTuning,
+): ColorStats {
+  const { width: w, height: h } = c.region;
+  const n = w * h;
+  const skin = floats(n);
+  for (let i = 0; i < n; i++) {
+    if (dst.zones[i] || src.zones[i] || dst.nonSkin[i] || src.nonSkin[i] || mask.occluded?.[i]) continue;
+    skin[i] = mask.alpha[i]!;
+  }
+  const measured = { src: channelStats(src.lab, skin), dst: channelStats(dst.lab, skin) };
+  const use = given ?? measured;
+  transferStats(src.lab, c.covered, use.src, use.dst);
+  // Lightness: a smooth surface (the target's broad light, none of its features). Chroma: first a
+  // quadratic surface (a coloured light across the source, which would tint one eye teal), then
+  // the local low-pass difference over skin only (a coloured light carries no identity).
+  transferLighting(src.lab, dst.lab, skin, c.covered, w, h, [LIGHT_DEGREE, CHROMA_DEGREE, CHROMA_DEGREE]);
+  const sab = tuning.sigmaAB * c.size;
+  // Inside the features (lips, eyes, brows) the local field would be drawn from whichever skin lies
+  // nearest (chin below the lower lip, the lid above an iris) and tint the two lips apart or an iris
+  // teal: there one shift per feature, the field's mean over it, so they keep the source's colours.
+  const before = copyOf(src.lab);
+  transferLocal(src.lab, dst.lab, skin, c.covered, w, h, [0, sab, sab]);
+  const k = featherMask(src.zones, w, h, Math.max(1, Math.round(c.margin)));
+  evenOutFeatures(before, src.lab, src.zones, k, c.covered, FEATURES.length);
+  return measured;
+}
+
 /**
  * The new face for the face at `targetLm`, not yet written into `target`: warped, colour-matched,
  * Poisson-corrected, with the final alpha (occluders already cut out). `detail`: sharpen to the
@@ -417,76 +546,17 @@ function renderFace(
   const dstNonSkin = dstSkin ? nonSkinMask(dstLab, inside, dstSkin) : bytes(n);
   const srcNonSkin = srcSkin ? nonSkinMask(srcLab, inside, srcSkin) : bytes(n);
 
-  // The outline, where anything in front of a face enters it.
-  const edge = bytes(n);
-  for (let i = 0; i < n; i++) if (inside[i] && dist[i]! <= 2) edge[i] = 1;
-  /** What covers the face at `lm` (hair, a hand, a bar, a shoulder), by that face's own skin model. */
-  const occludersOf = (
-    lm: readonly Point[],
-    nonSkin: Uint8Array,
-    zones: Uint8Array,
-    lab: Float32Array,
-    anywhere = false,
-  ) => {
-    const innerHull = convexHull(lm.slice(17, 68));
-    const inner = rasterizePolygon(grow(innerHull, 2 * margin), region);
-    const innerCore = rasterizePolygon(innerHull, region);
-    return occlusionMask(nonSkin, edge, zones, inner, innerCore, lab, w, region.height, size, anywhere);
-  };
-
-  // The source's own hair over its face is not its face: filled smoothly from the skin around it,
-  // so a blonde strand at the source's temple does not land on the target's brow.
-  if (srcSkin) {
-    // Grown by 2 px: its anti-aliased edge, half hair and half skin, must go too.
-    const hair = dilate(
-      dilate(occludersOf(dstPts, srcNonSkin, srcZones, srcLab, true), w, region.height),
-      w,
-      region.height,
-    );
-    if (hair.includes(1)) {
-      fillFromSurroundings(srcLab, hair, covered, w, region.height);
-      for (let i = 0; i < n; i++) if (hair[i]) srcNonSkin[i] = 0;
-      if (!opts.colorCorrection) warped.set(labToRgb(srcLab, covered));
-    }
+  const canvas: Canvas = { region, covered, size, margin };
+  const source: FacePlanes = { lm: dstPts, lab: srcLab, zones: srcZones, nonSkin: srcNonSkin, modelled: !!srcSkin };
+  const dest: FacePlanes = { lm: targetLm, lab: dstLab, zones: dstZones, nonSkin: dstNonSkin, modelled: !!dstSkin };
+  if (fillSourceHair(canvas, { inside, dist }, source) && !opts.colorCorrection) {
+    warped.set(labToRgb(srcLab, covered));
   }
-
-  // Whatever is in front of the target face (hair, a hand-held object, a shoulder) stays in front.
-  let occluded: Uint8Array | undefined;
-  if (dstSkin && opts.occlusion !== false) {
-    occluded = occludersOf(targetLm, dstNonSkin, dstZones, dstLab);
-    const soft = softenMask(occluded, w, region.height);
-    for (let i = 0; i < n; i++) alpha[i] = alpha[i]! * (1 - soft[i]!);
-  }
+  const occluded = opts.occlusion !== false ? keepOccluders(canvas, { inside, dist }, dest, alpha) : undefined;
 
   let measured: ColorStats | undefined;
   if (opts.colorCorrection) {
-    // Statistics and lighting over skin only: no feature zone of either face, nothing either skin
-    // model calls non-skin (lipstick or eye shadow beyond the landmarks, hair, an occluder).
-    const skin = floats(n);
-    for (let i = 0; i < n; i++) {
-      if (dstZones[i] || srcZones[i] || dstNonSkin[i] || srcNonSkin[i] || occluded?.[i]) continue;
-      skin[i] = alpha[i]!;
-    }
-    measured = { src: channelStats(srcLab, skin), dst: channelStats(dstLab, skin) };
-    const use = opts.colorStats ?? measured;
-    transferStats(srcLab, covered, use.src, use.dst);
-    // Lightness: a smooth surface (the target's broad light, none of its features); chroma: the
-    // local low-pass difference over skin only (a coloured light on the source carries no identity).
-    transferLighting(srcLab, dstLab, skin, covered, w, region.height, [LIGHT_DEGREE, -1, -1]);
-    const sab = tuning.sigmaAB * size;
-    // Inside the features (lips, eyes, brows) the fine field would be drawn from whichever skin lies
-    // nearest (chin below the lower lip, philtrum above the upper one) and tint the two lips apart:
-    // there a broad field, so each feature gets one colour correction as a whole.
-    const broad = copyOf(srcLab);
-    transferLocal(srcLab, dstLab, skin, covered, w, region.height, [0, sab, sab]);
-    const sBroad = FEATURE_SIGMA_AB * size;
-    transferLocal(broad, dstLab, skin, covered, w, region.height, [0, sBroad, sBroad]);
-    const k = featherMask(srcZones, w, region.height, Math.max(1, Math.round(margin)));
-    for (let i = 0; i < n; i++) {
-      const t = k[i]!;
-      if (t <= 0 || !covered[i]) continue;
-      for (let c = 1; c < 3; c++) srcLab[i * 3 + c] = srcLab[i * 3 + c]! + t * (broad[i * 3 + c]! - srcLab[i * 3 + c]!);
-    }
+    measured = matchColour(canvas, source, dest, { alpha, occluded }, opts.colorStats, tuning);
     warped.set(labToRgb(srcLab, covered));
   }
 
@@ -494,5 +564,8 @@ function renderFace(
   // Sharpened before the membrane is added: the membrane is smooth and changes no detail.
   if (detail) sharpenToMatch(target, region, face, alpha, covered);
   if (opts.blend === 'poisson') cloneCorrection(target, region, face, covered, alpha, size, occluded);
+  // Cut after the membrane, which must not take the teeth's colour as the face's boundary.
+  const hole = innerMouthHole(targetLm, region, size);
+  if (hole) for (let i = 0; i < n; i++) alpha[i] = alpha[i]! * (1 - hole[i]!);
   return { region, face, alpha, stats: measured };
 }

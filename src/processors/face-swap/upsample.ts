@@ -2,7 +2,7 @@
  * Bringing a face swapped at the work size (swap.ts) back to the photo's resolution: only over the
  * extent of its alpha, bicubic inside, premultiplied bilinear at the edge.
  */
-import type { ColorStats } from './swap.js';
+import type { ColorStats } from './color.js';
 import type { Region } from './geometry.js';
 import { cubicWeights } from './warp.js';
 import { bytes, floats } from './scratch.js';

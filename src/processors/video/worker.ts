@@ -7,7 +7,7 @@
  * back as data, since structured cloning would turn it into a plain Error.
  */
 import { move, transferableSymbol, valueSymbol } from 'piscina';
-import { type ErrorType } from '../../contract.js';
+import { type ErrorType } from '../../contract/api.js';
 import { JobError } from '../../errors.js';
 import {
   computeDescriptor,
@@ -16,12 +16,14 @@ import {
   leftToRight,
   loadFaceModels,
   locateFacesTiny,
+  refineLandmarks,
 } from '../face-swap/detect.js';
 import { boundingRegion, faceSize } from '../face-swap/geometry.js';
 import { decodeImage, resizeRegion } from '../face-swap/image.js';
 import { pickByIndex } from '../face-swap/pipeline.js';
 import type { BlendMode } from '../face-swap/options.js';
-import { extendForehead, swapFace, type ColorStats } from '../face-swap/swap.js';
+import { levelled, swapLevelled } from '../face-swap/level.js';
+import { extendForehead, type ColorStats } from '../face-swap/swap.js';
 import type { Box, Point, RgbImage } from '../face-swap/types.js';
 
 /** The source face is kept at most this big (face size, px): larger only costs warp time per frame. */
@@ -110,7 +112,10 @@ async function handleTask(task: VideoTask): Promise<VideoReply> {
       const ref = task.reference
         ? await faceOf(task.reference, 'input.reference', task.minConfidence, task.maxPixels)
         : undefined;
-      const cropped = await cropSource(src.img, src.landmarks);
+      // Level once (a rolled source's landmarks found again upright), like the image job's source.
+      const reach = extendForehead(src.landmarks, 0.3);
+      const level = await levelled(src.img, src.landmarks, reach, refineLandmarks);
+      const cropped = await cropSource(level.image, level.lm);
       return {
         kind: 'prepared',
         source: { image: cropped.image, landmarks: cropped.landmarks, descriptor: src.descriptor },
@@ -141,7 +146,9 @@ async function handleTask(task: VideoTask): Promise<VideoReply> {
       const stats: (ColorStats | undefined)[] = [];
       for (const f of task.faces) {
         stats.push(
-          await swapFace(task.frame, f.landmarks, task.source, task.srcLandmarks, {
+          // A rolled face is swapped in its level frame, as in the image job (with the tracked
+          // landmarks: no second landmark pass per frame).
+          await swapLevelled(task.frame, f.landmarks, task.source, task.srcLandmarks, {
             blend: task.blend,
             colorCorrection: task.colorCorrection,
             colorStats: f.stats,

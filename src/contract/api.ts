@@ -1,9 +1,11 @@
 /**
- * The contract: the wire's constants and shapes, stated once (DESIGN.md §2). The server, the
- * TypeScript client, the worker SDK, the CLI and the dashboard all import them from here. A leaf
- * module (it imports nothing), so a client or a worker loads none of the service with it;
+ * The contract, public API: the constants and shapes of /api/v1 (statuses, error types, slots,
+ * the job, batch, result and job-type objects), stated once. The server, the TypeScript client,
+ * the CLI and the dashboard import them from here directly (a lint rule forbids re-exporting
+ * them elsewhere); contract/ imports nothing outside itself, so a client loads none of the service.
  * test/openapi checks at compile time that the shapes match what the server builds.
  */
+import type { WebhookSettings } from './webhook.js';
 
 /** Job statuses; `queued` and `processing` are active, the other three terminal (never change again). */
 export const JOB_STATUSES = ['queued', 'processing', 'completed', 'failed', 'cancelled'] as const;
@@ -23,10 +25,6 @@ export const ERROR_TYPES = [
   'internal_error',
 ] as const;
 export type ErrorType = (typeof ERROR_TYPES)[number];
-
-/** Webhook event types: one per terminal status. */
-export const EVENT_TYPES = ['job.completed', 'job.failed', 'job.cancelled'] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
 
 /** What a missing job and another owner's job both answer, word for word (404). */
 export const JOB_NOT_FOUND = 'job not found';
@@ -64,7 +62,7 @@ export interface ApiJob {
   purge_at: string | null;
 }
 
-/** Structured progress (DESIGN.md §7): `{"stage":"swapping faces","percent":34.2,"current":41,"total":120}`. */
+/** Structured progress: `{"stage":"swapping faces","percent":34.2,"current":41,"total":120}`. */
 export interface JobProgress {
   stage: string;
   /** 0–100, or null when the stage has no measure. */
@@ -119,11 +117,14 @@ export interface JobList {
   next_cursor: string | null;
 }
 
+/** The kinds of media a slot accepts (sniffed from the bytes). */
+export const MEDIA_KINDS = ['image', 'audio', 'video'] as const;
+
 export interface SlotSpec {
   required: boolean;
   min: number;
   max: number;
-  accepts: 'image' | 'audio' | 'video';
+  accepts: (typeof MEDIA_KINDS)[number];
   description: string;
 }
 
@@ -138,14 +139,6 @@ export interface JobTypeInfo {
   options: Record<string, unknown>;
   /** JSON Schema of the whole submit body. */
   body_schema: Record<string, unknown>;
-}
-
-export interface WebhookSettings {
-  url: string;
-  /** When given, deliveries carry X-Service-Signature (verify with verifyWebhook). */
-  secret?: string;
-  /** Defaults to all three. */
-  events?: EventType[];
 }
 
 /** The submit body, without `job_type` (the client fills it in from the job type). */
@@ -167,35 +160,6 @@ export type BatchItem<I extends Record<string, unknown> = Record<string, unknown
   job_type: string;
   idempotency_key?: string;
 };
-
-export interface DeliveryAttempt {
-  attempt: number;
-  started_at: string;
-  http_status: number | null;
-  error: string | null;
-  duration_ms: number;
-  ok: boolean;
-  manual: boolean;
-}
-
-/** One webhook event of a job and its delivery attempts. */
-export interface Delivery {
-  event_id: string;
-  event_type: string;
-  url: string;
-  state: 'pending' | 'delivered' | 'failed';
-  attempts: DeliveryAttempt[];
-  next_attempt_at: string | null;
-  created_at: string;
-}
-
-/**
- * How often a lease holder renews its lease: a third of it, so two renewals may fail before it
- * lapses (at most `atMostMs`; never more often than every 100 ms).
- */
-export function heartbeatEveryMs(leaseMs: number, atMostMs = Infinity): number {
-  return Math.max(100, Math.min(atMostMs, Math.floor(leaseMs / 3)));
-}
 
 /** A queued job's status_detail; a job back in the queue says why in parentheses. */
 export const WAITING_FOR_WORKER = 'waiting for a worker';
