@@ -18,8 +18,14 @@ import {
   type ScheduledAttempt,
   type WebhookEventRow,
 } from '../store/webhooks.js';
+import {
+  endpointsByIds,
+  recordEndpointHealth,
+  type DisabledEndpoint,
+  type EndpointOutcome,
+} from '../store/webhook-endpoints.js';
 import { destinationOf } from './events.js';
-import type { AttemptResult, WebhookSender } from './send.js';
+import type { AttemptResult, Deliverable, WebhookSender } from './send.js';
 
 /** The signal that means "new deliveries may be due" (the poll is the backstop). */
 export const WAKE_SIGNAL: SignalName = 'webhooks-due';
@@ -43,7 +49,12 @@ export interface DispatcherOptions {
   pollMs?: number;
   /** Lease on a claimed event; default timeout + 30 s. */
   leaseMs?: number;
+  /** WEBHOOK_DISABLE_AFTER: an owner endpoint failing this long is disabled; default 5 days. */
+  disableAfterMs?: number;
 }
+
+/** A claimed event, with its owner endpoint's secrets when it has one. */
+type Claimed = WebhookEventRow & Pick<Deliverable, 'previousSecrets'>;
 
 /** Thrown into an in-flight attempt when the dispatcher stops; the event is handed back. */
 class Shutdown extends Error {
@@ -61,7 +72,7 @@ interface InFlight {
 
 /** Events of one destination held by this dispatcher: claimed and waiting for a slot, or in flight. */
 interface Destination {
-  queue: WebhookEventRow[];
+  queue: Claimed[];
   inFlight: number;
   /** Its last attempt got an answer within FAST_MS: worth claiming ahead for. */
   fast: boolean;
@@ -72,10 +83,12 @@ interface Finished extends ScheduledAttempt {
   jobUuid: string;
   eventType: string;
   number: number;
+  endpoint?: EndpointOutcome;
 }
 
 export const DEFAULT_POLL_MS = 1_000;
 export const LEASE_MARGIN_MS = 30_000;
+export const DEFAULT_DISABLE_AFTER_MS = 5 * 86_400_000;
 /** A destination that answers fast gets up to perDestination × this claimed ahead of its slots. */
 const CLAIM_AHEAD_ROUNDS = 16;
 const FAST_MS = 1_000;
@@ -119,6 +132,7 @@ export class WebhookDispatcher {
   readonly perDestination: number;
   readonly pollMs: number;
   readonly leaseMs: number;
+  readonly disableAfterMs: number;
   private readonly inFlight = new Map<string, InFlight>();
   private readonly held = new Map<string, Destination>();
   /** Destinations the last claim left with due events (they get another claim when room frees up). */
@@ -153,6 +167,7 @@ export class WebhookDispatcher {
     this.perDestination = Math.max(1, opts.perDestination ?? Math.min(4, Math.ceil(opts.concurrency / 4)));
     this.pollMs = opts.pollMs ?? DEFAULT_POLL_MS;
     this.leaseMs = opts.leaseMs ?? opts.timeoutMs + LEASE_MARGIN_MS;
+    this.disableAfterMs = opts.disableAfterMs ?? DEFAULT_DISABLE_AFTER_MS;
     this.backoff = new Backoff(opts.log, 'webhook dispatcher', this.pollMs);
   }
 
@@ -276,12 +291,15 @@ export class WebhookDispatcher {
       free -= limit;
     }
     if (claims.length > 0) {
-      const rows = await claimDueEvents(store.db, store.dialect, {
-        leaseOwner: this.id,
-        leaseMs: this.leaseMs,
+      const rows = await this.withEndpointSecrets(
+        await claimDueEvents(store.db, store.dialect, {
+          leaseOwner: this.id,
+          leaseMs: this.leaseMs,
+          now,
+          destinations: claims,
+        }),
         now,
-        destinations: claims,
-      });
+      );
       const got = new Map<string, number>();
       for (const row of rows) {
         const name = row.destination ?? destinationOf(row.url);
@@ -295,6 +313,30 @@ export class WebhookDispatcher {
     if (this.knownDue.size > 0) return this.pollMs; // room frees up as attempts finish, and they poke
     const next = await nextDueAt(store.db, now);
     return next === undefined ? this.pollMs : Math.min(this.pollMs, next - now);
+  }
+
+  /**
+   * Signs owner endpoints' deliveries with the endpoint's secrets of the moment (one primary-key
+   * read for the claim): a rotation applies to retries too. A delivery whose endpoint is gone or
+   * disabled meanwhile is handed back unsent (its row was skipped with the endpoint).
+   */
+  private async withEndpointSecrets(rows: WebhookEventRow[], now: number): Promise<Claimed[]> {
+    const ids = [...new Set(rows.flatMap((r) => (r.endpoint_id ? [r.endpoint_id] : [])))];
+    if (ids.length === 0) return rows;
+    const endpoints = new Map((await endpointsByIds(this.opts.store.db, ids)).map((e) => [e.id, e]));
+    const out: Claimed[] = [];
+    for (const row of rows) {
+      const ep = row.endpoint_id ? endpoints.get(row.endpoint_id) : undefined;
+      if (!row.endpoint_id) out.push(row);
+      else if (!ep || ep.status !== 'enabled') this.toRelease.push(row.event_id);
+      else {
+        const previous =
+          ep.previous_secret && Number(ep.previous_secret_expires_at) > now ? [ep.previous_secret] : [];
+        out.push({ ...row, secret: ep.secret, previousSecrets: previous });
+      }
+    }
+    if (out.length < rows.length) this.scheduleFlush();
+    return out;
   }
 
   /** Starts queued events while there are slots, destinations taken in turn. */
@@ -323,7 +365,7 @@ export class WebhookDispatcher {
     }
   }
 
-  private launch(name: string, d: Destination, event: WebhookEventRow): void {
+  private launch(name: string, d: Destination, event: Claimed): void {
     const controller = new AbortController();
     d.inFlight++;
     const done = this.attempt(event, d, controller)
@@ -342,7 +384,7 @@ export class WebhookDispatcher {
     this.inFlight.set(event.event_id, { destination: name, controller, done });
   }
 
-  private async attempt(event: WebhookEventRow, d: Destination, controller: AbortController): Promise<void> {
+  private async attempt(event: Claimed, d: Destination, controller: AbortController): Promise<void> {
     const { clock, sender, scheduleMs, metrics } = this.opts;
     const claimedAttempts = event.attempts;
     const number = claimedAttempts + 1;
@@ -365,8 +407,10 @@ export class WebhookDispatcher {
     const now = clock.now();
     let state: Finished['state'];
     let nextAttemptAt: number | null = null;
+    // A receiver's 410 Gone ends an owner endpoint's delivery (and disables the endpoint).
+    const gone = event.endpoint_id !== null && result.httpStatus === 410;
     if (result.ok) state = 'delivered';
-    else if (number >= scheduleMs.length) state = 'failed';
+    else if (gone || number >= scheduleMs.length) state = 'failed';
     else {
       state = 'pending';
       nextAttemptAt = now + scheduleMs[number]!;
@@ -381,6 +425,9 @@ export class WebhookDispatcher {
       state,
       nextAttemptAt,
       now,
+      endpoint: event.endpoint_id
+        ? { endpointId: event.endpoint_id, ok: result.ok, gone, startedAt: result.startedAt }
+        : undefined,
     });
     this.scheduleFlush();
   }
@@ -428,9 +475,14 @@ export class WebhookDispatcher {
       const batch = this.finished.splice(0, MAX_RECORD_BATCH);
       const release = this.toRelease.splice(0, MAX_RECORD_BATCH);
       let applied: Set<string>;
+      let disabled: DisabledEndpoint[] = [];
+      const outcomes = batch.flatMap((f) => (f.endpoint ? [f.endpoint] : []));
       this.writing = batch.length;
       try {
-        applied = await recordScheduledAttempts(store.db, this.id, batch, release, clock.now());
+        const now = clock.now();
+        applied = await recordScheduledAttempts(store.db, this.id, batch, release, now, async (trx) => {
+          if (outcomes.length > 0) disabled = await recordEndpointHealth(trx, outcomes, this.disableAfterMs, now);
+        });
         this.writing = 0;
         this.databaseBack();
       } catch (err) {
@@ -448,6 +500,7 @@ export class WebhookDispatcher {
         );
         continue;
       }
+      for (const e of disabled) this.endpointDisabled(e);
       for (const f of batch) {
         const fields = {
           event_id: f.eventId,
@@ -469,6 +522,15 @@ export class WebhookDispatcher {
           );
       }
     }
+  }
+
+  /** The operator event: one warning line and the metric (the dashboard lists disabled endpoints). */
+  private endpointDisabled(e: DisabledEndpoint): void {
+    this.opts.metrics?.webhookEndpointsDisabled.inc({ reason: e.kind });
+    this.opts.log.warn(
+      { endpoint_id: e.id, owner: e.owner, url: e.url, reason: e.reason },
+      `webhook endpoint disabled: ${e.reason}`,
+    );
   }
 
   /** At shutdown: waits for the running write, then writes the rest, retrying an outage briefly. */
