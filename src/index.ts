@@ -12,7 +12,16 @@ export {
   type WebhookHeaders,
   type WebhookVerificationReason,
 } from './webhooks/verify.js';
-export { computeSignature, EVENT_ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from './webhooks/sign.js';
+export {
+  computeSignature,
+  computeStandardSignature,
+  EVENT_ID_HEADER,
+  SIGNATURE_HEADER,
+  STANDARD_ID_HEADER,
+  STANDARD_SIGNATURE_HEADER,
+  STANDARD_TIMESTAMP_HEADER,
+  TIMESTAMP_HEADER,
+} from './webhooks/sign.js';
 export type { EventType, WebhookPayload } from './webhooks/events.js';
 export {
   MediaJobsClient,

@@ -182,7 +182,10 @@ const eventsField = z
 
 /** The body of POST /webhook-endpoints. */
 export const newEndpointSchema = z.strictObject({
-  url: z.string().max(4096).describe('Receives a POST for each subscribed event of every job of yours. A public http or https URL.'),
+  url: z
+    .string()
+    .max(4096)
+    .describe('Receives a POST for each subscribed event of every job of yours. A public http or https URL.'),
   events: eventsField.optional().describe('Events to deliver; all three when omitted.'),
   description: z.string().max(256).optional().describe('Your note (at most 256 characters).'),
 });
@@ -198,7 +201,9 @@ export const endpointChangesSchema = z
 
 /** The body of POST /webhook-endpoints/{id}/recover. */
 export const recoverSchema = z.strictObject({
-  since: z.iso.datetime({ offset: true }).describe('Queue again the failed and skipped deliveries of events since this time (ISO 8601).'),
+  since: z.iso
+    .datetime({ offset: true })
+    .describe('Queue again the failed and skipped deliveries of events since this time (ISO 8601).'),
 });
 
 export const endpointSchema = z
@@ -207,12 +212,19 @@ export const endpointSchema = z
     url: z.string(),
     events: z.array(z.enum(EVENT_TYPES)),
     description: z.string(),
-    status: z.enum(ENDPOINT_STATUSES).describe('A `disabled` endpoint gets no attempts; its events are recorded as `skipped`.'),
-    disabled_reason: z.string().nullable().describe('Why it was disabled (a 410 Gone, or failing for WEBHOOK_DISABLE_AFTER), else null.'),
+    status: z
+      .enum(ENDPOINT_STATUSES)
+      .describe('A `disabled` endpoint gets no attempts; its events are recorded as `skipped`.'),
+    disabled_reason: z
+      .string()
+      .nullable()
+      .describe('Why it was disabled (a 410 Gone, or failing for WEBHOOK_DISABLE_AFTER), else null.'),
     disabled_at: isoTime('When it was disabled').nullable(),
     secret: z
       .string()
-      .describe('`whsec_…`: signs X-Service-Signature (the whole string as the key) and webhook-signature (Standard Webhooks).'),
+      .describe(
+        '`whsec_…`: signs X-Service-Signature (the whole string as the key) and webhook-signature (Standard Webhooks).',
+      ),
     created_at: isoTime('When it was created'),
     updated_at: isoTime('When it last changed'),
   })

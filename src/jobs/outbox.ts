@@ -36,7 +36,13 @@ interface Target {
   state: 'pending' | 'skipped';
 }
 
-function outboxRow(job: JobRow, payload: WebhookPayload, to: Target, now: number, firstDelayMs: number): NewWebhookEvent {
+function outboxRow(
+  job: JobRow,
+  payload: WebhookPayload,
+  to: Target,
+  now: number,
+  firstDelayMs: number,
+): NewWebhookEvent {
   return {
     event_id: payload.event_id,
     job_uuid: job.uuid,

@@ -330,8 +330,7 @@ export class WebhookDispatcher {
       if (!row.endpoint_id) out.push(row);
       else if (!ep || ep.status !== 'enabled') this.toRelease.push(row.event_id);
       else {
-        const previous =
-          ep.previous_secret && Number(ep.previous_secret_expires_at) > now ? [ep.previous_secret] : [];
+        const previous = ep.previous_secret && Number(ep.previous_secret_expires_at) > now ? [ep.previous_secret] : [];
         out.push({ ...row, secret: ep.secret, previousSecrets: previous });
       }
     }

@@ -175,14 +175,7 @@ export class EndpointService {
   async recover(owner: string, id: string, since: string): Promise<{ count: number }> {
     const row = await this.require(owner, id);
     const at = Date.parse(since);
-    const count = await recoverDeliveries(
-      this.db,
-      row,
-      destinationOf(row.url),
-      at,
-      this.deps.firstDelayMs,
-      this.now(),
-    );
+    const count = await recoverDeliveries(this.db, row, destinationOf(row.url), at, this.deps.firstDelayMs, this.now());
     if (count > 0) {
       // Dispatchers poll anyway; this makes the first attempt immediate.
       this.deps.signals.deliver(WAKE_SIGNAL, '');
@@ -197,9 +190,10 @@ export class EndpointService {
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return {
-      deliveries: page.map(
-        (r): EndpointDelivery => ({ ...toApiDelivery(r.event, r.attempts), job_uuid: r.event.job_uuid }),
-      ),
+      deliveries: page.map((r): EndpointDelivery => ({
+        ...toApiDelivery(r.event, r.attempts),
+        job_uuid: r.event.job_uuid,
+      })),
       next_cursor:
         rows.length > limit && last ? encodeCursor(Number(last.event.created_at), last.event.event_id) : null,
     };
