@@ -224,13 +224,8 @@ export async function endpointDeliveries(
     .selectAll()
     .where('endpoint_id', '=', endpointId)
     .where(sql<boolean>`endpoint_id IS NOT NULL`);
-  if (before)
-    q = q.where((eb) =>
-      eb.or([
-        eb('created_at', '<', before.createdAt),
-        eb.and([eb('created_at', '=', before.createdAt), eb('event_id', '<', before.eventId)]),
-      ]),
-    );
+  // A row-value comparison: an index range from the cursor on both databases (an OR is not).
+  if (before) q = q.where(sql<boolean>`(created_at, event_id) < (${before.createdAt}, ${before.eventId})`);
   const events = await q.orderBy('created_at', 'desc').orderBy('event_id', 'desc').limit(limit).execute();
   if (events.length === 0) return [];
   const attempts = await db
