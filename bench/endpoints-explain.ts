@@ -62,9 +62,9 @@ if (count === 0) {
 }
 
 async function explain(name: string, q: Compilable) {
-  const { sql: text, parameters } = q.compile();
+  const compiled = q.compile();
   const prefix = pg ? 'EXPLAIN (COSTS OFF) ' : 'EXPLAIN QUERY PLAN ';
-  const { rows } = await db.executeQuery({ sql: prefix + text, parameters, query: q.compile().query });
+  const { rows } = await db.executeQuery({ ...compiled, sql: prefix + compiled.sql });
   const plan = rows.map((r) => (pg ? (r as { 'QUERY PLAN': string })['QUERY PLAN'] : (r as { detail: string }).detail));
   console.log(`\n== ${name}\n${plan.join('\n')}`);
 }
