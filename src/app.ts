@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
-import { Housekeeping } from './background/housekeeping.js';
+import { Housekeeping } from './jobs/housekeeping.js';
 import { buildServer } from './http/server.js';
 import { JobLifecycle } from './jobs/lifecycle.js';
 import { JobService } from './jobs/service.js';

@@ -229,3 +229,11 @@ export interface EndpointDeliveryList {
   /** Pass as `cursor` for older deliveries; null on the last page. */
   next_cursor: string | null;
 }
+
+/**
+ * How often a lease holder renews its lease: a third of it, so two renewals may fail before it
+ * lapses (at most `atMostMs`; never more often than every 100 ms).
+ */
+export function heartbeatEveryMs(leaseMs: number, atMostMs = Infinity): number {
+  return Math.max(100, Math.min(atMostMs, Math.floor(leaseMs / 3)));
+}

@@ -1,16 +1,16 @@
 import { EventEmitter } from 'node:events';
 import type { RawBuilder } from 'kysely';
+import { Wakeable } from './runtime/wake.js';
 
-export type SignalName =
-  'job-queued' | 'job-cancelled' | 'job-finished' | 'job-progress' | 'webhooks-due' | 'key-revoked';
-export const SIGNAL_NAMES: readonly SignalName[] = [
+export const SIGNAL_NAMES = [
   'job-queued',
   'job-cancelled',
   'job-finished',
   'job-progress',
   'webhooks-due',
   'key-revoked',
-];
+] as const;
+export type SignalName = (typeof SIGNAL_NAMES)[number];
 
 /** Carries signals to other processes (PostgreSQL LISTEN/NOTIFY); absent on SQLite. */
 export interface SignalTransport {
@@ -62,4 +62,26 @@ export class Signals extends EventEmitter {
       if (!remote) this.transport?.publish(name, arg);
     }
   }
+}
+
+/**
+ * A Wakeable woken by a signal (only those whose argument `match`es, when given), until `close()`.
+ * Subscribe before looking at the database, so a signal between the look and the wait is kept.
+ */
+export function wakeOn(
+  signals: Signals,
+  names: SignalName | readonly SignalName[],
+  match?: (arg: string) => boolean,
+): Wakeable & { close(): void } {
+  const w = new Wakeable();
+  const list = typeof names === 'string' ? [names] : names;
+  const onSignal = (arg: string) => {
+    if (!match || match(arg)) w.wake();
+  };
+  for (const n of list) signals.on(n, onSignal);
+  return Object.assign(w, {
+    close() {
+      for (const n of list) signals.off(n, onSignal);
+    },
+  });
 }

@@ -16,6 +16,8 @@ import {
   type WebhookEndpoint,
   type WebhookEndpointChanges,
 } from '../contract.js';
+import { Backoff } from '../runtime/backoff.js';
+import { Wakeable } from '../runtime/wake.js';
 
 export * from '../contract.js';
 
@@ -166,23 +168,11 @@ interface CallSpec extends RequestOptions {
   extraTimeoutMs?: number;
 }
 
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    const reason = () => (signal?.reason instanceof Error ? signal.reason : new Error('aborted'));
-    if (signal?.aborted) {
-      reject(reason());
-      return;
-    }
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(reason());
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+/** The one sleep; an abort rejects (with the signal's reason), as a cancelled call does. */
+async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  await Wakeable.sleep(ms, signal);
+  if (signal?.aborted) throw signal.reason instanceof Error ? signal.reason : new Error('aborted');
+}
 
 function parseRetryAfter(v: string | null, now = Date.now()): number | undefined {
   if (!v) return undefined;
@@ -205,7 +195,8 @@ export class MediaJobsClient {
   private readonly fetchFn: typeof globalThis.fetch;
   private readonly timeoutMs: number;
   private readonly retries: number;
-  private readonly retryDelayMs: number;
+  /** Retry delays: retryDelayMs doubling to 8 s, jittered. */
+  private readonly retryBackoff: Backoff;
   private readonly maxRetryDelayMs: number;
   private readonly userAgent: string;
   /** Learnt from the server's behaviour: false once it is seen to answer `?wait=` at once. */
@@ -222,7 +213,7 @@ export class MediaJobsClient {
     this.fetchFn = opts.fetch ?? globalThis.fetch.bind(globalThis);
     this.timeoutMs = opts.timeoutMs ?? 30_000;
     this.retries = Math.max(0, opts.retries ?? 3);
-    this.retryDelayMs = opts.retryDelayMs ?? 250;
+    this.retryBackoff = new Backoff({ firstMs: opts.retryDelayMs ?? 250, maxMs: 8_000, jitter: 'half' });
     this.maxRetryDelayMs = opts.maxRetryDelayMs ?? 30_000;
     this.userAgent = opts.userAgent ?? 'media-jobs-client/1';
   }
@@ -453,8 +444,8 @@ export class MediaJobsClient {
   async wait(uuid: string, opts: WaitOptions = {}): Promise<ApiJob> {
     const deadline = opts.timeoutMs === undefined ? Infinity : Date.now() + opts.timeoutMs;
     const maxPoll = Math.max(1, Math.min(60, Math.floor(opts.longPollSeconds ?? (opts.onUpdate ? 2 : 30))));
-    const firstDelay = opts.pollIntervalMs ?? 500;
-    let delay = firstDelay;
+    // Polling (no long poll): every pollIntervalMs at first, growing ×1.5 to 5 s while nothing changes.
+    const poll = new Backoff({ firstMs: opts.pollIntervalMs ?? 500, maxMs: 5_000, factor: 1.5 });
     let last: ApiJob | undefined;
     let lastSeen = '';
     let earlyAnswers = 0;
@@ -496,9 +487,8 @@ export class MediaJobsClient {
       } else if (first && this.longPoll) {
         continue;
       }
-      if (changed) delay = firstDelay;
-      await sleep(Math.max(0, Math.min(delay, deadline - Date.now())), opts.signal);
-      delay = Math.min(delay * 1.5, 5_000);
+      if (changed) poll.reset();
+      await sleep(Math.max(0, Math.min(poll.next(), deadline - Date.now())), opts.signal);
     }
   }
 
@@ -656,8 +646,7 @@ export class MediaJobsClient {
   }
 
   private backoff(retry: number): number {
-    const base = Math.min(this.retryDelayMs * 2 ** retry, 8_000);
-    return Math.round(base / 2 + Math.random() * (base / 2));
+    return this.retryBackoff.delay(retry);
   }
 
   private errorFrom(res: Response, text: string, fallback: string): MediaJobsError {

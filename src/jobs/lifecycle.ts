@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import { BatchWriter } from '../background/batch-writer.js';
+import { BatchWriter } from '../runtime/batch-writer.js';
+import { DATABASE, isTransactionConflict } from '../store/errors.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Metrics } from '../metrics.js';
@@ -106,6 +107,8 @@ export class JobLifecycle {
       now: () => deps.clock.now(),
       log: deps.log,
       what: 'job changes (finishes are kept and written later)',
+      dependency: DATABASE,
+      isConflict: isTransactionConflict,
     });
   }
 

@@ -1,4 +1,3 @@
-import { wakeOn } from '../background/wake.js';
 import { JOB_NOT_FOUND, type ResultLink } from '../contract.js';
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
@@ -9,7 +8,7 @@ import { DomainError, conflict, gone, invalid, notFound } from '../errors.js';
 import { checkUrl, type LookupAll } from '../media/index.js';
 import type { Catalogue } from '../processors/catalogue.js';
 import type { Metrics } from '../metrics.js';
-import type { Signals } from '../signals.js';
+import { wakeOn, type Signals } from '../signals.js';
 import type { ResultStore } from '../storage/types.js';
 import type { Store } from '../store/db.js';
 import {

@@ -7,13 +7,13 @@ import type { Config } from '../config.js';
 import { conflict, DomainError, invalid } from '../errors.js';
 import { formatDuration } from '../media/net-errors.js';
 import { createGuardedAgent, type IsPublic, type LookupAll } from '../media/index.js';
-import { type ErrorType } from '../contract.js';
+import { heartbeatEveryMs, type ErrorType } from '../contract.js';
 import { JobError } from '../errors.js';
 import { toProgress } from '../jobs/progress.js';
 import type { Held, JobLifecycle } from '../jobs/lifecycle.js';
 import type { Catalogue } from '../processors/catalogue.js';
 import { SLOT_NAMES, type SlotName } from '../processors/types.js';
-import type { Signals } from '../signals.js';
+import { wakeOn, type Signals } from '../signals.js';
 import { describeStorageError, isStorageFull, isStorageUnavailable } from '../storage/errors.js';
 import type { ResultStore } from '../storage/types.js';
 import { getJob, type JobRow } from '../store/jobs.js';
@@ -27,7 +27,7 @@ import {
 } from '../store/staged-blobs.js';
 import type { Database } from '../store/schema.js';
 import { fetchInputs } from '../worker/inputs.js';
-import { wakeOn, type Wakeable } from '../background/wake.js';
+import type { Wakeable } from '../runtime/wake.js';
 import { extensionOf } from '../media/extensions.js';
 import type { OutputType } from './output-type.js';
 import type { ClaimedJob } from './protocol.js';
@@ -147,12 +147,9 @@ export class RemoteWork {
     const held: Held = { uuid: row.uuid, lease: row.lease_owner!, job_type: row.job_type, startedAt: now };
     const input = JSON.parse(row.input) as Record<string, unknown>;
     // Staging a large video may outlast the lease: keep it alive meanwhile, as a worker would.
-    const keepAlive = setInterval(
-      () => {
-        lifecycle.renew(held, 'staging media').catch(() => {});
-      },
-      Math.max(200, Math.floor(this.deps.config.jobLeaseMs / 3)),
-    );
+    const keepAlive = setInterval(() => {
+      lifecycle.renew(held, 'staging media').catch(() => {});
+    }, heartbeatEveryMs(this.deps.config.jobLeaseMs));
     try {
       const staged = await this.stage(row, input, signal);
       clearInterval(keepAlive);

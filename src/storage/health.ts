@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { OutageLog } from '../store/outage.js';
+import { OutageLog } from '../runtime/outage.js';
 import { describeStorageError, isStorageFull, isStorageUnavailable } from './errors.js';
 import type { ResultStore } from './types.js';
 

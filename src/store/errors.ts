@@ -1,3 +1,4 @@
+import type { Dependency } from '../runtime/outage.js';
 /**
  * Errors that mean "the database is not available right now" (down, restarting, unreachable, out
  * of disk, locked): the request may succeed later, so the API answers 503 and background loops
@@ -39,3 +40,6 @@ export function isTransactionConflict(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return code === '40P01' || code === '40001';
 }
+
+/** The database as a dependency that loops and batch writers wait out (runtime/outage.ts). */
+export const DATABASE: Dependency = { what: 'database', isOutage: isDatabaseUnavailable };

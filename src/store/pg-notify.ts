@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { SIGNAL_NAMES, type SignalName, type Signals } from '../signals.js';
 import type { Store } from './db.js';
 import { isDatabaseUnavailable } from './errors.js';
+import { Backoff } from '../runtime/backoff.js';
 
 const CHANNEL = 'media_jobs';
 const NAMES = new Set<SignalName>(SIGNAL_NAMES);
@@ -40,7 +41,7 @@ export async function bridgeSignals(
   let client: pg.Client | undefined;
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
-  let failures = 0;
+  const backoff = new Backoff({ firstMs: backoffMs, maxMs: maxBackoffMs, jitter: 'half' });
   let lostAt: number | undefined;
 
   const lost = (c: pg.Client, err: unknown) => {
@@ -82,7 +83,7 @@ export async function bridgeSignals(
     }
     if (closed) return void c.end().catch(() => {});
     client = c;
-    failures = 0;
+    backoff.reset();
     if (lostAt !== undefined) {
       log.info({ down_ms: Math.round(performance.now() - lostAt) }, 'LISTEN connection restored');
       lostAt = undefined;
@@ -109,7 +110,7 @@ export async function bridgeSignals(
 
   const schedule = () => {
     if (closed || retry) return;
-    const delay = Math.min(maxBackoffMs, backoffMs * 2 ** failures++) * (0.5 + Math.random() / 2);
+    const delay = backoff.next();
     retry = setTimeout(() => {
       retry = undefined;
       connect().catch((err: unknown) => {

@@ -3,7 +3,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import type { Logger } from 'pino';
 import type { Store } from './db.js';
 import { isDatabaseUnavailable } from './errors.js';
-import { OutageLog } from './outage.js';
+import { OutageLog } from '../runtime/outage.js';
 import type { Database } from './schema.js';
 
 // Times are BIGINT milliseconds: well inside 2^53, so read int8 as a JS number (per pool,

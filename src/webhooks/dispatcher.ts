@@ -5,9 +5,9 @@ import type { Clock } from '../clock.js';
 import type { Metrics } from '../metrics.js';
 import type { SignalName, Signals } from '../signals.js';
 import type { Store } from '../store/db.js';
-import { isDatabaseUnavailable } from '../store/errors.js';
-import { Backoff } from '../background/backoff.js';
-import { Wakeable } from '../background/wake.js';
+import { DATABASE, isDatabaseUnavailable } from '../store/errors.js';
+import { OutageBackoff } from '../runtime/outage.js';
+import { Wakeable } from '../runtime/wake.js';
 import {
   claimDueEvents,
   MAX_RECORD_BATCH,
@@ -146,7 +146,7 @@ export class WebhookDispatcher {
   private readonly wake = new Wakeable();
   /** Ends the outage backoff's pause (which wake-ups do not cut short). */
   private readonly stopped = new AbortController();
-  private readonly backoff: Backoff;
+  private readonly backoff: OutageBackoff;
 
   private finished: Finished[] = [];
   /** The batch being written right now. */
@@ -168,7 +168,12 @@ export class WebhookDispatcher {
     this.pollMs = opts.pollMs ?? DEFAULT_POLL_MS;
     this.leaseMs = opts.leaseMs ?? opts.timeoutMs + LEASE_MARGIN_MS;
     this.disableAfterMs = opts.disableAfterMs ?? DEFAULT_DISABLE_AFTER_MS;
-    this.backoff = new Backoff(opts.log, 'webhook dispatcher', this.pollMs);
+    this.backoff = new OutageBackoff({
+      log: opts.log,
+      who: 'webhook dispatcher',
+      dependency: DATABASE,
+      otherMs: this.pollMs,
+    });
   }
 
   start(): void {

@@ -1,4 +1,6 @@
-import { SLOT_NAMES, type SlotName } from '../contract.js';
+import { heartbeatEveryMs, SLOT_NAMES, type SlotName } from '../contract.js';
+import { Backoff, OUTAGE_BACKOFF } from '../runtime/backoff.js';
+import { Wakeable } from '../runtime/wake.js';
 import {
   ERROR_TYPES,
   isTransient,
@@ -12,9 +14,6 @@ import {
 const SLOTS = SLOT_NAMES;
 export type MediaSlot = SlotName;
 
-/** Backoff of transient failures: 100 ms doubling to 5 s. */
-const BACKOFF_MIN_MS = 100;
-const BACKOFF_MAX_MS = 5_000;
 /** Progress goes out at once, but not more often than this (a chatty model must not flood the service). */
 const PROGRESS_GAP_MS = 250;
 /** With `waitSeconds: 0` an empty claim is not a long poll: pause before the next one. */
@@ -117,24 +116,7 @@ class Stopped extends Error {
   }
 }
 
-const nextBackoff = (ms: number) => Math.min(BACKOFF_MAX_MS, Math.max(BACKOFF_MIN_MS, ms * 2));
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve) => {
-    if (signal.aborted) {
-      resolve();
-      return;
-    }
-    const done = () => {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const t = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
+const pause = (ms: number, signal: AbortSignal) => Wakeable.sleep(ms, signal);
 
 /**
  * A signal aborted when either is; `dispose()` unhooks it from both. (AbortSignal.any would keep a
@@ -181,26 +163,26 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
 
   /** Retries `call` on transient errors (backoff 100 ms doubling to 5 s) until it succeeds, fails for good, or `until` aborts. */
   async function persist<T>(what: string, call: () => Promise<T>, until: AbortSignal, tries = Infinity): Promise<T> {
-    let backoff = 0;
+    const backoff = new Backoff(OUTAGE_BACKOFF);
     for (let n = 1; ; n++) {
       try {
         return await call();
       } catch (err) {
         if (!isTransient(err) || until.aborted || n >= tries) throw err;
-        backoff = nextBackoff(backoff);
-        log(`${what} failed; retrying`, { error: (err as Error).message, retry_in_ms: backoff });
-        await pause(backoff, until);
+        const ms = backoff.next();
+        log(`${what} failed; retrying`, { error: (err as Error).message, retry_in_ms: ms });
+        await pause(ms, until);
       }
     }
   }
 
   async function loop(): Promise<void> {
-    let backoff = 0;
+    const backoff = new Backoff(OUTAGE_BACKOFF);
     while (!stopping.signal.aborted) {
       let claim: Claim | null;
       try {
         claim = await client.claim(opts.jobTypes, wait, stopping.signal);
-        backoff = 0;
+        backoff.reset();
       } catch (err) {
         // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- stop() may abort it during the awaited claim
         if (stopping.signal.aborted) return;
@@ -210,9 +192,9 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
           stopping.abort();
           return;
         }
-        backoff = nextBackoff(backoff);
-        log('claim failed; retrying', { error: (err as Error).message, retry_in_ms: backoff });
-        await pause(backoff, stopping.signal);
+        const ms = backoff.next();
+        log('claim failed; retrying', { error: (err as Error).message, retry_in_ms: ms });
+        await pause(ms, stopping.signal);
         continue;
       }
       if (!claim) {
@@ -358,7 +340,7 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
 
   /** One job's heartbeats: every min(heartbeatMs, lease / 3), and soon after each progress report. */
   function heartbeats(job: ClaimedJob, leaseMs: number, controller: AbortController) {
-    const every = Math.max(100, Math.min(opts.heartbeatMs ?? Infinity, Math.floor(leaseMs / 3)));
+    const every = heartbeatEveryMs(leaseMs, opts.heartbeatMs);
     let detail: { text: string; fraction?: number | undefined } | undefined;
     let inFlight = false;
     let lastSent = 0;

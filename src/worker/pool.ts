@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
+import { heartbeatEveryMs } from '../contract.js';
 import { JobError } from '../errors.js';
 import type { Held, JobLifecycle } from '../jobs/lifecycle.js';
 import type { JobRow } from '../jobs/view.js';
@@ -18,9 +19,11 @@ import type { StorageHealth } from '../storage/health.js';
 import type { ResultStore } from '../storage/types.js';
 import { storeResult } from './store-result.js';
 import type { Store } from '../store/db.js';
-import { isDatabaseUnavailable } from '../store/errors.js';
-import { Backoff } from '../background/backoff.js';
-import { Wakeable } from '../background/wake.js';
+import { DATABASE, isDatabaseUnavailable } from '../store/errors.js';
+import { Backoff } from '../runtime/backoff.js';
+import { Loop } from '../runtime/loop.js';
+import { OutageBackoff } from '../runtime/outage.js';
+import { Wakeable } from '../runtime/wake.js';
 
 export interface WorkerPoolDeps {
   store: Store;
@@ -65,16 +68,20 @@ const MAX_COALESCE_MS = 50;
 export class WorkerPool {
   readonly id = `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   private readonly running = new Map<string, Running>();
-  private loopDone: Promise<void> = Promise.resolve();
-  private stopping = false;
+  private readonly loop = new Loop({
+    step: (signal) => this.claimStep(signal),
+    failed: (err) => this.backoff.failed(err),
+  });
   private claims = 0;
   /** Woken by a submit (any process), a cancel's free slot, a finished job, or stop. */
-  private readonly wake = new Wakeable();
-  private readonly backoff: Backoff;
+  private readonly backoff: OutageBackoff;
+  /** Claims coalesce: 5 ms doubling per empty claim in a row, at most 50 ms (see claimStep). */
+  private emptyClaims = 0;
+  private readonly coalesce = new Backoff({ firstMs: CLAIM_COALESCE_MS, maxMs: MAX_COALESCE_MS });
   private readonly jobTypes: string[];
   private readonly dispatcher: Dispatcher;
   private readonly onQueued = () => {
-    if (this.running.size < this.deps.config.workerConcurrency) this.wake.wake();
+    if (this.running.size < this.deps.config.workerConcurrency) this.loop.wake.wake();
   };
   private readonly onCancelled = (uuid: string) => this.running.get(uuid)?.controller.abort(new Stop('cancelled'));
 
@@ -85,7 +92,12 @@ export class WorkerPool {
       isPublic: deps.isPublic,
     });
     // Declared (remote) types are served by remote workers over HTTP, never in process.
-    this.backoff = new Backoff(deps.log, 'workers', deps.config.queuePollIntervalMs);
+    this.backoff = new OutageBackoff({
+      log: deps.log,
+      who: 'workers',
+      dependency: DATABASE,
+      otherMs: deps.config.queuePollIntervalMs,
+    });
     this.jobTypes = deps.catalogue
       .list()
       .filter((t) => !t.remote)
@@ -93,20 +105,18 @@ export class WorkerPool {
   }
 
   start(): void {
-    this.stopping = false;
     this.deps.signals.on('job-queued', this.onQueued);
     this.deps.signals.on('job-cancelled', this.onCancelled);
-    if (this.jobTypes.length > 0) this.loopDone = this.loop();
+    if (this.jobTypes.length > 0) this.loop.start();
   }
 
   /** Stops claiming, lets running jobs finish for up to `graceMs`, then hands the rest back. */
   async stop(graceMs = 10_000): Promise<void> {
-    this.stopping = true;
-    this.wake.wake();
-    await this.loopDone;
+    await this.loop.stop();
     const all = Promise.all([...this.running.values()].map((r) => r.done));
-    const grace = new Promise<void>((r) => setTimeout(r, graceMs).unref());
-    await Promise.race([all, grace]);
+    const graceOver = new AbortController();
+    await Promise.race([all, Wakeable.sleep(graceMs, graceOver.signal)]);
+    graceOver.abort(); // no timer left behind once the jobs are done
     for (const r of this.running.values()) r.controller.abort(new Stop('shutdown'));
     await all;
     await this.deps.lifecycle.drain();
@@ -119,49 +129,35 @@ export class WorkerPool {
     return this.running.size;
   }
 
-  private async loop(): Promise<void> {
+  /** One claim for the free slots; a claim that came back short waits for work, then coalesces. */
+  private async claimStep(signal: AbortSignal): Promise<number> {
     const { config, lifecycle } = this.deps;
-    let emptyClaims = 0;
-    while (!this.stopping) {
-      this.wake.clear(); // the claim below looks anyway
-      const free = config.workerConcurrency - this.running.size;
-      if (free <= 0) {
-        // A finishing job wakes the loop; the timeout is only a backstop.
-        await this.wake.wait(config.queuePollIntervalMs);
-        continue;
-      }
-      let jobs: JobRow[];
-      const claimedAt = performance.now();
-      try {
-        // A lease token per claim, not per process: if this process ever re-claims its own job
-        // (a lease that lapsed under load), the older attempt can no longer finish it.
-        jobs = await lifecycle.claim({
-          leaseOwner: `${this.id}/${++this.claims}`,
-          jobTypes: this.jobTypes,
-          limit: free,
-        });
-        this.backoff.succeeded();
-      } catch (err) {
-        const waitMs = this.backoff.failed(err);
-        this.wake.clear();
-        await this.wake.wait(waitMs);
-        continue;
-      }
-      for (const job of jobs) this.launch(job);
-      // A full claim may have left more behind: go again at once if slots are free.
-      if (jobs.length < free) {
-        await this.wake.wait(config.queuePollIntervalMs); // stop() wakes it
-        // Every submit wakes every worker process. Under a stream of submits, claim at most every
-        // CLAIM_COALESCE_MS: one claim then takes what arrived meanwhile, instead of one (mostly
-        // empty, contended) claim per submit per process. An idle queue's first job is not delayed.
-        // A process whose claims keep coming back empty (other processes took the work) waits
-        // longer, up to 50 ms, so the processes that are getting jobs carry the stream.
-        emptyClaims = jobs.length === 0 ? emptyClaims + 1 : 0;
-        const gap = Math.min(MAX_COALESCE_MS, CLAIM_COALESCE_MS * 2 ** Math.min(emptyClaims, 4));
-        const since = performance.now() - claimedAt;
-        if (since < gap) await new Promise((r) => setTimeout(r, gap - since));
-      }
-    }
+    this.loop.wake.clear(); // the claim below looks anyway
+    const free = config.workerConcurrency - this.running.size;
+    // A finishing job wakes the loop; the timeout is only a backstop.
+    if (free <= 0) return config.queuePollIntervalMs;
+    const claimedAt = performance.now();
+    // A lease token per claim, not per process: if this process ever re-claims its own job
+    // (a lease that lapsed under load), the older attempt can no longer finish it.
+    const jobs = await lifecycle.claim({
+      leaseOwner: `${this.id}/${++this.claims}`,
+      jobTypes: this.jobTypes,
+      limit: free,
+    });
+    this.backoff.succeeded();
+    for (const job of jobs) this.launch(job);
+    // A full claim may have left more behind: go again at once if slots are free.
+    if (jobs.length >= free) return 0;
+    await this.loop.wake.wait(config.queuePollIntervalMs, signal); // stop() wakes it
+    // Every submit wakes every worker process. Under a stream of submits, claim at most every
+    // CLAIM_COALESCE_MS: one claim then takes what arrived meanwhile, instead of one (mostly
+    // empty, contended) claim per submit per process. An idle queue's first job is not delayed.
+    // A process whose claims keep coming back empty (other processes took the work) waits
+    // longer, up to 50 ms, so the processes that are getting jobs carry the stream.
+    this.emptyClaims = jobs.length === 0 ? this.emptyClaims + 1 : 0;
+    const gap = this.coalesce.delay(this.emptyClaims);
+    await Wakeable.sleep(gap - (performance.now() - claimedAt), signal);
+    return 0;
   }
 
   private launch(job: JobRow): void {
@@ -170,7 +166,7 @@ export class WorkerPool {
       .catch((err: unknown) => this.deps.log.error({ err, job_uuid: job.uuid }, 'job bookkeeping failed'))
       .finally(() => {
         this.running.delete(job.uuid);
-        this.wake.wake();
+        this.loop.wake.wake();
       });
     this.running.set(job.uuid, { controller, done });
   }
@@ -205,7 +201,7 @@ export class WorkerPool {
           if (!isDatabaseUnavailable(err)) jlog.warn({ err }, 'lease renewal failed');
         });
     };
-    const heartbeat = setInterval(renew, Math.max(200, Math.floor(config.jobLeaseMs / 3)));
+    const heartbeat = setInterval(renew, heartbeatEveryMs(config.jobLeaseMs));
     const timeout = setTimeout(() => controller.abort(new Stop('timeout')), config.jobTimeoutMs);
 
     try {

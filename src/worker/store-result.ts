@@ -1,5 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import { Backoff } from '../background/backoff.js';
+import { Backoff, OUTAGE_BACKOFF } from '../runtime/backoff.js';
+import { Wakeable } from '../runtime/wake.js';
 import { JobError } from '../errors.js';
 import { isStorageFull, isStorageUnavailable } from '../storage/errors.js';
 import type { StorageHealth } from '../storage/health.js';
@@ -26,10 +26,7 @@ export async function storeResult(
   out: { bytes: Buffer; contentType: string },
   { results, health, signal, onWait }: StoreResultOptions,
 ): Promise<void> {
-  const backoff = new Backoff(undefined, 'result upload', 1_000, {
-    what: 'result storage',
-    isOutage: isStorageUnavailable,
-  });
+  const backoff = new Backoff(OUTAGE_BACKOFF);
   for (let attempt = 1; ; attempt++) {
     signal.throwIfAborted();
     try {
@@ -43,8 +40,9 @@ export async function storeResult(
         throw new JobError('internal_error', 'the result could not be stored: the results disk is full');
       if (!isStorageUnavailable(err)) throw err;
       if (attempt === 1) onWait?.();
-      // Rejects when the signal aborts; the caller reads why from the signal's reason.
-      await sleep(backoff.failed(err), undefined, { signal });
+      await Wakeable.sleep(backoff.next(), signal);
+      // The caller reads why from the signal's reason.
+      signal.throwIfAborted();
     }
   }
 }

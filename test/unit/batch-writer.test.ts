@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BatchWriter } from '../../src/background/batch-writer.js';
+import { BatchWriter } from '../../src/runtime/batch-writer.js';
+import { DATABASE, isTransactionConflict } from '../../src/store/errors.js';
 
 /** better-sqlite3's error for a write lock held past busy_timeout: a "database unavailable" error. */
 const busy = () => Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
@@ -22,6 +23,8 @@ function writer(write: (items: readonly Item[]) => Promise<string[]>, clock = { 
     patience: (i) => i.patience ?? 0,
     now: () => clock.t,
     what: 'test writes',
+    dependency: DATABASE,
+    isConflict: isTransactionConflict,
   });
   return { w, batches, committed };
 }

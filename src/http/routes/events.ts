@@ -7,11 +7,11 @@ import type { JobService } from '../../jobs/service.js';
 import { isTerminal } from '../../jobs/states.js';
 import type { ApiJob } from '../../jobs/view.js';
 import type { Metrics } from '../../metrics.js';
-import type { Signals } from '../../signals.js';
+import { wakeOn, type Signals } from '../../signals.js';
 import { ApiError } from '../api-error.js';
 import { fail } from '../envelope.js';
 import { COMMON_ERRORS, jobParams, jobUuid, responses } from '../schemas.js';
-import { Wakeable, wakeOn } from '../../background/wake.js';
+import { Wakeable } from '../../runtime/wake.js';
 import { PROGRESS_EVENT_INTERVAL_MS } from '../../contract.js';
 
 /**

@@ -1,14 +1,15 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
-import type { JobLifecycle } from '../jobs/lifecycle.js';
+import { Loop } from '../runtime/loop.js';
+import { OutageBackoff } from '../runtime/outage.js';
 import type { ResultStore } from '../storage/types.js';
 import type { Store } from '../store/db.js';
 import { purgeIdempotencyKeys } from '../store/idempotency.js';
 import { countActive, expiredResults, refreshPlannerStats } from '../store/jobs.js';
-import { purgeJob } from '../jobs/purge.js';
-import { Backoff } from './backoff.js';
-import { Wakeable } from './wake.js';
+import { DATABASE } from '../store/errors.js';
+import type { JobLifecycle } from './lifecycle.js';
+import { purgeJob } from './purge.js';
 
 export interface HousekeepingDeps {
   store: Store;
@@ -37,14 +38,12 @@ const DEADLINE_EVERY_MS = 1_000;
  * - every 30 s: staged blobs of ended remote attempts are deleted;
  * - every MAINTENANCE_INTERVAL: jobs whose result outlived RESULT_RETENTION (finished before it
  *   was shortened, or before migration 009) are purged, and expired idempotency keys deleted.
- * A database outage backs off quietly (Backoff: one warning per outage); other errors are logged.
+ * A database outage backs off quietly (OutageBackoff: one warning per outage); other errors are logged.
  */
 export class Housekeeping {
   readonly tickMs: number;
-  private readonly wake = new Wakeable();
-  private readonly backoff: Backoff;
-  private stopping = false;
-  private loopDone: Promise<void> = Promise.resolve();
+  private readonly backoff: OutageBackoff;
+  private readonly loop: Loop;
   private lastSweep = -Infinity;
   private lastTick = -Infinity;
   private lastMaintenance = -Infinity;
@@ -53,36 +52,33 @@ export class Housekeeping {
 
   constructor(private readonly deps: HousekeepingDeps) {
     this.tickMs = Math.min(5_000, Math.max(200, Math.floor(deps.config.jobLeaseMs / 4)));
-    this.backoff = new Backoff(deps.log, 'housekeeping (lease recovery, retention, sweeps)');
+    this.backoff = new OutageBackoff({
+      log: deps.log,
+      who: 'housekeeping (lease recovery, retention, sweeps)',
+      dependency: DATABASE,
+    });
+    const everyMs = Math.min(this.tickMs, DEADLINE_EVERY_MS);
+    this.loop = new Loop({
+      step: async () => {
+        await this.tick(false);
+        this.backoff.succeeded();
+        return everyMs;
+      },
+      failed: (err) => Math.max(everyMs, this.backoff.failed(err)),
+    });
   }
 
   start(): void {
-    this.stopping = false;
-    this.loopDone = this.loop();
+    this.loop.start();
   }
 
   async stop(): Promise<void> {
-    this.stopping = true;
-    this.wake.wake();
-    await this.loopDone;
+    await this.loop.stop();
   }
 
   /** Runs every step now, whatever their cadence (tests, and the first tick). */
   async runOnce(): Promise<void> {
     await this.tick(true);
-  }
-
-  private async loop(): Promise<void> {
-    while (!this.stopping) {
-      let waitMs = Math.min(this.tickMs, DEADLINE_EVERY_MS);
-      try {
-        await this.tick(false);
-        this.backoff.succeeded();
-      } catch (err) {
-        waitMs = Math.max(waitMs, this.backoff.failed(err));
-      }
-      await this.wake.wait(waitMs); // stop() wakes it
-    }
   }
 
   private async tick(all: boolean): Promise<void> {

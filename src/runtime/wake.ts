@@ -1,13 +1,17 @@
-import type { SignalName, Signals } from '../signals.js';
-
 /**
- * The one wait of every background loop and long poll: until a wake-up, a timeout, or an abort,
- * whichever comes first. A wake-up that arrives while the owner is busy (between "looked, found
- * nothing" and "started waiting") is kept, and makes the next wait return at once: none is lost.
+ * The one wait of every background loop, long poll and client retry: until a wake-up, a timeout,
+ * or an abort, whichever comes first. A wake-up that arrives while the owner is busy (between
+ * "looked, found nothing" and "started waiting") is kept, and makes the next wait return at once:
+ * none is lost. Server-free: the client and the worker SDK use it too.
  */
 export class Wakeable {
   private woken = false;
   private release: (() => void) | undefined;
+
+  /** The one sleep: resolves after `ms`, or at once when `signal` aborts (it never rejects). */
+  static async sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    await new Wakeable().wait(ms, signal);
+  }
 
   wake(): void {
     this.woken = true;
@@ -47,26 +51,4 @@ export class Wakeable {
       this.release = onWake;
     });
   }
-}
-
-/**
- * A Wakeable woken by a signal (only those whose argument `match`es, when given), until `close()`.
- * Subscribe before looking at the database, so a signal between the look and the wait is kept.
- */
-export function wakeOn(
-  signals: Signals,
-  names: SignalName | readonly SignalName[],
-  match?: (arg: string) => boolean,
-): Wakeable & { close(): void } {
-  const w = new Wakeable();
-  const list = typeof names === 'string' ? [names] : names;
-  const onSignal = (arg: string) => {
-    if (!match || match(arg)) w.wake();
-  };
-  for (const n of list) signals.on(n, onSignal);
-  return Object.assign(w, {
-    close() {
-      for (const n of list) signals.off(n, onSignal);
-    },
-  });
 }

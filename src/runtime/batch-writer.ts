@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import { isDatabaseUnavailable, isTransactionConflict } from '../store/errors.js';
-import { Backoff } from './backoff.js';
+import { OutageBackoff, type Dependency } from './outage.js';
+import { Wakeable } from './wake.js';
 
 export interface BatchWriterOptions<I, O> {
   /** Writes `items` in one transaction; answers one output per item, in order. */
@@ -14,6 +14,10 @@ export interface BatchWriterOptions<I, O> {
   log?: Logger;
   /** Says what waits during an outage, for the log ("job changes"). */
   what: string;
+  /** What the writes go to (the database: store/errors.ts DATABASE); its outages are waited out. */
+  dependency: Dependency;
+  /** A conflict with another writer (a deadlock): no outage, the items go again one by one. */
+  isConflict?(err: unknown): boolean;
   maxBatch?: number;
 }
 
@@ -34,18 +38,19 @@ interface Pending<I, O> {
 export class BatchWriter<I, O> {
   private pending: Pending<I, O>[] = [];
   private flushing: Promise<void> | undefined;
-  private wakeRetry: (() => void) | undefined;
-  private readonly backoff: Backoff;
+  /** Cuts an outage's pause short: an arrival is tried at once. */
+  private readonly retry = new Wakeable();
+  private readonly backoff: OutageBackoff;
 
   constructor(private readonly opts: BatchWriterOptions<I, O>) {
-    this.backoff = new Backoff(opts.log, opts.what);
+    this.backoff = new OutageBackoff({ log: opts.log, who: opts.what, dependency: opts.dependency });
   }
 
   submit(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.pending.push({ item, since: this.opts.now(), resolve, reject });
       // An arrival during an outage's pause is tried at once (and answered at once if it is still down).
-      this.wakeRetry?.();
+      this.retry.wake();
       this.kick();
     });
   }
@@ -74,7 +79,8 @@ export class BatchWriter<I, O> {
         return;
       } catch (err) {
         // A deadlock with another process's batch is no outage: the items go again, one by one.
-        if (!isDatabaseUnavailable(err) || (isTransactionConflict(err) && batch.length > 1)) {
+        const conflict = this.opts.isConflict?.(err) ?? false;
+        if (!this.opts.dependency.isOutage(err) || (conflict && batch.length > 1)) {
           await this.oneByOne(batch, err);
           return;
         }
@@ -87,23 +93,12 @@ export class BatchWriter<I, O> {
           }
         }
         if (batch.length === 0) return;
-        await this.pause(waitMs);
+        this.retry.clear();
+        await this.retry.wait(waitMs);
         // Whatever arrived meanwhile joins the retry (and is answered by it).
         batch.push(...this.pending.splice(0, Math.max(0, max - batch.length)));
       }
     }
-  }
-
-  private pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        if (this.wakeRetry === done) this.wakeRetry = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wakeRetry = done;
-    });
   }
 
   private async oneByOne(batch: Pending<I, O>[], err: unknown): Promise<void> {
