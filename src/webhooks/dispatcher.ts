@@ -108,6 +108,8 @@ const LEASE_RESERVE_MS = 5_000;
 const DESTINATIONS_PER_CLAIM = 64;
 /** While busy, how often to look for destinations not yet held (a wake-up signal looks at once). */
 const LOOK_AROUND_MS = 250;
+/** While attempts are in flight, a finished one waits up to this long for others to share its write. */
+const RECORD_LINGER_MS = 20;
 /** At shutdown, how long unrecorded attempts may wait for an unavailable database. */
 const FINAL_FLUSH_MS = 2_000;
 
@@ -192,6 +194,8 @@ export class WebhookDispatcher {
       what: 'webhook attempts',
       dependency: DATABASE,
       maxBatch: MAX_RECORD_BATCH,
+      // While attempts are in flight more will finish soon: one transaction for several of them.
+      lingerMs: () => (this.inFlight.size > 0 && !this.stopping ? RECORD_LINGER_MS : 0),
     });
   }
 
