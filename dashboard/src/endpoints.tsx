@@ -6,7 +6,15 @@ import { api, when } from './api';
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /** Checkboxes for the three event types. */
-function EventPicker({ name, value, onChange }: { name: string; value: EventType[]; onChange(v: EventType[]): void }) {
+function EventPicker({
+  name,
+  value,
+  onChange,
+}: {
+  name: string;
+  value: EventType[];
+  onChange: (v: EventType[]) => void;
+}) {
   return (
     <fieldset class="events">
       <legend>Events</legend>
@@ -16,9 +24,7 @@ function EventPicker({ name, value, onChange }: { name: string; value: EventType
             type="checkbox"
             name={name}
             checked={value.includes(e)}
-            onChange={(ev) =>
-              onChange((ev.currentTarget as HTMLInputElement).checked ? [...value, e] : value.filter((x) => x !== e))
-            }
+            onChange={(ev) => onChange(ev.currentTarget.checked ? [...value, e] : value.filter((x) => x !== e))}
           />{' '}
           {e}
         </label>
@@ -28,12 +34,12 @@ function EventPicker({ name, value, onChange }: { name: string; value: EventType
 }
 
 /** One endpoint: its settings, its actions and its recent deliveries. */
-function EndpointCard({ ep, onChange }: { ep: WebhookEndpoint; onChange(): void }) {
+function EndpointCard({ ep, onChange }: { ep: WebhookEndpoint; onChange: () => void }) {
   const [events, setEvents] = useState<EventType[]>(ep.events);
   const [since, setSince] = useState('');
   const [note, setNote] = useState<string | null>(null);
   const [deliveries, setDeliveries] = useState<EndpointDelivery[]>([]);
-  const act = async (what: () => Promise<string | void>) => {
+  const act = async (what: () => Promise<string | undefined>) => {
     try {
       const said = await what();
       setNote(said ?? null);
@@ -125,7 +131,7 @@ function EndpointCard({ ep, onChange }: { ep: WebhookEndpoint; onChange(): void 
             type="datetime-local"
             required
             value={since}
-            onInput={(e) => setSince((e.currentTarget as HTMLInputElement).value)}
+            onInput={(e) => setSince(e.currentTarget.value)}
           />
         </div>
         <button type="submit">Recover</button>
@@ -148,7 +154,7 @@ function EndpointCard({ ep, onChange }: { ep: WebhookEndpoint; onChange(): void 
           </thead>
           <tbody>
             {deliveries.map((d) => {
-              const last = d.attempts[d.attempts.length - 1];
+              const last = d.attempts.at(-1);
               return (
                 <tr>
                   <td>{when(d.created_at)}</td>
@@ -202,13 +208,7 @@ export function Endpoints() {
       >
         <div>
           <label for="endpoint-url">URL</label>
-          <input
-            id="endpoint-url"
-            type="url"
-            required
-            value={url}
-            onInput={(e) => setUrl((e.currentTarget as HTMLInputElement).value)}
-          />
+          <input id="endpoint-url" type="url" required value={url} onInput={(e) => setUrl(e.currentTarget.value)} />
         </div>
         <EventPicker name="new-events" value={events} onChange={setEvents} />
         <button type="submit" disabled={events.length === 0}>

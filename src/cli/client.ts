@@ -560,7 +560,10 @@ const COMMANDS: Record<
 };
 
 function printEndpoint(ctx: Ctx, e: WebhookEndpoint): void {
-  if (ctx.json) return void ctx.out(`${JSON.stringify(e, null, 2)}\n`);
+  if (ctx.json) {
+    ctx.out(`${JSON.stringify(e, null, 2)}\n`);
+    return;
+  }
   const lines = [
     `id:          ${e.id}`,
     `url:         ${e.url}`,

@@ -94,7 +94,7 @@ export function endpointEvents(
       if (ep.owner !== job.owner || !(JSON.parse(ep.events) as string[]).includes(eventType)) continue;
       const state = ep.status === 'enabled' ? 'pending' : 'skipped';
       const to: Target = { url: ep.url, secret: null, endpoint_id: ep.id, state };
-      const at = Number(job.finished_at ?? now);
+      const at = job.finished_at ?? now;
       out.push(outboxRow(job, payloadOf(job, eventType, at), to, now, firstDelayMs));
     }
   }

@@ -44,7 +44,7 @@ export interface EndpointServiceDeps {
   firstDelayMs: number;
 }
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** A managed secret: `whsec_` and 24 random bytes in base64 (Standard Webhooks' form). */
 export function newSecret(): string {
@@ -194,8 +194,7 @@ export class EndpointService {
         ...toApiDelivery(r.event, r.attempts),
         job_uuid: r.event.job_uuid,
       })),
-      next_cursor:
-        rows.length > limit && last ? encodeCursor(Number(last.event.created_at), last.event.event_id) : null,
+      next_cursor: rows.length > limit && last ? encodeCursor(last.event.created_at, last.event.event_id) : null,
     };
   }
 }
