@@ -6,7 +6,7 @@
  * What to look for: index seeks (SEARCH … USING INDEX, Index Scan / Index Only Scan with a LIMIT)
  * and no SCAN of jobs, no Seq Scan, no sort over the backlog.
  */
-import { MOVES } from '../src/jobs/changes.js';
+import { MOVES } from '../src/jobs/moves.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
@@ -115,7 +115,7 @@ async function plans(db: Db): Promise<string[]> {
       renewLease(t, MOVES.renew, last, 'explain/1', now + 30_000, 'working'),
     );
     await step('finish: conditional state change', (t) =>
-      updateState(t, last, { ...MOVES.complete, leaseOwner: 'explain/1', now }, true),
+      updateState(t, last, { ...MOVES.complete, leaseOwner: 'explain/1', now }),
     );
     await step('recovery: expired leases', (t) => expiredLeases(t, now, 100));
     await step('OWNER_MAX_RUNNING: queue head window', (t) => queueHead(t, ['bench-noop'], 200));
@@ -154,18 +154,13 @@ async function plans(db: Db): Promise<string[]> {
     );
     await step('deadlines: due deadlines (the sweep, every second)', (t) => expiredDeadlines(t, now, 500));
     await step('deadlines: cancel a queued job past its deadline', (t) =>
-      updateState(
-        t,
-        last,
-        {
-          ...MOVES.expireQueued,
-          deadlineBefore: now,
-          set: { status_detail: 'deadline passed while queued' },
-          retentionMs: 1,
-          now,
-        },
-        true,
-      ),
+      updateState(t, last, {
+        ...MOVES.expireQueued,
+        deadlineBefore: now,
+        set: { status_detail: 'deadline passed while queued' },
+        retentionMs: 1,
+        now,
+      }),
     );
     await step('purge: due purges', (t) => duePurges(t, now, 100));
     await step('purge: erase a finished job (and its deliveries)', (t) =>

@@ -237,3 +237,11 @@ export interface EndpointDeliveryList {
 export function heartbeatEveryMs(leaseMs: number, atMostMs = Infinity): number {
   return Math.max(100, Math.min(atMostMs, Math.floor(leaseMs / 3)));
 }
+
+/** A queued job's status_detail; a job back in the queue says why in parentheses. */
+export const WAITING_FOR_WORKER = 'waiting for a worker';
+
+/** `waiting for a worker (why)`, or the bare sentence without a reason. */
+export function waitingForWorker(why?: string): string {
+  return why === undefined ? WAITING_FOR_WORKER : `${WAITING_FOR_WORKER} (${why})`;
+}

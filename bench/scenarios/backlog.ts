@@ -10,7 +10,7 @@
  * "0 queued" has MEASURED + 200 jobs, the fewest that can be measured; the bigger backlogs add theirs
  * in front of them in the same owner's queue.
  */
-import { MOVES } from '../../src/jobs/changes.js';
+import { MOVES } from '../../src/jobs/moves.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import SQLite from 'better-sqlite3';

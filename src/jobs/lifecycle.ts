@@ -34,18 +34,21 @@ import { endpointEvents, terminalEvent } from './outbox.js';
 import { endpointsOfOwners } from '../store/webhook-endpoints.js';
 import {
   MOVES,
-  columnsOf,
+  attemptsLeft,
+  effectsOf,
   guardOf,
+  isPatient,
+  writesOf,
   type Change,
+  type ChangeOf,
   type NewEntry,
   type Failure,
   type Held,
   type Outcomes,
   type Reserve,
   type ResultInfo,
-} from './changes.js';
-import { isTerminal } from './states.js';
-import type { JobProgress } from '../contract.js';
+} from './moves.js';
+import { isTerminalStatus, type JobProgress } from '../contract.js';
 
 export type { Failure, Held, ResultInfo };
 
@@ -82,7 +85,6 @@ interface Applied {
 const LIMITED_WINDOW = 200;
 /** A worker's finish that meets a database outage is retried this long before the lease decides. */
 const FINISH_PATIENCE_MS = 5 * 60_000;
-const FINISHES: ReadonlySet<Change['move']> = new Set(['complete', 'fail', 'retry', 'handBack']);
 
 /**
  * The one write path of job state. Every change (create, claim, renew, complete, fail, retry, hand
@@ -103,7 +105,7 @@ export class JobLifecycle {
       afterCommit: (changes, applied) => {
         this.afterCommit(changes, applied);
       },
-      patience: (c) => (FINISHES.has(c.move) ? FINISH_PATIENCE_MS : 0),
+      patience: (c) => (isPatient(c) ? FINISH_PATIENCE_MS : 0),
       now: () => deps.clock.now(),
       log: deps.log,
       what: 'job changes (finishes are kept and written later)',
@@ -152,18 +154,17 @@ export class JobLifecycle {
     return this.submit({ move: 'fail', at: this.now(), held, failure });
   }
 
-  /** processing → queued after a failed attempt that may succeed on another (a remote worker's retryable failure). */
-  retry(held: Held, detail: string): Promise<JobRow | undefined> {
-    return this.submit({ move: 'retry', at: this.now(), held, detail });
+  /**
+   * processing → queued after failed attempt number `attempt` that may succeed on another (a remote
+   * worker's retryable failure). Callers check `attemptsLeft` first.
+   */
+  retry(held: Held, attempt: number, message: string): Promise<JobRow | undefined> {
+    return this.submit({ move: 'retry', at: this.now(), held, attempt, message });
   }
 
-  /** processing → queued (a worker stopping hands its job back; the attempt does not count). */
-  handBack(
-    held: Held,
-    attempts: number,
-    detail = 'waiting for a worker (handed back at shutdown)',
-  ): Promise<JobRow | undefined> {
-    return this.submit({ move: 'handBack', at: this.now(), held, attempts, detail });
+  /** processing → queued (a worker hands its job back, saying `why`; the attempt does not count). */
+  handBack(held: Held, why?: string): Promise<JobRow | undefined> {
+    return this.submit({ move: 'handBack', at: this.now(), held, why });
   }
 
   /** queued | processing → cancelled by its owner; undefined when it was not active (or not theirs). */
@@ -182,7 +183,7 @@ export class JobLifecycle {
     const expired = await expiredLeases(this.db, at, 100);
     const done = await Promise.all(
       expired.map(async (r) => {
-        const again = r.attempts < config.jobMaxAttempts;
+        const again = attemptsLeft(r, config.jobMaxAttempts);
         const row = again
           ? await this.submit({ move: 'recover', at, uuid: r.uuid })
           : await this.submit({ move: 'exhaust', at, uuid: r.uuid, maxAttempts: config.jobMaxAttempts });
@@ -266,7 +267,7 @@ export class JobLifecycle {
 
   /** The owner endpoints' outbox rows for the jobs this batch finished (one owner-index read). */
   private async endpointEvents(trx: Kysely<Database>, applied: readonly Applied[]): Promise<NewWebhookEvent[]> {
-    const finished = applied.flatMap((a) => a.moved).filter((r) => isTerminal(r.status));
+    const finished = applied.flatMap((a) => a.moved).filter((r) => isTerminalStatus(r.status));
     if (finished.length === 0) return [];
     const endpoints = await endpointsOfOwners(trx, [...new Set(finished.map((r) => r.owner))]);
     return endpointEvents(finished, endpoints, this.now(), this.deps.config.webhookRetryScheduleMs[0]);
@@ -298,7 +299,7 @@ export class JobLifecycle {
     return undefined;
   }
 
-  private claimSpec(change: Extract<Change, { move: 'claim' }>): ClaimSpec {
+  private claimSpec(change: ChangeOf<'claim'>): ClaimSpec {
     return { ...change, move: MOVES.claim, leaseMs: this.deps.config.jobLeaseMs, now: change.at };
   }
 
@@ -351,32 +352,27 @@ export class JobLifecycle {
     }
   }
 
-  /** A change of one job's status: the conditional update, then its outbox row and signals. */
+  /** A change of one job's status: the conditional update, then its effects (outbox row, signals). */
   private async applyMove(
     trx: Kysely<Database>,
     change: Exclude<Change, { move: 'create' | 'claim' | 'renew' | 'purge' | 'purged' }>,
   ): Promise<Applied> {
-    const move = MOVES[change.move];
+    const { from, to } = MOVES[change.move];
     const uuid = 'held' in change ? change.held.uuid : change.uuid;
+    const terminal = isTerminalStatus(to);
     const spec = {
-      ...move,
+      from,
+      to,
       ...guardOf(change),
-      set: columnsOf(change),
-      retentionMs: this.deps.config.resultRetentionMs,
+      ...writesOf(change),
+      retentionMs: terminal ? this.deps.config.resultRetentionMs : undefined,
       now: change.at,
     };
-    const row = await updateState(trx, uuid, spec, isTerminal(move.to));
+    const row = await updateState(trx, uuid, spec);
     if (!row) return nothing(undefined);
-    const signals: Signal[] = [];
-    const events: NewWebhookEvent[] = [];
-    if (isTerminal(move.to)) {
-      const event = terminalEvent(row, change.at, this.deps.config.webhookRetryScheduleMs[0]);
-      if (event) events.push(event);
-      if (move.to === 'cancelled') signals.push(['job-cancelled', uuid]);
-      signals.push(['job-finished', uuid]);
-    }
-    if (move.to === 'queued') signals.push(['job-queued', '']);
-    return { out: row, moved: [row], signals, local: [], events };
+    const { outbox, signals } = effectsOf(to, uuid);
+    const event = outbox ? terminalEvent(row, change.at, this.deps.config.webhookRetryScheduleMs[0]) : undefined;
+    return { out: row, moved: [row], signals, local: [], events: event ? [event] : [] };
   }
 
   /** OWNER_MAX_RUNNING's claim: one process at a time looks at the queue's head and skips owners at their limit. */
@@ -416,7 +412,7 @@ export class JobLifecycle {
         });
       }
       for (const row of a.moved) {
-        if (!isTerminal(row.status)) continue;
+        if (!isTerminalStatus(row.status)) continue;
         metrics?.jobsFinished.inc({ job_type: row.job_type, status: row.status });
         const startedAt = 'held' in change ? change.held.startedAt : undefined;
         if (startedAt !== undefined) {

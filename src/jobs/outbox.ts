@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { isTerminalStatus } from '../contract.js';
 import type { EndpointRow } from '../store/webhook-endpoints.js';
 import type { NewWebhookEvent } from '../store/webhooks.js';
 import {
@@ -8,7 +9,6 @@ import {
   type WebhookPayload,
   type WebhookSettings,
 } from '../webhooks/events.js';
-import { isTerminal } from './states.js';
 import { isResultReady, type JobRow } from './view.js';
 
 /** The event a terminal job announces, with a fresh event id (one per delivery row). */
@@ -67,7 +67,7 @@ function outboxRow(
  * no webhook or did not subscribe to this event. Called inside the transition's transaction.
  */
 export function terminalEvent(job: JobRow, now: number, firstDelayMs = 0): NewWebhookEvent | null {
-  if (!job.webhook || !isTerminal(job.status)) return null;
+  if (!job.webhook || !isTerminalStatus(job.status)) return null;
   const settings = JSON.parse(job.webhook) as WebhookSettings;
   const eventType: EventType = `job.${job.status}`;
   if (!(settings.events ?? EVENT_TYPES).includes(eventType)) return null;
@@ -88,7 +88,7 @@ export function endpointEvents(
 ): NewWebhookEvent[] {
   const out: NewWebhookEvent[] = [];
   for (const job of jobs) {
-    if (!isTerminal(job.status)) continue;
+    if (!isTerminalStatus(job.status)) continue;
     const eventType: EventType = `job.${job.status}`;
     for (const ep of endpoints) {
       if (ep.owner !== job.owner || !(JSON.parse(ep.events) as string[]).includes(eventType)) continue;

@@ -1,4 +1,4 @@
-import { JOB_NOT_FOUND, type ResultLink } from '../contract.js';
+import { JOB_NOT_FOUND, isTerminalStatus, type JobStatus, type ResultLink } from '../contract.js';
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
@@ -22,10 +22,9 @@ import { parseSubmitDuration } from './durations.js';
 import { purgeJob } from './purge.js';
 import type { Database } from '../store/schema.js';
 import { checkIdempotencyKey, requestFingerprint } from './idempotency.js';
-import { isTerminal, type JobStatus } from './states.js';
 import { describeIssue, isSlotName, submitSchema, type SubmitBody } from './submit-schema.js';
 import type { JobLifecycle } from './lifecycle.js';
-import type { Reserve } from './changes.js';
+import { newJob, type Reserve } from './moves.js';
 import { toApiJob, type ApiJob, type JobView } from './view.js';
 
 export interface SubmitRequest {
@@ -215,35 +214,19 @@ export class JobService {
     const now = this.deps.clock.now();
     const cancelAfter = body.cancel_after === undefined ? undefined : parseSubmitDuration(body.cancel_after);
     const retention = body.retention === undefined ? undefined : parseSubmitDuration(body.retention);
-    const row = {
+    const row = newJob({
       uuid: randomUUID(),
       owner,
       job_type: body.job_type,
       model: body.model,
       input: JSON.stringify(body.input),
       webhook: body.webhook ? JSON.stringify(body.webhook) : null,
-      status: 'queued' as const,
-      status_detail: 'waiting for a worker',
-      error_type: null,
-      error_message: null,
-      result_key: null,
-      result_content_type: null,
-      result_size: null,
-      result_deleted_at: null,
-      attempts: 0,
-      lease_owner: null,
-      lease_expires_at: null,
       created_at: now,
-      started_at: null,
-      finished_at: null,
       updated_at: now,
       deadline: cancelAfter === undefined ? null : now + cancelAfter,
       priority: body.priority ?? 0,
       retention_ms: retention ?? null,
-      purge_at: null,
-      data_removed_at: null,
-      progress: null,
-    } satisfies NewJob;
+    });
     const outcome: SubmitOutcome = {
       statusCode: 200,
       body: { code: 0, message: 'ok', data: toApiJob(row) },
@@ -340,7 +323,11 @@ export class JobService {
       if (!row) throw notFound(JOB_NOT_FOUND);
       // A wait is an interval of real time (monotonic), whatever the service clock says.
       const deadline = performance.now() + waitMs;
-      for (let left = waitMs; finished && !isTerminal(row.status) && left > 0; left = deadline - performance.now()) {
+      for (
+        let left = waitMs;
+        finished && !isTerminalStatus(row.status) && left > 0;
+        left = deadline - performance.now()
+      ) {
         await finished.wait(Math.min(1000, left));
         row = (await getJobView(this.db, uuid, owner))!;
       }
@@ -402,7 +389,7 @@ export class JobService {
   async delete(owner: string, uuid: string): Promise<ApiJob> {
     const row = await getJobView(this.db, uuid, owner);
     if (!row) throw notFound(JOB_NOT_FOUND);
-    if (!isTerminal(row.status)) {
+    if (!isTerminalStatus(row.status)) {
       throw conflict(`job is ${row.status}; cancel it first (POST /api/v1/jobs/${uuid}/cancel), then delete it`);
     }
     if (row.data_removed_at === null) {
@@ -425,7 +412,9 @@ export class JobService {
     if (row.data_removed_at !== null) throw gone(DATA_REMOVED);
     if (row.status !== 'completed' || !row.result_key) {
       throw conflict(
-        isTerminal(row.status) ? `job is ${row.status}; it has no result` : `result is not ready: job is ${row.status}`,
+        isTerminalStatus(row.status)
+          ? `job is ${row.status}; it has no result`
+          : `result is not ready: job is ${row.status}`,
       );
     }
     if (row.result_deleted_at !== null) {

@@ -11,6 +11,7 @@ import { heartbeatEveryMs, type ErrorType } from '../contract.js';
 import { JobError } from '../errors.js';
 import { toProgress } from '../jobs/progress.js';
 import type { Held, JobLifecycle } from '../jobs/lifecycle.js';
+import { attemptsLeft } from '../jobs/moves.js';
 import type { Catalogue } from '../processors/catalogue.js';
 import { SLOT_NAMES, type SlotName } from '../processors/types.js';
 import { wakeOn, type Signals } from '../signals.js';
@@ -180,7 +181,7 @@ export class RemoteWork {
         );
       } else {
         // The worker went away or something broke on our side: the job goes back, uncounted.
-        await lifecycle.handBack(held, row.attempts, 'waiting for a worker');
+        await lifecycle.handBack(held);
         if (!signal.aborted) log.error({ err, job_uuid: row.uuid }, 'staging a remote job failed');
       }
       await this.sweepJob(row.uuid);
@@ -369,9 +370,9 @@ export class RemoteWork {
   ): Promise<'failed' | 'queued'> {
     const { lifecycle, config } = this.deps;
     const { row, held } = await this.held(uuid, lease);
-    const again = retryable && row.attempts < config.jobMaxAttempts;
+    const again = retryable && attemptsLeft(row, config.jobMaxAttempts);
     const done = again
-      ? await lifecycle.retry(held, `waiting for a worker (attempt ${row.attempts} failed: ${message.slice(0, 200)})`)
+      ? await lifecycle.retry(held, row.attempts, message)
       : await lifecycle.fail(held, { errorType, message });
     await this.sweepJob(uuid);
     if (!done) throw conflict(NOT_HELD);
@@ -380,12 +381,8 @@ export class RemoteWork {
 
   /** processing → queued, the attempt not counted (a worker stopping hands its job back). */
   async release(uuid: string, lease: string): Promise<void> {
-    const { row, held } = await this.held(uuid, lease);
-    const done = await this.deps.lifecycle.handBack(
-      held,
-      row.attempts,
-      'waiting for a worker (handed back by a stopping worker)',
-    );
+    const { held } = await this.held(uuid, lease);
+    const done = await this.deps.lifecycle.handBack(held, 'handed back by a stopping worker');
     await this.sweepJob(uuid);
     if (!done) throw conflict(NOT_HELD);
   }

@@ -149,11 +149,25 @@ export async function getJobView(db: Kysely<Database>, uuid: string, owner: stri
   return res.rows[0];
 }
 
-/** A move between statuses, as jobs/changes.ts describes it (the store only writes what it is given). */
+/** `count`: a move starts an attempt (attempts + 1); `uncount`: the attempt it ends does not count. */
+export type AttemptsRule = 'count' | 'uncount';
+
+/** A move between statuses, as jobs/moves.ts describes it (the store only writes what it is given). */
 export interface StatusMove {
   from: readonly JobStatus[];
   to: JobStatus;
+  /** The status_detail a claim shows. */
+  detail?: string | ((...args: never[]) => string | undefined);
+  attempts?: AttemptsRule;
 }
+
+/** The attempts rule as an SQL expression (undefined: attempts stay). */
+const attemptsSet = (rule: AttemptsRule | undefined) =>
+  rule === 'count'
+    ? sql<number>`attempts + 1`
+    : rule === 'uncount'
+      ? sql<number>`CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END`
+      : undefined;
 
 /**
  * A status as an SQL literal: the hot statements' partial indexes (`WHERE status = 'queued'`) are
@@ -175,6 +189,7 @@ export interface TransitionSpec extends StatusMove {
   /** When set, only if the job's deadline passed before this time. */
   deadlineBefore?: number;
   set?: Omit<Updateable<JobsTable>, 'status' | 'uuid'>;
+  attempts?: AttemptsRule;
   /** Terminal moves: the job's data is purged this long after now, unless the job has a retention of its own. */
   retentionMs?: number;
   now: number;
@@ -183,23 +198,19 @@ export interface TransitionSpec extends StatusMove {
 /**
  * One conditional state change: UPDATE … WHERE status IN (from) [AND lease/owner]. Returns the
  * updated row, or undefined when the job was not in one of the `from` states (someone else got
- * there first). Terminal changes also clear the lease and stamp finished_at. Run it inside the
- * caller's transaction when something must be written with it (the webhook outbox row).
+ * there first). Run it inside the caller's transaction when something must be written with it
+ * (the webhook outbox row).
  */
-export function updateState(
-  db: Kysely<Database>,
-  uuid: string,
-  spec: TransitionSpec,
-  terminal: boolean,
-): Promise<JobRow | undefined> {
+export function updateState(db: Kysely<Database>, uuid: string, spec: TransitionSpec): Promise<JobRow | undefined> {
+  const attempts = attemptsSet(spec.attempts);
   let q = db
     .updateTable('jobs')
     .set({
       ...spec.set,
       status: spec.to,
       updated_at: spec.now,
-      ...(terminal ? { finished_at: spec.now, lease_owner: null, lease_expires_at: null, progress: null } : {}),
-      ...(terminal && spec.retentionMs !== undefined
+      ...(attempts ? { attempts } : {}),
+      ...(spec.retentionMs !== undefined
         ? { purge_at: sql<number>`${spec.now} + coalesce(retention_ms, ${spec.retentionMs})` }
         : {}),
     })
@@ -225,11 +236,14 @@ export interface ClaimSpec {
   limit: number;
 }
 
-const claimSet = (
-  spec: ClaimSpec,
-) => sql`status = ${statusLit(spec.move.to)}, status_detail = 'starting', progress = NULL,
-  lease_owner = ${spec.leaseOwner}, lease_expires_at = ${spec.now + spec.leaseMs}, attempts = attempts + 1,
+const claimSet = (spec: ClaimSpec) => {
+  const { to, detail, attempts } = spec.move;
+  if (typeof detail !== 'string' || attempts !== 'count')
+    throw new Error('a claim shows a detail and counts an attempt');
+  return sql`status = ${statusLit(to)}, status_detail = ${detail}, progress = NULL,
+  lease_owner = ${spec.leaseOwner}, lease_expires_at = ${spec.now + spec.leaseMs}, attempts = ${attemptsSet(attempts)},
   started_at = coalesce(started_at, ${spec.now}), updated_at = ${spec.now}`;
+};
 
 /**
  * Claims up to `limit` queued jobs of the given types, in claim order (vtime, created_at, uuid),

@@ -265,7 +265,7 @@ export class WorkerPool {
         jlog.info({ why }, 'job stopped');
       } else if (why === 'shutdown') {
         // Handed back; this attempt does not count against JOB_MAX_ATTEMPTS.
-        await lifecycle.handBack(held, job.attempts);
+        await lifecycle.handBack(held, 'handed back at shutdown');
         jlog.info('job handed back at shutdown');
       } else if (why === 'timeout') {
         await lifecycle.fail(held, {

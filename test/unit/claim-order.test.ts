@@ -134,7 +134,7 @@ describe.each(dialects)('claim order on %s', (dialect) => {
       { uuid: j1!.uuid, lease: 'counts', job_type: 'a' },
       { key: 'k', contentType: 'text/plain', size: 1 },
     );
-    await life.handBack({ uuid: j2!.uuid, lease: 'counts', job_type: 'a' }, 1);
+    await life.handBack({ uuid: j2!.uuid, lease: 'counts', job_type: 'a' });
     expect(await life.cancel('E', j3!.uuid)).toBeDefined();
     expect(await countActive(store.db)).toEqual({ queued: before.queued + 2, processing: running });
   });
@@ -144,7 +144,7 @@ describe.each(dialects)('claim order on %s', (dialect) => {
     await submit('F');
     const [first] = await life.claim({ leaseOwner: 'hb', jobTypes: ['a'], limit: 1 });
     await submit('F');
-    await life.handBack({ uuid: first!.uuid, lease: 'hb', job_type: 'a' }, 1);
+    await life.handBack({ uuid: first!.uuid, lease: 'hb', job_type: 'a' });
     const [again] = await life.claim({ leaseOwner: 'hb2', jobTypes: ['a'], limit: 1 });
     expect(again!.uuid).toBe(first!.uuid);
   });

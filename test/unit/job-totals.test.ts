@@ -80,7 +80,7 @@ describe.each(dialects)('job totals on %s', (dialect) => {
       life.complete(held(0), { key: 'k0', contentType: 'image/png', size: 1 }),
       life.complete(held(1), { key: 'k1', contentType: 'image/png', size: 1 }),
       life.fail(held(2), { errorType: 'internal_error', message: 'boom' }),
-      life.handBack(held(3), 1),
+      life.handBack(held(3)),
       life.cancel('o', b[0]!),
       life.cancel('o', claimed[4]!.uuid),
     ]);

@@ -4,7 +4,6 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { Gauge } from 'prom-client';
 import { z } from 'zod';
 import type { JobService } from '../../jobs/service.js';
-import { isTerminal } from '../../jobs/states.js';
 import type { ApiJob } from '../../jobs/view.js';
 import type { Metrics } from '../../metrics.js';
 import { wakeOn, type Signals } from '../../signals.js';
@@ -12,7 +11,7 @@ import { ApiError } from '../api-error.js';
 import { fail } from '../envelope.js';
 import { COMMON_ERRORS, jobParams, jobUuid, responses } from '../schemas.js';
 import { Wakeable } from '../../runtime/wake.js';
-import { PROGRESS_EVENT_INTERVAL_MS } from '../../contract.js';
+import { PROGRESS_EVENT_INTERVAL_MS, isTerminalStatus } from '../../contract.js';
 
 /**
  * GET /api/v1/jobs/{uuid}/events: the job's state as Server-Sent Events.
@@ -176,7 +175,7 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
           }
           if (isClosed()) return;
           emit(job);
-          if (isTerminal(job.status)) {
+          if (isTerminalStatus(job.status)) {
             end();
             return;
           }
@@ -193,7 +192,7 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
       // Browsers reconnect after `retry` ms if the connection drops before the end.
       stream.write(`retry: ${Math.max(1000, pollMs)}\n\n`);
       emit(first);
-      if (isTerminal(first.status)) end();
+      if (isTerminalStatus(first.status)) end();
       else void follow();
 
       return reply

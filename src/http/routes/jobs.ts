@@ -3,11 +3,10 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { checkIdempotencyKey } from '../../jobs/idempotency.js';
 import type { JobService } from '../../jobs/service.js';
-import { JOB_STATUSES } from '../../jobs/states.js';
 import { describeIssue } from '../../jobs/submit-schema.js';
 import { parseSubmitDuration } from '../../jobs/durations.js';
 import { DomainError, invalid } from '../../errors.js';
-import { CANCEL_AFTER_HEADER, type BatchItemResult } from '../../contract.js';
+import { CANCEL_AFTER_HEADER, JOB_STATUSES, type BatchItemResult } from '../../contract.js';
 import { STATUS_OF_KIND } from '../api-error.js';
 import { ok } from '../envelope.js';
 import {
