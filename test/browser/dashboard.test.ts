@@ -144,7 +144,7 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
       .waitFor();
     const after = (await svc.call('GET', `/api/v1/webhook-endpoints/${before.id}`)).body.data;
     expect(after.secret).not.toBe(before.secret);
-    await card.getByText(after.secret).waitFor();
+    await card.locator('code', { hasText: after.secret }).waitFor();
     // A job's event shows up in the endpoint's recent deliveries (the page is loaded afresh).
     const job = await svc.call('POST', '/api/v1/jobs/submit/test-sleep', {
       body: { job_type: 'test-sleep', model: 'v1', input: { ms: 0 } },
