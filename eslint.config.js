@@ -4,6 +4,43 @@ import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
 
+/** An import path into src/contract/ (the wire's constants and shapes). */
+const CONTRACT = /(^|\/)contract\/[a-z-]+\.js$/;
+
+/**
+ * The contract is imported from src/contract/ directly by whoever needs it: a module that passes
+ * its names on (`export … from`, or `export { name }` of an imported name) makes a second door.
+ */
+const noContractReexport = {
+  meta: {
+    type: 'problem',
+    messages: { reexport: 'Import {{name}} from src/contract/ directly; do not re-export the contract.' },
+  },
+  create(context) {
+    const imported = new Set();
+    const exported = [];
+    return {
+      ImportDeclaration(node) {
+        if (CONTRACT.test(node.source.value)) for (const s of node.specifiers) imported.add(s.local.name);
+      },
+      ExportAllDeclaration(node) {
+        if (CONTRACT.test(node.source.value)) context.report({ node, messageId: 'reexport', data: { name: '*' } });
+      },
+      ExportNamedDeclaration(node) {
+        if (node.source && CONTRACT.test(node.source.value))
+          context.report({ node, messageId: 'reexport', data: { name: node.source.value } });
+        else if (!node.source) exported.push(...node.specifiers);
+      },
+      'Program:exit'() {
+        for (const s of exported) {
+          if (imported.has(s.local.name))
+            context.report({ node: s, messageId: 'reexport', data: { name: s.local.name } });
+        }
+      },
+    };
+  },
+};
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'data/**', 'coverage/**', 'bench/results/**', 'examples/**'] },
   js.configs.recommended,
@@ -54,6 +91,13 @@ export default tseslint.config(
       // type says the value is always set.
       '@typescript-eslint/no-unnecessary-condition': 'off',
     },
+  },
+  {
+    files: ['src/**/*.ts', 'dashboard/**/*.{ts,tsx}'],
+    // The package's entry points alone publish the contract's names to the package's users.
+    ignores: ['src/index.ts', 'src/worker-sdk/index.ts'],
+    plugins: { house: { rules: { 'no-contract-reexport': noContractReexport } } },
+    rules: { 'house/no-contract-reexport': 'error' },
   },
   { files: ['**/*.js', '**/*.mjs'], extends: [tseslint.configs.disableTypeChecked] },
   prettier,

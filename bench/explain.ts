@@ -14,7 +14,7 @@ import { Kysely, PostgresDialect, SqliteDialect, type LogEvent } from 'kysely';
 import pg from 'pg';
 import { fillBacklog } from './scenarios/backlog.js';
 import { freshStore, log, RESULTS_DIR, type Db } from './lib.js';
-import type { Dialect } from '../src/store/db.js';
+import type { Dialect } from '../src/store/store.js';
 import {
   claimByUuid,
   claimJobs,

@@ -2,7 +2,7 @@
  * Errors of the domain (jobs, webhooks, workers), free of HTTP: each names what went wrong, and
  * the HTTP layer alone decides the status code (http/api-error.ts maps kinds to codes).
  */
-import type { ErrorType } from './contract.js';
+import type { ErrorType } from './contract/api.js';
 
 export type ErrorKind =
   | 'invalid' // the request is wrong: 400

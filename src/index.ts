@@ -22,25 +22,29 @@ export {
   STANDARD_TIMESTAMP_HEADER,
   TIMESTAMP_HEADER,
 } from './webhooks/sign.js';
-export type { EventType, WebhookPayload } from './webhooks/events.js';
+export type { WebhookPayload } from './webhooks/events.js';
 export {
   MediaJobsClient,
   MediaJobsError,
   WaitTimeoutError,
-  type ApiJob,
-  type Delivery,
-  type DeliveryAttempt,
   type DownloadResult,
-  type JobList,
-  type JobStatus,
-  type JobTypeInfo,
   type ListJobsOptions,
   type MediaJobsClientOptions,
   type RequestOptions,
-  type ResultLink,
   type StatusOptions,
-  type SubmitBody,
   type SubmitOptions,
   type WaitOptions,
-  type WebhookSettings,
 } from './client/index.js';
+// The package's entry points alone publish the contract's shapes (lint forbids re-exports elsewhere).
+export type { ApiJob, JobList, JobStatus, JobTypeInfo, ResultLink, SubmitBody } from './contract/api.js';
+export type {
+  Delivery,
+  DeliveryAttempt,
+  EndpointDelivery,
+  EndpointDeliveryList,
+  EventType,
+  NewWebhookEndpoint,
+  WebhookEndpoint,
+  WebhookEndpointChanges,
+  WebhookSettings,
+} from './contract/webhook.js';

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Store } from './store/db.js';
+import type { Store } from './store/store.js';
 import { countActive } from './store/jobs.js';
 import { readJobTotals, type JobTotal } from './store/totals.js';
 

@@ -1,5 +1,5 @@
 import type { Clock } from './clock.js';
-import type { Store } from './store/db.js';
+import type { Store } from './store/store.js';
 import { findActiveAdminToken } from './store/admin-tokens.js';
 import { recentFailedDeliveries, type FailedDelivery } from './store/failed-deliveries.js';
 import { countActive } from './store/jobs.js';

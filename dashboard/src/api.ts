@@ -1,5 +1,5 @@
 import { EventSourceParserStream } from 'eventsource-parser/stream';
-import { JOB_STATUSES } from '../../src/contract.js';
+import { isTerminalStatus } from '../../src/contract/api.js';
 
 /** Credentials live in this tab's sessionStorage only and travel as Bearer headers, never cookies. */
 const KEY = 'media-jobs.api-key';
@@ -13,21 +13,11 @@ export const session = {
 };
 
 // The API's shapes come from the typed client (type-only: nothing of it is bundled).
-import type {
-  ApiJob,
-  Delivery,
-  DeliveryAttempt,
-  JobStatus,
-  JobTypeInfo,
-  ResultLink,
-  SlotSpec,
-} from '../../src/contract.js';
+import type { ApiJob, JobTypeInfo, SlotSpec } from '../../src/contract/api.js';
+import type { DeliveryAttempt } from '../../src/contract/webhook.js';
 
-export type { Delivery, JobStatus, ResultLink, SlotSpec };
 export type Job = ApiJob;
 export type Attempt = DeliveryAttempt;
-export const STATUSES: readonly JobStatus[] = JOB_STATUSES;
-export const isTerminal = (s: JobStatus) => s === 'completed' || s === 'failed' || s === 'cancelled';
 
 export interface JobDetail extends Job {
   input: Record<string, unknown>;
@@ -120,7 +110,7 @@ export async function watchJob(
         if (value.event !== 'status' && value.event !== 'progress') continue;
         const job = JSON.parse(value.data) as Job;
         onJob(job, value.event);
-        if (isTerminal(job.status)) return;
+        if (isTerminalStatus(job.status)) return;
       }
     } catch (err) {
       // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the stream was awaited: the caller may have aborted meanwhile

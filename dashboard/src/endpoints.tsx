@@ -1,5 +1,10 @@
 import { useEffect, useState } from 'preact/hooks';
-import { EVENT_TYPES, type EndpointDelivery, type EventType, type WebhookEndpoint } from '../../src/contract.js';
+import {
+  EVENT_TYPES,
+  type EndpointDelivery,
+  type EventType,
+  type WebhookEndpoint,
+} from '../../src/contract/webhook.js';
 import { api, when } from './api';
 
 /** An error's message for the page (whatever was thrown). */

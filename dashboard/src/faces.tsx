@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, isTerminal, type Job, type ResultLink } from './api';
+import { WAITING_FOR_WORKER, isTerminalStatus, type ResultLink } from '../../src/contract/api.js';
+import { api, type Job } from './api';
 
 /** face-detect's JSON result (DESIGN section 8). */
 interface Detection {
@@ -27,7 +28,7 @@ async function detectFaces(
   for (;;) {
     const s = await api<Job & { error_message?: string | null }>(`/jobs/${job.uuid}/status`);
     onStatus(s);
-    if (isTerminal(s.status)) {
+    if (isTerminalStatus(s.status)) {
       if (s.status !== 'completed') throw new Error(s.error_message ?? `face detection ${s.status}`);
       break;
     }
@@ -139,7 +140,7 @@ export function FacePicker({
       {!url && <small class="hint">Fill in the {slot} URL first.</small>}
       <p class="face-status" role="status">
         {busy &&
-          `Finding faces: face-detect job ${progress ? `${progress.uuid.slice(0, 8)} ${progress.status}${progress.status === 'queued' ? ' (waiting for a worker)' : ''}` : 'submitted'}…`}
+          `Finding faces: face-detect job ${progress ? `${progress.uuid.slice(0, 8)} ${progress.status}${progress.status === 'queued' ? ` (${WAITING_FOR_WORKER})` : ''}` : 'submitted'}…`}
         {!busy &&
           stale &&
           `The ${slot} or min_confidence changed since the faces were found (the picks are cleared): find them again.`}

@@ -1,20 +1,7 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { isSlotName } from '../../src/contract.js';
-import {
-  api,
-  ApiError,
-  isTerminal,
-  session,
-  STATUSES,
-  watchJob,
-  when,
-  type Delivery,
-  type Job,
-  type JobDetail,
-  type JobType,
-  type JsonSchema,
-  type ResultLink,
-} from './api';
+import { JOB_STATUSES, isSlotName, isTerminalStatus, type ResultLink } from '../../src/contract/api.js';
+import type { Delivery } from '../../src/contract/webhook.js';
+import { api, ApiError, session, watchJob, when, type Job, type JobDetail, type JobType, type JsonSchema } from './api';
 import { FacePicker } from './faces';
 
 /** A help text with its `code` spans (the catalogue's descriptions are Markdown-like) as <code>. */
@@ -36,7 +23,7 @@ export function Status({ status }: { status: string }) {
 /** The job's structured progress as a bar (indeterminate when the stage has no percentage). */
 export function ProgressBar({ job }: { job: Job }) {
   const p = job.progress;
-  if (!p || isTerminal(job.status)) return null;
+  if (!p || isTerminalStatus(job.status)) return null;
   const label = `${p.stage}${p.percent === null ? '' : ` ${Math.round(p.percent)}%`}`;
   return (
     <span class="progress">
@@ -156,7 +143,7 @@ export function Jobs() {
           <label for="filter-status">Status</label>
           <select id="filter-status" value={status} onChange={filter(setStatus)}>
             <option value="">any</option>
-            {STATUSES.map((s) => (
+            {JOB_STATUSES.map((s) => (
               <option value={s}>{s}</option>
             ))}
           </select>
@@ -197,7 +184,7 @@ export function Jobs() {
               </td>
               <td>
                 {j.status_detail}
-                {j.progress && !isTerminal(j.status) && (
+                {j.progress && !isTerminalStatus(j.status) && (
                   <>
                     <br />
                     <ProgressBar job={j} />
@@ -285,9 +272,10 @@ export function JobPage({ uuid }: { uuid: string }) {
           (j, kind) => {
             setJob((prev) => (prev ? { ...prev, ...j } : prev));
             const what = `${j.status}: ${j.status_detail}`;
-            if (what !== last && !isTerminal(j.status)) setSteps((s) => [...s, { at: new Date().toISOString(), what }]);
+            if (what !== last && !isTerminalStatus(j.status))
+              setSteps((s) => [...s, { at: new Date().toISOString(), what }]);
             last = what;
-            if (kind === 'status' && isTerminal(j.status)) void loadDeliveries();
+            if (kind === 'status' && isTerminalStatus(j.status)) void loadDeliveries();
           },
           ctrl.signal,
         );
@@ -372,12 +360,12 @@ export function JobPage({ uuid }: { uuid: string }) {
         {job.deadline && ` · deadline ${when(job.deadline)}`}
       </p>
       <ProgressBar job={job} />
-      {!isTerminal(job.status) && (
+      {!isTerminalStatus(job.status) && (
         <button type="button" class="danger" onClick={cancel} disabled={busy}>
           Cancel job
         </button>
       )}
-      {isTerminal(job.status) && !job.data_removed && (
+      {isTerminalStatus(job.status) && !job.data_removed && (
         <button type="button" class="danger" onClick={remove} disabled={busy}>
           Delete job data
         </button>
@@ -437,7 +425,7 @@ export function JobPage({ uuid }: { uuid: string }) {
               </figcaption>
             </figure>
           ) : (
-            <p>{isTerminal(job.status) ? 'No result.' : 'Not ready yet.'}</p>
+            <p>{isTerminalStatus(job.status) ? 'No result.' : 'Not ready yet.'}</p>
           )}
         </section>
       </div>

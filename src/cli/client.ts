@@ -1,16 +1,8 @@
 import fs from 'node:fs';
-import { JOB_STATUSES } from '../contract.js';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import {
-  MediaJobsClient,
-  MediaJobsError,
-  WaitTimeoutError,
-  type ApiJob,
-  type EventType,
-  type JobStatus,
-  type ResultLink,
-  type WebhookEndpoint,
-} from '../client/index.js';
+import { MediaJobsClient, MediaJobsError, WaitTimeoutError } from '../client/index.js';
+import { JOB_STATUSES, type ApiJob, type JobStatus, type ResultLink } from '../contract/api.js';
+import { EVENT_TYPES, type EventType, type WebhookEndpoint } from '../contract/webhook.js';
 
 /**
  * The client commands of the `media-jobs` CLI: they talk to a running service over HTTP, like any
@@ -129,7 +121,7 @@ function parseInput(raw: unknown): Record<string, unknown> {
   return v as Record<string, unknown>;
 }
 
-const EVENTS: readonly string[] = ['job.completed', 'job.failed', 'job.cancelled'];
+const EVENTS: readonly string[] = EVENT_TYPES;
 const STATUSES: readonly string[] = JOB_STATUSES;
 
 function jobBlock(j: ApiJob): string {

@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { parseDuration } from '../config.js';
 import { runWorker, WorkerJobError, type JobContext, type JobOutput, type WorkerJob } from '../worker-sdk/index.js';
 import { extensionOf } from '../media/extensions.js';
-import { SLOT_NAMES } from '../contract.js';
+import { SLOT_NAMES } from '../contract/api.js';
 
 export const WORKER_USAGE = `usage: media-jobs worker [--url URL] [--token TOKEN] --job-type NAME [--job-type NAME…]
                          [--concurrency N] [--grace 30s] -- COMMAND [ARG…]

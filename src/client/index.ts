@@ -2,7 +2,6 @@ import { EventSourceParserStream } from 'eventsource-parser/stream';
 import {
   isTerminalStatus,
   type ApiJob,
-  type Delivery,
   type JobList,
   type JobStatus,
   type JobTypeInfo,
@@ -11,15 +10,16 @@ import {
   type BatchItemResult,
   type ResultLink,
   type SubmitBody,
+} from '../contract/api.js';
+import {
+  type Delivery,
   type EndpointDeliveryList,
   type NewWebhookEndpoint,
   type WebhookEndpoint,
   type WebhookEndpointChanges,
-} from '../contract.js';
+} from '../contract/webhook.js';
 import { Backoff } from '../runtime/backoff.js';
 import { Wakeable } from '../runtime/wake.js';
-
-export * from '../contract.js';
 
 /**
  * A typed client of the media-jobs API V1.

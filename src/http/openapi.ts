@@ -3,8 +3,9 @@ import type { SwaggerOptions } from '@fastify/swagger';
 import { createJsonSchemaTransform, createJsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { submitSchema, toJsonSchema, webhookSchema } from '../jobs/submit-schema.js';
 import type { Catalogue } from '../processors/catalogue.js';
-import { SLOT_NAMES, type JobType } from '../processors/types.js';
-import { EVENT_TYPES } from '../contract.js';
+import { type JobType } from '../processors/types.js';
+import { SLOT_NAMES, WAITING_FOR_WORKER } from '../contract/api.js';
+import { EVENT_TYPES } from '../contract/webhook.js';
 import { formatDuration } from '../media/net-errors.js';
 import { COMPONENT_IDS, componentRegistry, ERROR_RESPONSES } from './schemas.js';
 
@@ -98,7 +99,7 @@ const exampleJob = (over: Json = {}) => ({
   job_type: 'image-transform',
   model: 'lanczos3',
   status: 'queued',
-  status_detail: 'waiting for a worker',
+  status_detail: WAITING_FOR_WORKER,
   error_type: null,
   error_message: null,
   result_ready: false,

@@ -1,14 +1,16 @@
 import { z } from 'zod';
 import {
-  ENDPOINT_STATUSES,
   ERROR_TYPES,
-  EVENT_TYPES,
   JOB_NOT_FOUND,
   JOB_STATUSES,
+  MEDIA_KINDS,
   PRIORITY_MAX,
   PRIORITY_MIN,
   SLOT_NAMES,
-} from '../contract.js';
+  TERMINAL_STATUSES,
+  WAITING_FOR_WORKER,
+} from '../contract/api.js';
+import { DELIVERY_STATES, ENDPOINT_STATUSES, EVENT_TYPES } from '../contract/webhook.js';
 import { notFound } from '../errors.js';
 
 /**
@@ -21,8 +23,6 @@ import { notFound } from '../errors.js';
 
 const isoTime = (what: string) => z.iso.datetime().describe(`${what} (ISO 8601, UTC).`);
 const uuid = (what: string) => z.uuid().describe(what);
-
-export { ERROR_TYPES };
 
 export const jobStatusSchema = z
   .enum(JOB_STATUSES)
@@ -53,7 +53,7 @@ export const apiJobSchema = z
     status: jobStatusSchema,
     status_detail: z
       .string()
-      .describe('Human-readable detail of the state, e.g. "waiting for a worker", "downloading media".'),
+      .describe(`Human-readable detail of the state, e.g. "${WAITING_FOR_WORKER}", "downloading media".`),
     error_type: errorTypeSchema.nullable().describe('Set when the job failed, else null.'),
     error_message: z.string().nullable().describe('Failure message when the job failed, else null.'),
     result_ready: z.boolean().describe('True when GET /jobs/{uuid}/result will answer with a URL.'),
@@ -111,7 +111,7 @@ export const slotSpecSchema = z.looseObject({
   required: z.boolean(),
   min: z.int().min(0).describe('Fewest URLs the slot takes (a bare string counts as one).'),
   max: z.int().min(1).describe('Most URLs the slot takes.'),
-  accepts: z.enum(['image', 'audio', 'video']).describe('Kind of media expected (sniffed from the bytes).'),
+  accepts: z.enum(MEDIA_KINDS).describe('Kind of media expected (sniffed from the bytes).'),
   description: z.string(),
 });
 
@@ -138,7 +138,7 @@ export const webhookPayloadSchema = z
     occurred_at: isoTime('When the job reached its terminal state'),
     job: z.looseObject({
       uuid: uuid('The job.'),
-      status: z.enum(['completed', 'failed', 'cancelled']),
+      status: z.enum(TERMINAL_STATUSES),
       status_detail: z.string(),
       error_message: z.string().nullable(),
       error_type: errorTypeSchema.nullable(),
@@ -163,7 +163,7 @@ export const deliverySchema = z
     event_type: z.enum(EVENT_TYPES),
     url: z.string().describe('Where the event is delivered.'),
     state: z
-      .enum(['pending', 'delivered', 'failed', 'skipped'])
+      .enum(DELIVERY_STATES)
       .describe(
         '`pending` (more attempts to come), `delivered` (a 2xx came), `failed` (every attempt failed, or a 410 Gone from an owner endpoint), `skipped` (an owner endpoint was disabled).',
       ),

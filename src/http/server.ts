@@ -9,7 +9,7 @@ import type { JobService } from '../jobs/service.js';
 import type { Catalogue } from '../processors/catalogue.js';
 import type { LocalResultStore } from '../storage/local.js';
 import type { StorageHealth } from '../storage/health.js';
-import type { Store } from '../store/db.js';
+import type { Store } from '../store/store.js';
 import { DomainError } from '../errors.js';
 import { isDatabaseUnavailable } from '../store/errors.js';
 import { ApiError, STATUS_OF_KIND } from './api-error.js';

@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import { Loop } from '../runtime/loop.js';
 import { OutageBackoff } from '../runtime/outage.js';
 import type { ResultStore } from '../storage/types.js';
-import type { Store } from '../store/db.js';
+import type { Store } from '../store/store.js';
 import { purgeIdempotencyKeys } from '../store/idempotency.js';
 import { countActive, expiredResults, refreshPlannerStats } from '../store/jobs.js';
 import { DATABASE } from '../store/errors.js';

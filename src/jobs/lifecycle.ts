@@ -6,7 +6,7 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Metrics } from '../metrics.js';
 import type { SignalName, Signals } from '../signals.js';
-import type { Store } from '../store/db.js';
+import type { Store } from '../store/store.js';
 import {
   claimByUuid,
   claimJobs,
@@ -48,7 +48,7 @@ import {
   type Reserve,
   type ResultInfo,
 } from './moves.js';
-import { isTerminalStatus, type JobProgress } from '../contract.js';
+import { isTerminalStatus, type JobProgress } from '../contract/api.js';
 
 export type { Failure, Held, ResultInfo };
 

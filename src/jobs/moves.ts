@@ -21,7 +21,7 @@ import {
   type ErrorType,
   type JobProgress,
   type JobStatus,
-} from '../contract.js';
+} from '../contract/api.js';
 import type { SignalName } from '../signals.js';
 import type { IdempotencyRow } from '../store/idempotency.js';
 import type { AttemptsRule, JobRow, NewJob } from '../store/jobs.js';

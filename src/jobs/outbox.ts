@@ -1,14 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { isTerminalStatus } from '../contract.js';
+import { isTerminalStatus } from '../contract/api.js';
 import type { EndpointRow } from '../store/webhook-endpoints.js';
 import type { NewWebhookEvent } from '../store/webhooks.js';
-import {
-  EVENT_TYPES,
-  destinationOf,
-  type EventType,
-  type WebhookPayload,
-  type WebhookSettings,
-} from '../webhooks/events.js';
+import { destinationOf, type WebhookPayload } from '../webhooks/events.js';
+import { EVENT_TYPES, type EventType, type WebhookSettings } from '../contract/webhook.js';
 import { isResultReady, type JobRow } from './view.js';
 
 /** The event a terminal job announces, with a fresh event id (one per delivery row). */

@@ -1,4 +1,4 @@
-import type { JobProgress } from '../contract.js';
+import type { JobProgress } from '../contract/api.js';
 
 /** The most a worker's stage text may be (status_detail and progress.stage). */
 export const MAX_STAGE_CHARS = 200;

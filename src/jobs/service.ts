@@ -1,4 +1,4 @@
-import { JOB_NOT_FOUND, isTerminalStatus, type JobStatus, type ResultLink } from '../contract.js';
+import { JOB_NOT_FOUND, isTerminalStatus, type ApiJob, type JobStatus, type ResultLink } from '../contract/api.js';
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
@@ -10,7 +10,7 @@ import type { Catalogue } from '../processors/catalogue.js';
 import type { Metrics } from '../metrics.js';
 import { wakeOn, type Signals } from '../signals.js';
 import type { ResultStore } from '../storage/types.js';
-import type { Store } from '../store/db.js';
+import type { Store } from '../store/store.js';
 import {
   findIdempotencyKey,
   findIdempotencyKeys,
@@ -25,7 +25,7 @@ import { checkIdempotencyKey, requestFingerprint } from './idempotency.js';
 import { describeIssue, isSlotName, submitSchema, type SubmitBody } from './submit-schema.js';
 import type { JobLifecycle } from './lifecycle.js';
 import { newJob, type Reserve } from './moves.js';
-import { toApiJob, type ApiJob, type JobView } from './view.js';
+import { toApiJob, type JobView } from './view.js';
 
 export interface SubmitRequest {
   owner: string;
@@ -45,8 +45,6 @@ export interface SubmitOutcome {
   requestId: string;
   replayed: boolean;
 }
-
-export type { ResultLink };
 
 /** A submit ready to insert (see JobService.prepare). */
 interface Prepared {
@@ -73,7 +71,6 @@ export interface JobServiceDeps {
   lookup?: LookupAll;
 }
 
-export { JOB_NOT_FOUND };
 const DATA_REMOVED = "the job's data was deleted (DELETE /api/v1/jobs/{uuid}, or its retention period ended)";
 /** Queue position is exact up to this many jobs ahead; beyond it the status says "more than". */
 export const POSITION_CAP = 1000;

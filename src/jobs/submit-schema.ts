@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { checkUrlSyntax } from '../media/policy.js';
-import { SLOT_NAMES, type JobType, type SlotName } from '../processors/types.js';
-import { CANCEL_AFTER_MAX_MS, CANCEL_AFTER_MIN_MS, EVENT_TYPES, PRIORITY_MAX, PRIORITY_MIN } from '../contract.js';
+import { type JobType } from '../processors/types.js';
+import { SLOT_NAMES, type SlotName } from '../contract/api.js';
+import { CANCEL_AFTER_MAX_MS, CANCEL_AFTER_MIN_MS, PRIORITY_MAX, PRIORITY_MIN } from '../contract/api.js';
+import { EVENT_TYPES } from '../contract/webhook.js';
 import { formatSubmitDuration, parseSubmitDuration } from './durations.js';
 
 /**

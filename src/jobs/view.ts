@@ -1,7 +1,7 @@
 import type { JobRow, JobView } from '../store/jobs.js';
-import type { ApiJob, ErrorType, JobProgress } from '../contract.js';
+import type { ApiJob, ErrorType, JobProgress } from '../contract/api.js';
 
-export type { ApiJob, JobRow, JobView };
+export type { JobRow, JobView };
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 

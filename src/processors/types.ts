@@ -1,11 +1,5 @@
 import type { z } from 'zod';
-
-import { SLOT_NAMES, type SlotName, type SlotSpec } from '../contract.js';
-
-/** The media slots the seed names (the contract's); they live under `input`. */
-export { SLOT_NAMES, type SlotName };
-
-export type { SlotSpec };
+import type { SlotName, SlotSpec } from '../contract/api.js';
 
 /** What processors get for each media item: downloaded and sniffed by media/fetch.ts. */
 export type { FetchedMedia } from '../media/fetch.js';

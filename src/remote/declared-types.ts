@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import { z } from 'zod';
 import { ConfigError, parseDuration } from '../config.js';
 import { JobError } from '../errors.js';
-import { SLOT_NAMES, type JobType } from '../processors/types.js';
+import { type JobType } from '../processors/types.js';
+import { SLOT_NAMES } from '../contract/api.js';
 
 /**
  * Job types served by remote workers, declared in JOB_TYPES_FILE in the shape of one entry of

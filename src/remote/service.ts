@@ -7,13 +7,14 @@ import type { Config } from '../config.js';
 import { conflict, DomainError, invalid } from '../errors.js';
 import { formatDuration } from '../media/net-errors.js';
 import { createGuardedAgent, type IsPublic, type LookupAll } from '../media/index.js';
-import { heartbeatEveryMs, type ErrorType } from '../contract.js';
+import { type ErrorType } from '../contract/api.js';
+import { heartbeatEveryMs } from '../contract/worker.js';
 import { JobError } from '../errors.js';
 import { toProgress } from '../jobs/progress.js';
 import type { Held, JobLifecycle } from '../jobs/lifecycle.js';
 import { attemptsLeft } from '../jobs/moves.js';
 import type { Catalogue } from '../processors/catalogue.js';
-import { SLOT_NAMES, type SlotName } from '../processors/types.js';
+import { SLOT_NAMES, type SlotName } from '../contract/api.js';
 import { wakeOn, type Signals } from '../signals.js';
 import { describeStorageError, isStorageFull, isStorageUnavailable } from '../storage/errors.js';
 import type { ResultStore } from '../storage/types.js';
@@ -31,9 +32,7 @@ import { fetchInputs } from '../worker/inputs.js';
 import type { Wakeable } from '../runtime/wake.js';
 import { extensionOf } from '../media/extensions.js';
 import type { OutputType } from './output-type.js';
-import type { ClaimedJob } from './protocol.js';
-
-export type { ClaimedJob };
+import type { ClaimedJob } from '../contract/worker.js';
 
 export interface RemoteWorkDeps {
   db: Kysely<Database>;

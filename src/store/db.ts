@@ -5,18 +5,7 @@ import { Kysely, SqliteDialect, type Driver } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from './schema.js';
 import { migrateToLatest } from './migrations.js';
-
-export type Dialect = 'sqlite' | 'postgres';
-
-export interface Store {
-  db: Kysely<Database>;
-  dialect: Dialect;
-  /** The connection URL (PostgreSQL), for the LISTEN connection. */
-  url?: string;
-  close(): Promise<void>;
-  /** PostgreSQL: bound every later query to `ms` (a dead peer then fails fast instead of hanging). */
-  boundQueries?(ms: number): void;
-}
+import type { Store } from './store.js';
 
 export interface OpenOptions {
   migrate?: boolean;

@@ -7,8 +7,9 @@ import {
   type Selectable,
   type Updateable,
 } from 'kysely';
-import type { Dialect } from './db.js';
-import type { Database, JobStatus, JobsTable } from './schema.js';
+import type { Dialect } from './store.js';
+import { ACTIVE_STATUSES, type JobStatus } from '../contract/api.js';
+import type { Database, JobsTable } from './schema.js';
 
 /**
  * Every job query lives here; callers never write SQL for jobs. Each query's cost is bounded by
@@ -20,6 +21,15 @@ import type { Database, JobStatus, JobsTable } from './schema.js';
 export type JobRow = Selectable<JobsTable>;
 /** A new job; its vtime and rank are computed by insertJob. */
 export type NewJob = Omit<Insertable<JobsTable>, 'vtime' | 'rank'>;
+
+/**
+ * A status as an SQL literal: the hot statements' partial indexes (`WHERE status = 'queued'`) are
+ * chosen only when the planner sees the literal, not a parameter.
+ */
+const statusLit = (s: JobStatus) => sql.lit(s);
+const QUEUED = statusLit('queued');
+/** `status IN ('queued', 'processing')`: the partial indexes of active jobs say it so. */
+const ACTIVE = sql.join(ACTIVE_STATUSES.map(statusLit));
 
 /** An owner's own order: created_at moved `priority` seconds earlier. */
 const rankOf = (row: NewJob) => row.created_at - (row.priority ?? 0) * 1000;
@@ -56,9 +66,9 @@ export type JobView = Pick<JobRow, (typeof VIEW_COLUMNS)[number]>;
  */
 export async function insertJob(db: Kysely<Database>, row: NewJob, notify?: RawBuilder<unknown>): Promise<void> {
   const vtime = sql<number>`(SELECT max(v) FROM (
-      SELECT coalesce((SELECT vtime FROM jobs WHERE status = 'queued' ORDER BY vtime, created_at, uuid LIMIT 1), 0) AS v
+      SELECT coalesce((SELECT vtime FROM jobs WHERE status = ${QUEUED} ORDER BY vtime, created_at, uuid LIMIT 1), 0) AS v
       UNION ALL
-      SELECT coalesce((SELECT vtime FROM jobs WHERE status = 'queued' AND owner = ${row.owner} ORDER BY vtime DESC LIMIT 1) + 1, 0)
+      SELECT coalesce((SELECT vtime FROM jobs WHERE status = ${QUEUED} AND owner = ${row.owner} ORDER BY vtime DESC LIMIT 1) + 1, 0)
     ) AS candidates)`;
   if (notify === undefined) {
     await db
@@ -91,7 +101,7 @@ export async function insertJobs(db: Kysely<Database>, rows: readonly NewJob[]):
   const head = await db
     .selectFrom('jobs')
     .select('vtime')
-    .where(sql<boolean>`status = 'queued'`)
+    .where(sql<boolean>`status = ${QUEUED}`)
     .orderBy('vtime')
     .orderBy('created_at')
     .orderBy('uuid')
@@ -102,7 +112,7 @@ export async function insertJobs(db: Kysely<Database>, rows: readonly NewJob[]):
     const last = await db
       .selectFrom('jobs')
       .select('vtime')
-      .where(sql<boolean>`status = 'queued'`)
+      .where(sql<boolean>`status = ${QUEUED}`)
       .where('owner', '=', owner)
       .orderBy('vtime', 'desc')
       .limit(1)
@@ -169,11 +179,6 @@ const attemptsSet = (rule: AttemptsRule | undefined) =>
       ? sql<number>`CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END`
       : undefined;
 
-/**
- * A status as an SQL literal: the hot statements' partial indexes (`WHERE status = 'queued'`) are
- * chosen only when the planner sees the literal, not a parameter.
- */
-const statusLit = (s: JobStatus) => sql.lit(s);
 const onlyFrom = (move: StatusMove): JobStatus => {
   if (move.from.length !== 1)
     throw new Error(`a claim or renewal leaves exactly one status (got ${move.from.join(', ')})`);
@@ -441,7 +446,7 @@ export function expiredDeadlines(db: Kysely<Database>, now: number, limit: numbe
     .selectFrom('jobs')
     .select(['uuid', 'status'])
     .where('deadline', 'is not', null)
-    .where(sql<boolean>`status IN ('queued', 'processing')`)
+    .where(sql<boolean>`status IN (${ACTIVE})`)
     .where('deadline', '<', now)
     .orderBy('deadline')
     .limit(limit)
@@ -571,7 +576,7 @@ export async function jobsAhead(
   const v = job.vtime;
   const c = job.created_at;
   const row = await sql<{ n: number | string }>`SELECT count(*) AS n FROM (
-      SELECT 1 FROM jobs WHERE status = 'queued' AND (vtime, created_at, uuid) < (${v}, ${c}, ${job.uuid})
+      SELECT 1 FROM jobs WHERE status = ${QUEUED} AND (vtime, created_at, uuid) < (${v}, ${c}, ${job.uuid})
       ORDER BY vtime, created_at, uuid LIMIT ${cap}) AS ahead`.execute(db);
   return Number(row.rows[0]?.n ?? 0);
 }

@@ -1,5 +1,5 @@
 import { Kysely, Migrator, sql, type Migration, type MigrationProvider } from 'kysely';
-import type { Dialect } from './db.js';
+import type { Dialect } from './store.js';
 
 /** Migrations live in code so the compiled service carries them; each works on both dialects. */
 function migrations(dialect: Dialect): Record<string, Migration> {

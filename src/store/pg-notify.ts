@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { SIGNAL_NAMES, type SignalName, type Signals } from '../signals.js';
-import type { Store } from './db.js';
+import type { Store } from './store.js';
 import { isDatabaseUnavailable } from './errors.js';
 import { Backoff } from '../runtime/backoff.js';
 

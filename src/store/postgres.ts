@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { Kysely, PostgresDialect } from 'kysely';
 import type { Logger } from 'pino';
-import type { Store } from './db.js';
+import type { Store } from './store.js';
 import { isDatabaseUnavailable } from './errors.js';
 import { OutageLog } from '../runtime/outage.js';
 import type { Database } from './schema.js';

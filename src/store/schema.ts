@@ -1,9 +1,8 @@
 import type { Generated } from 'kysely';
 
-import type { JobStatus } from '../contract.js';
+import type { JobStatus } from '../contract/api.js';
 
 /** The job states are stored as the contract's strings; jobs/states.ts owns which transitions are legal. */
-export type { JobStatus };
 
 /** Times are Unix milliseconds in BIGINT columns on both dialects; JSON is stored as TEXT. */
 export interface ApiKeysTable {

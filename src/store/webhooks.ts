@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
-import type { Dialect } from './db.js';
+import type { Dialect } from './store.js';
 import type { Database, WebhookAttemptsTable, WebhookEventsTable } from './schema.js';
 
 /**

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Metrics } from '../metrics.js';
 import type { SignalName, Signals } from '../signals.js';
-import type { Store } from '../store/db.js';
+import type { Store } from '../store/store.js';
 import { DATABASE } from '../store/errors.js';
 import { BatchWriter } from '../runtime/batch-writer.js';
 import { Loop } from '../runtime/loop.js';

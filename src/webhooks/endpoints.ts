@@ -10,11 +10,11 @@ import {
   type NewWebhookEndpoint,
   type WebhookEndpoint,
   type WebhookEndpointChanges,
-} from '../contract.js';
+} from '../contract/webhook.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { checkUrl, type LookupAll } from '../media/index.js';
 import type { Signals } from '../signals.js';
-import type { Store } from '../store/db.js';
+import type { Store } from '../store/store.js';
 import {
   deleteEndpoint,
   enableEndpoint,

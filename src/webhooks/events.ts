@@ -1,6 +1,4 @@
-import { EVENT_TYPES, type EventType } from '../contract.js';
-
-export { EVENT_TYPES, type EventType };
+import type { EventType } from '../contract/webhook.js';
 
 /** The `webhook` object stored with a job (validated at submit). */
 export interface WebhookSettings {

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
 import { notFound } from '../errors.js';
-import type { Store } from '../store/db.js';
+import type { Store } from '../store/store.js';
 import { getJobView } from '../store/jobs.js';
 import {
   finishManualAttempt,
@@ -10,8 +10,8 @@ import {
   type WebhookEventRow,
 } from '../store/webhooks.js';
 import type { WebhookSender } from './send.js';
-import type { Delivery, DeliveryAttempt } from '../contract.js';
-import { JOB_NOT_FOUND } from '../contract.js';
+import type { Delivery, DeliveryAttempt } from '../contract/webhook.js';
+import { JOB_NOT_FOUND } from '../contract/api.js';
 
 /** One attempt and one event with its attempts, as the API shows them: the contract's shapes. */
 export type ApiDeliveryAttempt = DeliveryAttempt;

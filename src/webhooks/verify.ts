@@ -10,7 +10,7 @@
  * several space-separated signatures, and several secrets (the old and the new, while rotating).
  */
 import { timingSafeEqual } from 'node:crypto';
-import type { EventType, WebhookPayload } from './events.js';
+import type { WebhookPayload } from './events.js';
 import {
   computeSignature,
   computeStandardSignature,
@@ -22,7 +22,7 @@ import {
   TIMESTAMP_HEADER,
 } from './sign.js';
 
-export type { EventType, WebhookPayload };
+export type { WebhookPayload };
 
 export type WebhookVerificationReason =
   | 'missing_header'

@@ -3,13 +3,19 @@
  * HTTP status so the runner can tell "stop for good" (401/403), "drop this job" (409) and
  * "back off and retry" (network errors, 5xx) apart.
  */
-import { ERROR_TYPES, type ErrorType } from '../contract.js';
-import type { ClaimedJob } from '../remote/protocol.js';
-
-export type { ClaimedJob };
-
-/** The error types a job can fail with (the protocol's `error_type`), from the contract. */
-export { ERROR_TYPES, type ErrorType };
+import type { ErrorType } from '../contract/api.js';
+import type {
+  ClaimAnswer,
+  ClaimedJob,
+  CompleteAnswer,
+  FailAnswer,
+  FailRequest,
+  HeartbeatAnswer,
+  HeartbeatRequest,
+  LeaseRequest,
+  OutputAnswer,
+  ReleaseAnswer,
+} from '../contract/worker.js';
 
 export class WorkerHttpError extends Error {
   constructor(
@@ -76,7 +82,7 @@ export class WorkerClient {
 
   /** Claims a job, long-polling up to `waitSeconds`; null when none came. */
   async claim(jobTypes: string[], waitSeconds: number, signal?: AbortSignal): Promise<Claim | null> {
-    const { data, date } = await this.call<{ job: ClaimedJob | null }>(
+    const { data, date } = await this.call<ClaimAnswer>(
       'POST',
       '/claim',
       { job_types: jobTypes, wait: waitSeconds },
@@ -89,25 +95,15 @@ export class WorkerClient {
     uuid: string,
     lease: string,
     detail?: string,
-    progress?: { stage: string; percent: number | null },
-  ): Promise<{ lease_expires_at: string; cancel_requested: boolean }> {
-    return (
-      await this.call<{ lease_expires_at: string; cancel_requested: boolean }>('POST', `/jobs/${uuid}/heartbeat`, {
-        lease_token: lease,
-        status_detail: detail,
-        progress,
-      })
-    ).data;
+    progress?: HeartbeatRequest['progress'],
+  ): Promise<HeartbeatAnswer> {
+    const body: HeartbeatRequest = { lease_token: lease, status_detail: detail, progress };
+    return (await this.call<HeartbeatAnswer>('POST', `/jobs/${uuid}/heartbeat`, body)).data;
   }
 
-  async output(
-    uuid: string,
-    lease: string,
-    bytes: Uint8Array,
-    contentType: string,
-  ): Promise<{ content_type: string; size: number }> {
+  async output(uuid: string, lease: string, bytes: Uint8Array, contentType: string): Promise<OutputAnswer> {
     return (
-      await this.call<{ content_type: string; size: number }>(
+      await this.call<OutputAnswer>(
         'PUT',
         `/jobs/${uuid}/output?lease_token=${encodeURIComponent(lease)}`,
         undefined,
@@ -117,8 +113,9 @@ export class WorkerClient {
     ).data;
   }
 
-  async complete(uuid: string, lease: string): Promise<{ status: 'completed' }> {
-    return (await this.call<{ status: 'completed' }>('POST', `/jobs/${uuid}/complete`, { lease_token: lease })).data;
+  async complete(uuid: string, lease: string): Promise<CompleteAnswer> {
+    const body: LeaseRequest = { lease_token: lease };
+    return (await this.call<CompleteAnswer>('POST', `/jobs/${uuid}/complete`, body)).data;
   }
 
   async fail(
@@ -127,18 +124,19 @@ export class WorkerClient {
     errorType: ErrorType,
     message: string,
     retryable: boolean,
-  ): Promise<{ status: 'failed' | 'queued' }> {
-    const body = {
+  ): Promise<FailAnswer> {
+    const body: FailRequest = {
       lease_token: lease,
       error_type: errorType,
       error_message: message.slice(0, 1000) || 'failed',
       retryable,
     };
-    return (await this.call<{ status: 'failed' | 'queued' }>('POST', `/jobs/${uuid}/fail`, body)).data;
+    return (await this.call<FailAnswer>('POST', `/jobs/${uuid}/fail`, body)).data;
   }
 
-  async release(uuid: string, lease: string): Promise<{ status: 'queued' }> {
-    return (await this.call<{ status: 'queued' }>('POST', `/jobs/${uuid}/release`, { lease_token: lease })).data;
+  async release(uuid: string, lease: string): Promise<ReleaseAnswer> {
+    const body: LeaseRequest = { lease_token: lease };
+    return (await this.call<ReleaseAnswer>('POST', `/jobs/${uuid}/release`, body)).data;
   }
 
   /** Downloads a staged input (a signed URL: no credentials). */

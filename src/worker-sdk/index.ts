@@ -17,4 +17,7 @@ export {
   type RunWorkerOptions,
   type WorkerJob,
 } from './run-worker.js';
-export { ERROR_TYPES, WorkerClient, WorkerHttpError, type Claim, type ClaimedJob, type ErrorType } from './client.js';
+export { WorkerClient, WorkerHttpError, type Claim } from './client.js';
+// The package's entry points alone publish the contract's shapes (lint forbids re-exports elsewhere).
+export { ERROR_TYPES, type ErrorType } from '../contract/api.js';
+export type { ClaimedJob } from '../contract/worker.js';

@@ -1,15 +1,8 @@
-import { heartbeatEveryMs, SLOT_NAMES, type SlotName } from '../contract.js';
+import { ERROR_TYPES, SLOT_NAMES, type ErrorType, type SlotName } from '../contract/api.js';
+import { heartbeatEveryMs, type ClaimedJob } from '../contract/worker.js';
 import { Backoff, OUTAGE_BACKOFF } from '../runtime/backoff.js';
 import { Wakeable } from '../runtime/wake.js';
-import {
-  ERROR_TYPES,
-  isTransient,
-  WorkerClient,
-  WorkerHttpError,
-  type Claim,
-  type ClaimedJob,
-  type ErrorType,
-} from './client.js';
+import { isTransient, WorkerClient, WorkerHttpError, type Claim } from './client.js';
 
 const SLOTS = SLOT_NAMES;
 export type MediaSlot = SlotName;

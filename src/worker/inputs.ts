@@ -2,7 +2,8 @@ import type { Dispatcher } from 'undici';
 import type { Config } from '../config.js';
 import { JobError } from '../errors.js';
 import { fetchMedia, type IsPublic, type LookupAll } from '../media/index.js';
-import { mediaFits, SLOT_NAMES, type FetchedMedia, type JobType, type SlotName } from '../processors/types.js';
+import { mediaFits, type FetchedMedia, type JobType } from '../processors/types.js';
+import { SLOT_NAMES, type SlotName } from '../contract/api.js';
 
 export interface InputFetchOptions {
   config: Config;

@@ -1,12 +1,12 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import type * as Client from '../../src/client/index.js';
+import type * as Client from '../../src/index.js';
 import type { ApiDelivery } from '../../src/webhooks/service.js';
+import type { ApiJob, ResultLink } from '../../src/contract/api.js';
 import type { toApiEndpoint } from '../../src/webhooks/endpoints.js';
-import type { ApiJob } from '../../src/jobs/view.js';
-import type { ResultLink } from '../../src/jobs/service.js';
 import type { WebhookPayload } from '../../src/webhooks/events.js';
 import type { describeJobTypes } from '../../src/http/routes/job-types.js';
 import type * as S from '../../src/http/schemas.js';
+import type { ERROR_TYPES } from '../../src/contract/api.js';
 
 /**
  * Compile-time agreement (enforced by `tsc --noEmit`, which covers test/): the client's types,
@@ -21,10 +21,10 @@ describe('one shape everywhere', () => {
   it('the job', () => {
     expectTypeOf<Client.ApiJob>().toEqualTypeOf<ApiJob>();
     expectTypeOf<Known<S.ApiJobShape>>().branded.toEqualTypeOf<
-      Omit<ApiJob, 'error_type'> & { error_type: (typeof S.ERROR_TYPES)[number] | null }
+      Omit<ApiJob, 'error_type'> & { error_type: (typeof ERROR_TYPES)[number] | null }
     >();
     // The server's error_type is a string column; every value it writes is one of ERROR_TYPES.
-    expectTypeOf<(typeof S.ERROR_TYPES)[number]>().toExtend<ApiJob['error_type']>();
+    expectTypeOf<(typeof ERROR_TYPES)[number]>().toExtend<ApiJob['error_type']>();
     expectTypeOf<Client.JobStatus>().toEqualTypeOf<ApiJob['status']>();
   });
 

@@ -4,7 +4,7 @@ import sharp from 'sharp';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../../src/index.js';
 import { createWorkerToken } from '../../src/store/worker-tokens.js';
-import { ERROR_TYPES as SERVICE_ERROR_TYPES } from '../../src/contract.js';
+import { ERROR_TYPES as SERVICE_ERROR_TYPES } from '../../src/contract/api.js';
 import {
   ERROR_TYPES,
   runWorker,

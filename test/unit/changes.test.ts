@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { WAITING_FOR_WORKER, isTerminalStatus } from '../../src/contract.js';
+import { WAITING_FOR_WORKER, isTerminalStatus } from '../../src/contract/api.js';
 import { MOVES, attemptsLeft, effectsOf, guardOf, newJob, writesOf, type Change } from '../../src/jobs/moves.js';
 
 const held = { uuid: 'u', lease: 'L', job_type: 't' };

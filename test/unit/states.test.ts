@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JOB_STATUSES, TERMINAL_STATUSES } from '../../src/contract.js';
+import { JOB_STATUSES, TERMINAL_STATUSES } from '../../src/contract/api.js';
 import { MOVES, TRANSITIONS, canTransition } from '../../src/jobs/moves.js';
 
 describe('job state machine (derived from the moves)', () => {

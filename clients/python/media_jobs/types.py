@@ -11,6 +11,8 @@ TERMINAL_STATUSES = ("completed", "failed", "cancelled")
 ACTIVE_STATUSES = ("queued", "processing")
 SLOT_NAMES = ("source", "target", "reference", "audio")
 EVENT_TYPES = ("job.completed", "job.failed", "job.cancelled")
+ERROR_TYPES = ("media_fetch_failed", "invalid_media", "processing_error", "timeout", "internal_error")
+# These lists mirror the service's contract (src/contract/); test/unit/python-contract.test.ts checks them.
 
 #: A duration as the API takes it: "90s", "5m", "1h30m", or a number of seconds.
 Duration = Union[str, int, float]
@@ -127,6 +129,7 @@ __all__ = [
     "BatchItemResult",
     "DownloadedResult",
     "Duration",
+    "ERROR_TYPES",
     "EVENT_TYPES",
     "Job",
     "JobStatus",

@@ -51,9 +51,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ._version import __version__
 from .errors import MediaJobsError, error_for
+from .types import ERROR_TYPES, SLOT_NAMES
 
-SLOTS = ("source", "target", "reference", "audio")
-ERROR_TYPES = ("media_fetch_failed", "invalid_media", "processing_error", "timeout", "internal_error")
+SLOTS = SLOT_NAMES
 EXT = {"image/jpeg": "jpg", "image/png": "png", "image/webp": "webp", "image/gif": "gif", "image/avif": "avif",
        "image/bmp": "bmp", "image/tiff": "tiff", "video/mp4": "mp4", "video/webm": "webm", "video/quicktime": "mov",
        "video/x-matroska": "mkv", "audio/mpeg": "mp3", "audio/wav": "wav", "audio/x-wav": "wav", "audio/ogg": "ogg",

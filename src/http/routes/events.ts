@@ -4,14 +4,14 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { Gauge } from 'prom-client';
 import { z } from 'zod';
 import type { JobService } from '../../jobs/service.js';
-import type { ApiJob } from '../../jobs/view.js';
+import type { ApiJob } from '../../contract/api.js';
 import type { Metrics } from '../../metrics.js';
 import { wakeOn, type Signals } from '../../signals.js';
 import { ApiError } from '../api-error.js';
 import { fail } from '../envelope.js';
 import { COMMON_ERRORS, jobParams, jobUuid, responses } from '../schemas.js';
 import { Wakeable } from '../../runtime/wake.js';
-import { PROGRESS_EVENT_INTERVAL_MS, isTerminalStatus } from '../../contract.js';
+import { PROGRESS_EVENT_INTERVAL_MS, isTerminalStatus } from '../../contract/api.js';
 
 /**
  * GET /api/v1/jobs/{uuid}/events: the job's state as Server-Sent Events.

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { JobService } from '../../jobs/service.js';
-import type { Store } from '../../store/db.js';
+import type { Store } from '../../store/store.js';
 import { getJob } from '../../store/jobs.js';
 import { ApiError } from '../api-error.js';
 import { ok } from '../envelope.js';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { submitSchema, toJsonSchema } from '../../jobs/submit-schema.js';
 import type { Catalogue } from '../../processors/catalogue.js';
-import { SLOT_NAMES } from '../../processors/types.js';
+import { SLOT_NAMES } from '../../contract/api.js';
 import { ok } from '../envelope.js';
 import { COMMON_ERRORS, jobTypesEnvelopeSchema, responses } from '../schemas.js';
 

@@ -6,7 +6,7 @@ import type { JobService } from '../../jobs/service.js';
 import { describeIssue } from '../../jobs/submit-schema.js';
 import { parseSubmitDuration } from '../../jobs/durations.js';
 import { DomainError, invalid } from '../../errors.js';
-import { CANCEL_AFTER_HEADER, JOB_STATUSES, type BatchItemResult } from '../../contract.js';
+import { CANCEL_AFTER_HEADER, JOB_STATUSES, type BatchItemResult } from '../../contract/api.js';
 import { STATUS_OF_KIND } from '../api-error.js';
 import { ok } from '../envelope.js';
 import {

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { sql, type Kysely } from 'kysely';
 import type { Metrics } from '../../metrics.js';
 import type { StorageHealth } from '../../storage/health.js';
-import type { Store } from '../../store/db.js';
+import type { Store } from '../../store/store.js';
 import { isDatabaseUnavailable } from '../../store/errors.js';
 import { isUpToDate } from '../../store/migrations.js';
 import { z } from 'zod';

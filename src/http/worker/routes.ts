@@ -2,10 +2,19 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Clock } from '../../clock.js';
-import { ERROR_TYPES } from '../../contract.js';
+import { ERROR_TYPES } from '../../contract/api.js';
+import type {
+  ClaimAnswer,
+  ClaimedJob,
+  CompleteAnswer,
+  FailAnswer,
+  HeartbeatAnswer,
+  OutputAnswer,
+  ReleaseAnswer,
+} from '../../contract/worker.js';
 import { outputType } from '../../remote/output-type.js';
 import type { RemoteWork } from '../../remote/service.js';
-import type { Store } from '../../store/db.js';
+import type { Store } from '../../store/store.js';
 import {
   findActiveWorkerToken,
   touchWorkerToken,
@@ -57,7 +66,7 @@ const claimedJobSchema = z
     lease_expires_at: z.iso.datetime().describe('Heartbeat before this time or lose the job.'),
     timeout_at: z.iso.datetime().describe('The job fails with `timeout` if not completed by then.'),
   })
-  .describe('A claimed job.');
+  .describe('A claimed job.') satisfies z.ZodType<ClaimedJob>;
 
 /**
  * /api/v1/worker/…: the remote worker protocol (docs/workers.md), in its own scope with its own
@@ -161,9 +170,9 @@ export async function workerRoutes(scope: FastifyInstance, deps: WorkerRouteDeps
       // let it wait out a lease nobody holds.
       if (job && gone.signal.aborted) {
         await deps.remote.release(job.uuid, job.lease_token).catch(() => {});
-        return ok({ job: null });
+        return ok<ClaimAnswer>({ job: null });
       }
-      return ok({ job });
+      return ok<ClaimAnswer>({ job });
     },
   );
 
@@ -214,7 +223,10 @@ export async function workerRoutes(scope: FastifyInstance, deps: WorkerRouteDeps
       const uuid = uuidOf(request);
       const b = request.body;
       const r = await deps.remote.heartbeat(uuid, b.lease_token, b.status_detail, b.progress);
-      return ok({ lease_expires_at: new Date(r.leaseExpiresAt).toISOString(), cancel_requested: r.cancelRequested });
+      return ok<HeartbeatAnswer>({
+        lease_expires_at: new Date(r.leaseExpiresAt).toISOString(),
+        cancel_requested: r.cancelRequested,
+      });
     },
   );
 
@@ -268,7 +280,7 @@ export async function workerRoutes(scope: FastifyInstance, deps: WorkerRouteDeps
             'output type not recognised: send an image, video or audio file, or valid application/json or text/plain',
           );
         const stored = await deps.remote.putOutput(uuid, lease_token, bytes, type);
-        return ok({ content_type: stored.contentType, size: stored.size });
+        return ok<OutputAnswer>({ content_type: stored.contentType, size: stored.size });
       },
     );
   });
@@ -297,7 +309,7 @@ export async function workerRoutes(scope: FastifyInstance, deps: WorkerRouteDeps
     async (request) => {
       const uuid = uuidOf(request);
       await deps.remote.complete(uuid, request.body.lease_token);
-      return ok({ status: 'completed' as const });
+      return ok<CompleteAnswer>({ status: 'completed' });
     },
   );
 
@@ -335,7 +347,7 @@ export async function workerRoutes(scope: FastifyInstance, deps: WorkerRouteDeps
       const uuid = uuidOf(request);
       const b = request.body;
       const status = await deps.remote.fail(uuid, b.lease_token, b.error_type, b.error_message, b.retryable);
-      return ok({ status });
+      return ok<FailAnswer>({ status });
     },
   );
 
@@ -368,7 +380,7 @@ export async function workerRoutes(scope: FastifyInstance, deps: WorkerRouteDeps
     async (request) => {
       const uuid = uuidOf(request);
       await deps.remote.release(uuid, request.body.lease_token);
-      return ok({ status: 'queued' as const });
+      return ok<ReleaseAnswer>({ status: 'queued' });
     },
   );
 }

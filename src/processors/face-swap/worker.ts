@@ -4,7 +4,7 @@
  * because structured cloning would turn it into a plain Error.
  */
 import type { MessagePort } from 'node:worker_threads';
-import { type ErrorType } from '../../contract.js';
+import { type ErrorType } from '../../contract/api.js';
 import { JobError } from '../../errors.js';
 import { runFaceDetect, runFaceSwap, type DetectJobInput, type SwapJobInput } from './pipeline.js';
 import { warmUp } from './warmup.js';

@@ -7,7 +7,7 @@
  * back as data, since structured cloning would turn it into a plain Error.
  */
 import { move, transferableSymbol, valueSymbol } from 'piscina';
-import { type ErrorType } from '../../contract.js';
+import { type ErrorType } from '../../contract/api.js';
 import { JobError } from '../../errors.js';
 import {
   computeDescriptor,

@@ -1,9 +1,11 @@
 /**
- * The contract: the wire's constants and shapes, stated once (DESIGN.md §2). The server, the
- * TypeScript client, the worker SDK, the CLI and the dashboard all import them from here. A leaf
- * module (it imports nothing), so a client or a worker loads none of the service with it;
+ * The contract, public API: the constants and shapes of /api/v1 (statuses, error types, slots,
+ * the job, batch, result and job-type objects), stated once. The server, the TypeScript client,
+ * the CLI and the dashboard import them from here directly (a lint rule forbids re-exporting
+ * them elsewhere); contract/ imports nothing outside itself, so a client loads none of the service.
  * test/openapi checks at compile time that the shapes match what the server builds.
  */
+import type { WebhookSettings } from './webhook.js';
 
 /** Job statuses; `queued` and `processing` are active, the other three terminal (never change again). */
 export const JOB_STATUSES = ['queued', 'processing', 'completed', 'failed', 'cancelled'] as const;
@@ -23,10 +25,6 @@ export const ERROR_TYPES = [
   'internal_error',
 ] as const;
 export type ErrorType = (typeof ERROR_TYPES)[number];
-
-/** Webhook event types: one per terminal status. */
-export const EVENT_TYPES = ['job.completed', 'job.failed', 'job.cancelled'] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
 
 /** What a missing job and another owner's job both answer, word for word (404). */
 export const JOB_NOT_FOUND = 'job not found';
@@ -113,11 +111,14 @@ export interface JobList {
   next_cursor: string | null;
 }
 
+/** The kinds of media a slot accepts (sniffed from the bytes). */
+export const MEDIA_KINDS = ['image', 'audio', 'video'] as const;
+
 export interface SlotSpec {
   required: boolean;
   min: number;
   max: number;
-  accepts: 'image' | 'audio' | 'video';
+  accepts: (typeof MEDIA_KINDS)[number];
   description: string;
 }
 
@@ -132,14 +133,6 @@ export interface JobTypeInfo {
   options: Record<string, unknown>;
   /** JSON Schema of the whole submit body. */
   body_schema: Record<string, unknown>;
-}
-
-export interface WebhookSettings {
-  url: string;
-  /** When given, deliveries carry X-Service-Signature (verify with verifyWebhook). */
-  secret?: string;
-  /** Defaults to all three. */
-  events?: EventType[];
 }
 
 /** The submit body, without `job_type` (the client fills it in from the job type). */
@@ -161,82 +154,6 @@ export type BatchItem<I extends Record<string, unknown> = Record<string, unknown
   job_type: string;
   idempotency_key?: string;
 };
-
-export interface DeliveryAttempt {
-  attempt: number;
-  started_at: string;
-  http_status: number | null;
-  error: string | null;
-  duration_ms: number;
-  ok: boolean;
-  manual: boolean;
-}
-
-/** One webhook event of a job and its delivery attempts. */
-export interface Delivery {
-  event_id: string;
-  event_type: string;
-  url: string;
-  /** `skipped`: an owner endpoint's delivery while the endpoint was disabled. */
-  state: 'pending' | 'delivered' | 'failed' | 'skipped';
-  attempts: DeliveryAttempt[];
-  next_attempt_at: string | null;
-  created_at: string;
-}
-
-/** What a missing endpoint and another owner's endpoint both answer, word for word (404). */
-export const ENDPOINT_NOT_FOUND = 'webhook endpoint not found';
-/** Endpoints one owner may have at once. */
-export const MAX_ENDPOINTS_PER_OWNER = 20;
-export const ENDPOINT_STATUSES = ['enabled', 'disabled'] as const;
-export type EndpointStatus = (typeof ENDPOINT_STATUSES)[number];
-
-/** An owner's webhook endpoint: receives every subscribed event of every job of the owner. */
-export interface WebhookEndpoint {
-  id: string;
-  url: string;
-  events: EventType[];
-  description: string;
-  status: EndpointStatus;
-  /** Why it was disabled (410 Gone, or failing for WEBHOOK_DISABLE_AFTER), else null. */
-  disabled_reason: string | null;
-  disabled_at: string | null;
-  /** `whsec_…`: signs every delivery (X-Service-Signature and webhook-signature). */
-  secret: string;
-  created_at: string;
-  updated_at: string;
-}
-
-/** The body of POST /webhook-endpoints. */
-export interface NewWebhookEndpoint {
-  url: string;
-  /** Defaults to all three. */
-  events?: EventType[];
-  description?: string;
-}
-
-/** The body of PATCH /webhook-endpoints/{id}: any of the fields. */
-export type WebhookEndpointChanges = Partial<NewWebhookEndpoint>;
-
-/** One delivery of an endpoint (its log): a delivery with the job it announces. */
-export interface EndpointDelivery extends Delivery {
-  job_uuid: string;
-}
-
-/** `data` of GET /webhook-endpoints/{id}/deliveries, newest first. */
-export interface EndpointDeliveryList {
-  deliveries: EndpointDelivery[];
-  /** Pass as `cursor` for older deliveries; null on the last page. */
-  next_cursor: string | null;
-}
-
-/**
- * How often a lease holder renews its lease: a third of it, so two renewals may fail before it
- * lapses (at most `atMostMs`; never more often than every 100 ms).
- */
-export function heartbeatEveryMs(leaseMs: number, atMostMs = Infinity): number {
-  return Math.max(100, Math.min(atMostMs, Math.floor(leaseMs / 3)));
-}
 
 /** A queued job's status_detail; a job back in the queue says why in parentheses. */
 export const WAITING_FOR_WORKER = 'waiting for a worker';
