@@ -141,6 +141,9 @@ export interface Config {
   remote: { jobTypesFile?: string | undefined; mediaUrlTtlMs: number; maxOutputBytes: number };
 }
 
+/** Every environment variable the service reads (deployment files are checked against it). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(envSchema.shape);
+
 export class ConfigError extends Error {}
 
 /** Reads and validates the environment; throws ConfigError with one clear line. */
