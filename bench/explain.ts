@@ -131,7 +131,7 @@ async function plans(db: Db): Promise<string[]> {
     await step('remote: staged blobs of a job', (t) => blobsOfJob(t, last));
     await step('remote: sweep of ended attempts', (t) => staleBlobs(t, 1000));
     await step('list: by status', (t) => listJobs(t, { owner: 'bench', status: 'queued', limit: 21 }));
-    // Round 2 (DESIGN.md §7): deadlines, purges, priority, batches, progress.
+    // Round 2: deadlines, purges, priority, batches, progress.
     await step('submit: insert with priority and deadline', (t) =>
       insertJob(t, { ...newJob('bench'), priority: 300, deadline: now + 60_000 }),
     );

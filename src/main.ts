@@ -40,6 +40,12 @@ function guardProcess(log: Logger): void {
   process.on('unhandledRejection', onFault('unhandledRejection'));
 }
 
+/** What the start-up line says this process serves: the API, or (a worker) only the operations routes. */
+function servedUrls(role: Role, base: string): Record<string, string | string[]> {
+  if (role !== 'worker') return { url: `${base}/api/v1` };
+  return { serves: ['/healthz', '/readyz', '/metrics'].map((p) => `${base}${p}`) };
+}
+
 async function serve(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { role: { type: 'string', default: 'all' } } });
   const role = values.role as Role;
@@ -51,7 +57,9 @@ async function serve(args: string[]): Promise<void> {
   const { countKeys, createKey } = await import('./store/keys.js');
   const app = await createApp(config, { role });
   guardProcess(app.log);
-  if ((await countKeys(app.store.db)) === 0) {
+  // Only a process that serves the API creates and shows the first key: a worker's terminal is
+  // one nobody watches, and it takes no API calls.
+  if (role !== 'worker' && (await countKeys(app.store.db)) === 0) {
     const k = await createKey(app.store.db, 'default', systemClock.now());
     process.stdout.write(
       `\nNo API key existed, so one was created for owner "default" (id ${k.id}).\n` +
@@ -68,7 +76,7 @@ async function serve(args: string[]): Promise<void> {
     );
   }
   app.log.info(
-    { role, url: `${config.publicBaseUrl}/api/v1`, workers: app.workers ? config.workerConcurrency : 0 },
+    { role, ...servedUrls(role, config.publicBaseUrl), workers: app.workers ? config.workerConcurrency : 0 },
     'media-jobs started',
   );
   let stopping = false;

@@ -6,7 +6,7 @@ import { readJobTotals, type JobTotal } from './store/totals.js';
 /**
  * Prometheus metrics of one app (its own registry, so several apps can share a process in tests).
  *
- * Two kinds (DESIGN.md §9): the cluster's figures, read from database counters at scrape time, so
+ * Two kinds: the cluster's figures, read from database counters at scrape time, so
  * one scrape of any process in any role is the whole cluster's truth (`media_jobs_jobs_*_total`,
  * `media_jobs_queue_depth`); and this process's own figures, named `media_jobs_process_*` or
  * naturally per process (HTTP latency, processing time of the jobs it ran, webhook attempts it

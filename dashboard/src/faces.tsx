@@ -2,11 +2,20 @@ import { useEffect, useState } from 'preact/hooks';
 import { WAITING_FOR_WORKER, isTerminalStatus, type ResultLink } from '../../src/contract/api.js';
 import { api, type Job } from './api';
 
-/** face-detect's JSON result (DESIGN section 8). */
+/**
+ * face-detect's JSON result: the faces left to right, and (from this service) a preview of the
+ * picture and a thumbnail per face as data: URIs, which the page's CSP allows.
+ */
 interface Detection {
   width: number;
   height: number;
-  faces: { index: number; box: { x: number; y: number; width: number; height: number }; score: number }[];
+  preview?: string;
+  faces: {
+    index: number;
+    box: { x: number; y: number; width: number; height: number };
+    score: number;
+    thumbnail?: string;
+  }[];
 }
 
 /**
@@ -61,9 +70,9 @@ const PICKERS = {
 
 /**
  * Picks faces of the `target` (`target_face_indices`) or `source` (`source_face_index`) image from a
- * face-detect run on it: a map of the picture (its frame, each face boxed and numbered left to
- * right; the page never loads the URL itself, its CSP forbids that, so a link opens it in a new tab
- * to compare) and one checkbox per face. No face ticked means "not set". Indices belong to one
+ * face-detect run on it: the picture (the detection's preview, each face boxed and numbered left to
+ * right; the page never loads the submitted URL itself, its CSP forbids that) and one checkbox per
+ * face with the face's thumbnail. No face ticked means "not set". Indices belong to one
  * picture and one min_confidence: when either changes, the picks are dropped.
  */
 export function FacePicker({
@@ -162,6 +171,7 @@ export function FacePicker({
         <>
           <div class="face-preview">
             <svg viewBox={`0 0 ${d.width} ${d.height}`} aria-hidden="true">
+              {d.preview && <image href={d.preview} x={0} y={0} width={d.width} height={d.height} />}
               {d.faces.map((f) => (
                 <g
                   class={selected.has(f.index) ? 'face selected' : 'face'}
@@ -180,19 +190,24 @@ export function FacePicker({
                 </g>
               ))}
             </svg>
-            <small class="hint">
-              A map of the picture (this page does not show the image itself):{' '}
-              <a href={url} target="_blank" rel="noreferrer noopener">
-                open the {slot} image
-              </a>{' '}
-              to compare.
-            </small>
+            {!d.preview && (
+              <small class="hint">
+                A map of the picture (this service sent no preview):{' '}
+                <a href={url} target="_blank" rel="noreferrer noopener">
+                  open the {slot} image
+                </a>{' '}
+                to compare.
+              </small>
+            )}
           </div>
           <div class="face-list">
             {d.faces.map((f) => (
-              <label class="check">
-                <input type="checkbox" checked={selected.has(f.index)} onChange={() => toggle(f.index)} /> face{' '}
-                {f.index} <span class="hint">score {f.score.toFixed(2)}</span>
+              <label class={selected.has(f.index) ? 'check face-choice selected' : 'check face-choice'}>
+                <input type="checkbox" checked={selected.has(f.index)} onChange={() => toggle(f.index)} />
+                {f.thumbnail && <img src={f.thumbnail} alt={`face ${f.index}`} width={64} height={64} />}
+                <span>
+                  face {f.index} <span class="hint">score {f.score.toFixed(2)}</span>
+                </span>
               </label>
             ))}
           </div>

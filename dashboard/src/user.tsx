@@ -8,8 +8,6 @@ import { FacePicker } from './faces';
 export function Prose({ text: t }: { text: string }) {
   return <>{t.split(/`([^`]*)`/).map((part, i) => (i % 2 === 1 ? <code>{part}</code> : part))}</>;
 }
-/** The same for a plain-text place (an <option>): the backticks dropped. */
-const plain = (t: string): string => t.replace(/`([^`]*)`/g, '$1');
 
 /** An error's message for the page (whatever was thrown). */
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
@@ -181,9 +179,10 @@ export function Jobs() {
               <td>{j.job_type}</td>
               <td>
                 <Status status={j.status} />
+                {j.error_type && <span class="error-type">{j.error_type}</span>}
               </td>
               <td>
-                {j.status_detail}
+                {j.error_message ?? j.status_detail}
                 {j.progress && !isTerminalStatus(j.status) && (
                   <>
                     <br />
@@ -359,17 +358,24 @@ export function JobPage({ uuid }: { uuid: string }) {
         {job.priority !== 0 && ` · priority ${job.priority}`}
         {job.deadline && ` · deadline ${when(job.deadline)}`}
       </p>
-      <ProgressBar job={job} />
-      {!isTerminalStatus(job.status) && (
-        <button type="button" class="danger" onClick={cancel} disabled={busy}>
-          Cancel job
-        </button>
+      {/* The bar and the buttons on lines of their own: a button never sits against the label. */}
+      {job.progress && !isTerminalStatus(job.status) && (
+        <div class="job-progress">
+          <ProgressBar job={job} />
+        </div>
       )}
-      {isTerminalStatus(job.status) && !job.data_removed && (
-        <button type="button" class="danger" onClick={remove} disabled={busy}>
-          Delete job data
-        </button>
-      )}
+      <div class="actions">
+        {!isTerminalStatus(job.status) && (
+          <button type="button" class="danger" onClick={cancel} disabled={busy}>
+            Cancel job
+          </button>
+        )}
+        {isTerminalStatus(job.status) && !job.data_removed && (
+          <button type="button" class="danger" onClick={remove} disabled={busy}>
+            Delete job data
+          </button>
+        )}
+      </div>
       {job.data_removed && (
         <p class="note" role="status">
           This job's data (input, webhook, result) was deleted.
@@ -697,11 +703,17 @@ export function NewJob() {
             <label for="model">Model</label>
             <select id="model" value={model || type.models[0]?.name} onChange={(e) => setModel(e.currentTarget.value)}>
               {type.models.map((m) => (
-                <option value={m.name}>
-                  {m.name}: {plain(m.description)}
-                </option>
+                <option value={m.name}>{m.name}</option>
               ))}
             </select>
+            {/* The description under the list, whole: an <option> cuts a long one mid-word. */}
+            {type.models
+              .filter((m) => m.name === (model || type.models[0]?.name))
+              .map((m) => (
+                <small class="hint" id="model-description">
+                  <Prose text={m.description} />
+                </small>
+              ))}
           </div>
         )}
         {type && (

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { MediaJobsClient, MediaJobsError, WaitTimeoutError } from '../client/index.js';
-import { JOB_STATUSES, type ApiJob, type JobStatus, type ResultLink } from '../contract/api.js';
+import { JOB_STATUSES, isTerminalStatus, type ApiJob, type JobStatus, type ResultLink } from '../contract/api.js';
 import { EVENT_TYPES, type EventType } from '../contract/webhook.js';
 
 /**
@@ -66,10 +66,28 @@ const COMMON: Options = {
   help: { type: 'boolean', short: 'h' },
 };
 
+/**
+ * `--priority -60`: parseArgs reads a value that starts with "-" as an option of its own, so a
+ * negative number after an option that takes a value is joined to it (`--priority=-60`).
+ */
+function joinNegativeValues(args: string[], options: Options): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const name = /^--([^=]+)$/.exec(args[i]!)?.[1];
+    const next = args[i + 1];
+    if (name && options[name]?.type === 'string' && next !== undefined && /^-\d+(\.\d+)?$/.test(next)) {
+      out.push(`--${name}=${next}`);
+      i++;
+    } else out.push(args[i]!);
+  }
+  return out;
+}
+
 function parse(args: string[], options: Options, positionals: string[]) {
   let parsed;
+  const all = { ...COMMON, ...options };
   try {
-    parsed = parseArgs({ args, options: { ...COMMON, ...options }, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: joinNegativeValues(args, all), options: all, allowPositionals: true, strict: true });
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
@@ -179,9 +197,12 @@ class Progress {
   }
 
   update(job: ApiJob): void {
-    this.text = `${job.status}${job.status_detail ? ` · ${job.status_detail}` : ''}`;
+    const percent = job.progress?.percent;
+    // The percentage when the sentence does not already say it ("swapping faces: frame 41 of 120").
+    const measure = typeof percent === 'number' && !job.status_detail.includes('%') ? ` (${Math.round(percent)}%)` : '';
+    this.text = `${job.status}${job.status_detail ? ` · ${job.status_detail}` : ''}${measure}`;
     if (!this.tty) {
-      this.out.write(`${new Date().toISOString()}  ${this.uuid}  ${job.status}: ${job.status_detail}\n`);
+      this.out.write(`${new Date().toISOString()}  ${this.uuid}  ${job.status}: ${job.status_detail}${measure}\n`);
       return;
     }
     this.draw();
@@ -240,6 +261,39 @@ async function saveResult(ctx: Ctx, uuid: string, file: string): Promise<void> {
   else ctx.out(`saved ${r.path} (${r.content_type}, ${human(r.size_bytes)})\n`);
 }
 
+/**
+ * The job once it has ended, showing every change on the way: the events stream carries each
+ * status and progress change as it happens (a status long poll sees only what is there when it
+ * answers). Polling takes over if the stream fails or the time is up (then it says what it saw).
+ */
+async function untilEnd(
+  client: MediaJobsClient,
+  uuid: string,
+  timeoutMs: number | undefined,
+  signal: AbortSignal,
+  onUpdate: (job: ApiJob) => void,
+): Promise<ApiJob> {
+  const timeout = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
+  let last: ApiJob | undefined;
+  try {
+    for await (const e of client.watch(uuid, { signal: timeout ? AbortSignal.any([signal, timeout]) : signal })) {
+      last = e.job;
+      onUpdate(e.job);
+      if (isTerminalStatus(e.job.status)) return e.job;
+    }
+  } catch (err) {
+    if (signal.aborted) throw err;
+    if (timeout?.aborted) {
+      const seen = last ? ` (last seen ${last.status}: ${last.status_detail})` : '';
+      throw new WaitTimeoutError(
+        `timed out after ${Math.round(timeoutMs! / 1000)} s waiting for job ${uuid}${seen}`,
+        last,
+      );
+    }
+  }
+  return client.wait(uuid, { timeoutMs, signal, onUpdate });
+}
+
 /** Follows a job to its end; returns the exit code (0 completed, 1 failed or cancelled). */
 async function follow(
   ctx: Ctx,
@@ -253,7 +307,7 @@ async function follow(
   if (ctx.io.handleSignals !== false) process.once('SIGINT', onSigint);
   let job: ApiJob;
   try {
-    job = await ctx.client.wait(uuid, { timeoutMs, signal: abort.signal, onUpdate: (j) => progress.update(j) });
+    job = await untilEnd(ctx.client, uuid, timeoutMs, abort.signal, (j) => progress.update(j));
   } catch (err) {
     progress.stop();
     if (abort.signal.aborted) {
@@ -499,7 +553,8 @@ const COMMANDS: Record<
             ['UUID', 'STATUS', 'TYPE', 'MODEL', 'CREATED', 'DETAIL'],
             ...jobs.map((j) => [
               j.uuid,
-              j.status,
+              // A deleted job keeps its status as a tombstone: say its data is gone.
+              j.data_removed ? `${j.status} (data removed)` : j.status,
               j.job_type,
               j.model,
               j.created_at,

@@ -58,7 +58,7 @@ export interface ApiJob {
   data_removed: boolean;
 }
 
-/** Structured progress (DESIGN.md §7): `{"stage":"swapping faces","percent":34.2,"current":41,"total":120}`. */
+/** Structured progress: `{"stage":"swapping faces","percent":34.2,"current":41,"total":120}`. */
 export interface JobProgress {
   stage: string;
   /** 0–100, or null when the stage has no measure. */

@@ -1,4 +1,4 @@
-/** The seed's envelope, on every response under /api/v1 (errors and unknown routes included). */
+/** The API's envelope, on every response under /api/v1 (errors and unknown routes included). */
 export interface Envelope<T extends object = Record<string, unknown>> {
   code: 0 | -1;
   message: string;

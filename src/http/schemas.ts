@@ -14,7 +14,7 @@ import { DELIVERY_STATES, EVENT_TYPES } from '../contract/webhook.js';
 import { notFound } from '../errors.js';
 
 /**
- * Zod schemas of the response data shapes (DESIGN.md §2). They are the source of the OpenAPI
+ * Zod schemas of the response data shapes (docs/api.md). They are the source of the OpenAPI
  * document's component schemas, and test/openapi checks at compile time that they agree with the
  * types the server actually builds (ApiJob, ResultLink, WebhookPayload, ApiDelivery…).
  *

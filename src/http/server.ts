@@ -264,7 +264,7 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     return reply.code(404).send(fail(`no route ${request.method} ${path}`));
   });
 
-  // A worker-only process: health, readiness and metrics on its port, nothing else (DESIGN.md §9).
+  // A worker-only process: health, readiness and metrics on its port, nothing else.
   if (opsOnly) {
     app.register(async (root) => {
       opsRoutes(root, deps.store, deps.metrics);

@@ -5,7 +5,7 @@ import { invalid } from '../errors.js';
 // The package is CommonJS with an ESM-style d.ts: its module.exports is the function itself.
 const canonicalize = canonicalizeModule as unknown as (input: unknown) => string | undefined;
 
-/** 1 to 255 printable ASCII characters (DESIGN.md §2). */
+/** 1 to 255 printable ASCII characters (docs/api.md, Idempotency). */
 export function checkIdempotencyKey(key: string | undefined, field = 'Idempotency-Key'): string | undefined {
   if (key === undefined) return undefined;
   if (!/^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$/.test(key)) {

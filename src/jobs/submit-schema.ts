@@ -34,7 +34,7 @@ export function durationSchema(min: number, max: number, description: string) {
     .describe(description);
 }
 
-/** The fields of DESIGN.md §7 that every job type's submit body takes. */
+/** The optional fields every job type's submit body takes (cancel_after, priority, retention). */
 export function schedulingFields(opts: SchemaOptions) {
   const maxRetention = opts.maxRetentionMs ?? 7 * 86_400_000;
   return {

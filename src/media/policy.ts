@@ -1,10 +1,10 @@
 /**
- * The one public-address rule of the service (DESIGN.md §2 "Media URLs"), shared by media URLs
+ * The one public-address rule of the service (docs/api.md, Media URLs), shared by media URLs
  * and webhook URLs: an absolute http(s) URL without credentials whose host is, and resolves to,
  * globally routable unicast addresses only.
  *
  * `allowPrivate` (MEDIA_ALLOW_PRIVATE_NETWORKS, for local use) opens loopback and private ranges
- * and local names, never link-local and cloud-metadata addresses (DESIGN.md §9): 169.254.0.0/16,
+ * and local names, never link-local and cloud-metadata addresses: 169.254.0.0/16,
  * fe80::/10 and fd00:ec2::254 stay refused in every spelling (IPv4-mapped, NAT64, 6to4 …).
  * Schemes and credentials stay forbidden too. `addressRule` is the one predicate every check
  * (submit-time syntax and DNS, connect time, redirects) applies.

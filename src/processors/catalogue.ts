@@ -1,6 +1,7 @@
 import type { JobType } from './types.js';
 import os from 'node:os';
 import { createFaceDetectJobType, createFaceSwapJobType, createFaceThreadPool } from './face-swap/index.js';
+import { withFacePictures } from './face-detect-pictures.js';
 import { createImageTransformJobType } from './image-transform.js';
 import { createVideoFaceSwapJobType } from './video/face-swap.js';
 import { resolveBinaries } from './video/ffmpeg.js';
@@ -60,7 +61,7 @@ export function defaultJobTypes(opts: DefaultTypesOptions): JobType[] {
   return [
     createImageTransformJobType(),
     createFaceSwapJobType({ pool: facePool }),
-    createFaceDetectJobType({ pool: facePool }),
+    withFacePictures(createFaceDetectJobType({ pool: facePool })),
     createVideoFaceSwapJobType({ threads, limits, binaries }),
     createVideoFromImageAudioJobType({ limits, binaries }),
   ];

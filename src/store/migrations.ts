@@ -329,7 +329,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
       },
     },
     '009_jobs_round2': {
-      // Deadlines, retention and deletion, structured progress and priority (DESIGN.md §7). Each
+      // Deadlines, retention and deletion, structured progress and priority. Each
       // background step finds its rows by a partial index that holds only the rows it serves.
       async up(db: Kysely<unknown>) {
         for (const [name, type, notNull] of [

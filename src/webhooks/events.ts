@@ -7,7 +7,7 @@ export interface WebhookSettings {
   events?: EventType[];
 }
 
-/** The delivery body (DESIGN.md §2 Webhooks). Frozen at creation: every attempt sends these bytes. */
+/** The delivery body (docs/api.md, Webhooks). Frozen at creation: every attempt sends these bytes. */
 export interface WebhookPayload {
   event_id: string;
   event_type: EventType;

@@ -3,7 +3,7 @@ import { fakeLookup, startServer, type TestServer } from '../helpers/servers.js'
 import { startService, waitTerminal, type TestService } from '../helpers/service.js';
 
 // MEDIA_ALLOW_PRIVATE_NETWORKS=true (the README's walk-through) opens loopback and private ranges,
-// never link-local and cloud-metadata addresses (DESIGN.md §9): at submit, at connect, on redirects.
+// never link-local and cloud-metadata addresses: at submit, at connect, on redirects.
 const lookup = fakeLookup({
   'metadata.example.com': ['169.254.169.254'],
   'v6meta.example.com': ['fd00:ec2::254'],

@@ -33,7 +33,7 @@ const shot = async (page: Page, name: string) => {
 
 /**
  * Whether dist/dashboard is missing or older than a source it is built from (dashboard/, and
- * src/contract.ts it imports), so an edited dashboard is never tested from an old build. A fresh
+ * src/contract/ it imports), so an edited dashboard is never tested from an old build. A fresh
  * build is left alone: other test files (the package test packs dist/) may read it meanwhile.
  */
 function dashboardBuildIsStale(): boolean {
@@ -41,12 +41,9 @@ function dashboardBuildIsStale(): boolean {
   if (!fs.existsSync(built)) return true;
   const at = fs.statSync(built).mtimeMs;
   const root = new URL('../../', import.meta.url);
-  const sources = [
-    ...fs
-      .readdirSync(new URL('dashboard/', root), { recursive: true, encoding: 'utf8' })
-      .map((f) => new URL(`dashboard/${f}`, root)),
-    new URL('src/contract.ts', root),
-  ];
+  const sources = ['dashboard/', 'src/contract/'].flatMap((dir) =>
+    fs.readdirSync(new URL(dir, root), { recursive: true, encoding: 'utf8' }).map((f) => new URL(`${dir}${f}`, root)),
+  );
   return sources.some((f) => fs.statSync(f).mtimeMs > at);
 }
 
@@ -133,6 +130,10 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     async () => {
       await page.getByRole('link', { name: 'New job' }).click();
       await page.getByLabel('Job type').selectOption('image-face-swap');
+      // The model list shows names (a long description in an <option> is cut mid-word); the
+      // chosen model's description is whole under it.
+      expect(await page.locator('#model option').allTextContents()).toEqual(['warp-blend-v1']);
+      expect(await page.locator('#model-description').textContent()).toMatch(/^face-api .+\.$/);
       // A boolean option shows its default (color_correction defaults to true).
       expect(await page.locator('#opt-color_correction').isChecked()).toBe(true);
       // Help texts render `code` spans, never raw backticks.
@@ -140,6 +141,19 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
       expect(hints.length).toBeGreaterThan(0);
       expect(hints.join('\n')).not.toContain('`');
       expect(await page.locator('.hint code').count()).toBeGreaterThan(0);
+      // A one-word code span never breaks inside the word ("referen/ce").
+      const broken = await page
+        .locator('.hint code')
+        .evaluateAll((cs) =>
+          cs.filter((c) => !/\s/.test(c.textContent) && c.getClientRects().length > 1).map((c) => c.textContent),
+        );
+      expect(broken).toEqual([]);
+      // A checkbox field keeps the same distance from the help above it as any other field.
+      const gap = await page.locator('#opt-color_correction').evaluate((el) => {
+        const field = el.closest('.field')!;
+        return field.getBoundingClientRect().top - field.previousElementSibling!.getBoundingClientRect().bottom;
+      });
+      expect(gap).toBeGreaterThanOrEqual(8);
       await page.locator('#slot-source').fill(`${media.origin}/source.jpg`);
       await page.locator('#slot-target').fill(`${media.origin}/target.jpg`);
       // The face picker runs a real face-detect job on the target (seconds on a loaded machine).
@@ -154,6 +168,19 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
       const xs = await faces.locator('rect').evaluateAll((rs) => rs.map((r) => Number(r.getAttribute('x'))));
       expect(xs).toEqual([...xs].sort((a, b) => a - b));
       expect(await faces.locator('text').allTextContents()).toEqual(['0', '1', '2', '3']);
+      // The picture itself under the boxes, and each face's thumbnail by its checkbox: data: URIs
+      // from the detection's result (this origin's), loaded within the CSP.
+      expect(await picker.locator('.face-preview svg image').getAttribute('href')).toMatch(/^data:image\/jpeg;base64,/);
+      const thumbs = picker.locator('.face-list img');
+      expect(await thumbs.count()).toBe(4);
+      await expect
+        .poll(() =>
+          thumbs.evaluateAll((is) => (is as HTMLImageElement[]).every((i) => i.complete && i.naturalWidth > 0)),
+        )
+        .toBe(true);
+      expect(await thumbs.evaluateAll((is) => is.map((i) => i.getAttribute('src')!.slice(0, 23)))).toEqual(
+        Array(4).fill('data:image/jpeg;base64,'),
+      );
       // One face picked on the map, one by its checkbox: both land in target_face_indices.
       await picker.locator('.face-preview .face[data-index="3"]').click();
       await picker.getByRole('checkbox', { name: /^face 1\b/ }).check();
@@ -229,6 +256,13 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     // The running job reports its stage: a progress bar in the list.
     await page.locator(`tr[data-uuid="${blocker.uuid}"] progress`).waitFor();
     await shot(page, 'jobs');
+    // On the running job's page the Cancel button sits below the progress label, not against it.
+    await page.goto(`${site}/dashboard/#/jobs/${blocker.uuid}`);
+    await page.locator('.progress-label').waitFor();
+    const label = (await page.locator('.progress-label').boundingBox())!;
+    const button = (await page.getByRole('button', { name: 'Cancel job' }).boundingBox())!;
+    expect(button.y).toBeGreaterThanOrEqual(label.y + label.height + 4);
+    await page.goto(`${site}/dashboard/#/jobs`);
     await page.locator(`tr[data-uuid="${queued.uuid}"] a`).click();
     await page.getByRole('button', { name: 'Cancel job' }).click();
     await page.locator('.summary .status-cancelled').waitFor();
@@ -239,6 +273,32 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     await page.getByText("This job's data (input, webhook, result) was deleted.").waitFor();
     expect((await svc.call('GET', `/api/v1/jobs/${queued.uuid}/status`)).body.data.data_removed).toBe(true);
     await svc.call('POST', `/api/v1/jobs/${blocker.uuid}/cancel`);
+  });
+
+  it('lists a failed job with its error type, and the site has an icon', async () => {
+    const failed = (
+      await svc.call('POST', '/api/v1/jobs/submit/test-sleep', {
+        body: { job_type: 'test-sleep', model: 'v1', input: { ms: 1, fail: 'processing_error' } },
+      })
+    ).body.data;
+    await waitFor(
+      async () => (await svc.call('GET', `/api/v1/jobs/${failed.uuid}/status`)).body.data.status === 'failed',
+      'the job to fail',
+    );
+    const missing: string[] = [];
+    page.on('response', (r) => {
+      if (r.status() === 404) missing.push(r.url());
+    });
+    await page.goto(`${site}/dashboard/#/jobs`);
+    const row = page.locator(`tr[data-uuid="${failed.uuid}"]`);
+    await row.locator('.status-failed').waitFor();
+    expect(await row.locator('.error-type').textContent()).toBe('processing_error');
+    expect(await row.textContent()).toContain('the test processor failed on purpose');
+    const icon = await fetch(`${site}/favicon.ico`);
+    expect(icon.status).toBe(200);
+    expect(icon.headers.get('content-type')).toMatch(/^image\/svg\+xml/);
+    expect(await page.locator('link[rel="icon"]').getAttribute('href')).toBe('/dashboard/favicon.svg');
+    expect(missing).toEqual([]);
   });
 
   it("shows a failed webhook's attempts and redelivers it", async () => {

@@ -245,7 +245,8 @@ describe('media-jobs client commands', () => {
       '{"ms":1}',
       '--cancel-after',
       '90s',
-      '--priority=-30', // a negative number needs the = form (node:util parseArgs)
+      '--priority',
+      '-30', // a negative number as the value, not an option
       '--retention',
       '1h',
       '--json',
@@ -273,6 +274,22 @@ describe('media-jobs client commands', () => {
     const d = await run(['delete', job.uuid]);
     expect(d.code, d.stderr).toBe(0);
     expect(d.stdout).toMatch(/^data_removed {2}true$/m);
+    // The list says the data is gone (the tombstone keeps its status).
+    const list = await run(['jobs', '--type', 'test-sleep', '--limit', '100']);
+    expect(list.stdout).toMatch(new RegExp(`^${job.uuid} +completed \\(data removed\\) +test-sleep`, 'm'));
+    const eq = await run(['submit', 'test-sleep', '--model', 'v1', '--input', '{"ms":1}', '--priority=-600', '--json']);
+    expect(JSON.parse(eq.stdout).priority).toBe(-600);
+  });
+
+  it('wait shows each progress step between the start and the end', async () => {
+    const sub = await run(['submit', 'test-sleep', '--model', 'v1', '--input', '{"ms":3000,"steps":3}', '--json']);
+    const { uuid } = JSON.parse(sub.stdout);
+    const w = await run(['wait', uuid]);
+    expect(w.code, w.stderr).toBe(0);
+    // Every step (1 s apart, well over the stream's 500 ms throttle), with its percentage.
+    for (const step of ['sleeping (1 of 3) (33%)', 'sleeping (2 of 3) (67%)'])
+      expect(w.stderr).toContain(`${uuid}  processing: ${step}`);
+    expect(w.stdout).toMatch(/^status {8}completed$/m);
   });
 
   it('lists jobs as a table, filtered', async () => {

@@ -1,6 +1,7 @@
 import { spawn, type SpawnOptions } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import semver from 'semver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/service.js';
 import { root } from '../remote/worker-support.js';
@@ -9,6 +10,8 @@ import { root } from '../remote/worker-support.js';
  * What another project gets: `npm pack` makes a tarball of only what a user needs (package.json
  * `files`: dist with the dashboard build, bin), and that tarball installs into an empty project
  * from npm's cache alone (offline), where `npx media-jobs --help` runs and the client imports.
+ * The consumer copies nothing of ours (no `overrides`): on the oldest Node we support the install
+ * prints no EBADENGINE, because every package it installs accepts that Node.
  *
  * Packs the current dist/: build first (`npm run build && npm run build:dashboard`; `npm ci` does).
  */
@@ -34,6 +37,25 @@ function run(cmd: string, args: string[], opts: SpawnOptions = {}): Promise<Run>
   });
 }
 
+/** Every installed package's `engines.node`, nested node_modules included. */
+function enginesOf(dir: string, out: Array<{ where: string; node: string }> = []) {
+  if (!fs.existsSync(dir)) return out;
+  for (const name of fs.readdirSync(dir)) {
+    const p = path.join(dir, name);
+    if (name.startsWith('.')) continue;
+    if (name.startsWith('@')) {
+      enginesOf(p, out);
+      continue;
+    }
+    const file = path.join(p, 'package.json');
+    if (!fs.existsSync(file)) continue;
+    const pkg = JSON.parse(fs.readFileSync(file, 'utf8')) as { engines?: { node?: unknown } };
+    if (typeof pkg.engines?.node === 'string') out.push({ where: p, node: pkg.engines.node });
+    enginesOf(path.join(p, 'node_modules'), out);
+  }
+  return out;
+}
+
 interface Packed {
   filename: string;
   integrity: string;
@@ -50,9 +72,9 @@ interface Manifest {
   version: string;
   license: string;
   bin: Record<string, string>;
-  engines: Record<string, string>;
+  engines: { node: string };
   dependencies: Record<string, string>;
-  overrides?: Record<string, unknown>;
+  overrides?: unknown;
 }
 
 const dir = tempDir('mj-pack-');
@@ -92,6 +114,11 @@ describe('npm pack', () => {
     expect(stray).toEqual([]);
   });
 
+  it('is ignored by git, so a pack in the clone leaves nothing untracked', async () => {
+    const r = await run('git', ['check-ignore', '-q', packed.filename], { cwd: root });
+    expect(r.code, `${packed.filename} is not in .gitignore`).toBe(0);
+  });
+
   it('installs into an empty project offline: npx media-jobs --help runs and the client imports', async () => {
     const project = path.join(dir, 'consumer');
     fs.mkdirSync(project);
@@ -99,21 +126,17 @@ describe('npm pack', () => {
     const spec = `file:${packed.filename}`;
     fs.writeFileSync(
       path.join(project, 'package.json'),
-      // Overrides apply at the root only: a consumer on Node 20 copies ours, as docs/client.md says.
-      JSON.stringify({
-        name: 'consumer',
-        version: '1.0.0',
-        private: true,
-        dependencies: { 'media-jobs': spec },
-        overrides: manifest.overrides,
-      }),
+      // Nothing of ours copied: overrides would apply at the root only, so the package needs none.
+      JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, dependencies: { 'media-jobs': spec } }),
     );
     // The lockfile npm would write, from ours: the tarball, then our production dependencies at
     // the same places. With it `npm ci --offline` needs nothing but the packages' tarballs in
-    // npm's cache (which `npm ci` here filled), no registry metadata.
+    // npm's cache (which `npm ci` here filled), no registry metadata. Ours has no overrides, so
+    // it is what npm resolves for a consumer too.
     const ours = JSON.parse(fs.readFileSync(path.join(root, 'package-lock.json'), 'utf8')) as {
       packages: Record<string, LockEntry>;
     };
+    expect(manifest.overrides, 'a consumer would not get them').toBeUndefined();
     const packages: Record<string, LockEntry> = {
       '': { name: 'consumer', version: '1.0.0', dependencies: { 'media-jobs': spec } },
       'node_modules/media-jobs': {
@@ -142,7 +165,14 @@ describe('npm pack', () => {
       env,
     });
     expect(install.code, install.out).toBe(0);
+    expect(install.out).not.toContain('EBADENGINE');
     expect(fs.existsSync(path.join(project, 'node_modules/media-jobs/src'))).toBe(false);
+    // What npm's engine check looks at, on the oldest Node we support and on this one.
+    const oldest = semver.minVersion(manifest.engines.node)!.version;
+    const refusing = enginesOf(path.join(project, 'node_modules')).filter(
+      (p) => ![oldest, process.version].every((v) => semver.satisfies(v, p.node, { includePrerelease: true })),
+    );
+    expect(refusing).toEqual([]);
 
     const help = await run('npx', ['--offline', 'media-jobs', '--help'], { cwd: project, env });
     expect(help.code, help.out).toBe(0);

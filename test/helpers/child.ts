@@ -31,7 +31,7 @@ export interface ChildService {
 export async function spawnService(
   env: Record<string, string>,
   key: string,
-  opts: { port?: number; role?: 'api' | 'worker' | 'all' } = {},
+  opts: { port?: number; role?: 'api' | 'worker' | 'all'; readyPath?: string } = {},
 ): Promise<ChildService> {
   let port = opts.port;
   port ??= await freePort();
@@ -57,8 +57,9 @@ export async function spawnService(
   await waitFor(async () => {
     if (proc.exitCode !== null) throw new Error(`service exited early:\n${out}`);
     try {
-      // A worker-only process serves only /healthz, /readyz and /metrics (DESIGN.md §9).
-      return (await call('GET', role === 'worker' ? '/readyz' : '/api/v1/job-types')).status === 200;
+      // A worker-only process serves only /healthz, /readyz and /metrics.
+      const ready = opts.readyPath ?? (role === 'worker' ? '/readyz' : '/api/v1/job-types');
+      return (await call('GET', ready)).status === 200;
     } catch {
       return false;
     }

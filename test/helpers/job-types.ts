@@ -7,6 +7,8 @@ const sleepOptions = z.strictObject({
   /** Keeps running after abort, to prove a late result is discarded. */
   ignore_abort: z.boolean().default(false),
   fail: z.enum(['none', 'processing_error', 'crash']).default('none'),
+  /** Sleeps in this many equal steps, reporting each as progress ("sleeping (2 of 4)", 50 %). */
+  steps: z.int().min(0).max(20).default(0),
 });
 
 export const runs: string[] = [];
@@ -23,7 +25,12 @@ export function sleepJobType(): JobType {
       ctx.progress('sleeping');
       runs.push(ctx.options.ms.toString());
       if (ctx.options.ignore_abort) await sleep(ctx.options.ms);
-      else await sleep(ctx.options.ms, undefined, { signal: ctx.signal });
+      else if (ctx.options.steps) {
+        for (let i = 0; i < ctx.options.steps; i++) {
+          ctx.progress('sleeping', { current: i, total: ctx.options.steps });
+          await sleep(ctx.options.ms / ctx.options.steps, undefined, { signal: ctx.signal });
+        }
+      } else await sleep(ctx.options.ms, undefined, { signal: ctx.signal });
       if (ctx.options.fail === 'crash') throw new TypeError('boom: a bug in the processor');
       if (ctx.options.fail === 'processing_error') {
         const { JobError } = await import('../../src/errors.js');

@@ -206,7 +206,7 @@ describe('checkUrlSyntax', () => {
   });
 
   // MEDIA_ALLOW_PRIVATE_NETWORKS=true opens loopback and private ranges, never link-local or
-  // cloud-metadata ones (DESIGN.md §9), in any spelling the URL parser accepts.
+  // cloud-metadata ones, in any spelling the URL parser accepts.
   it.each([
     'http://169.254.169.254/latest/meta-data/',
     'http://169.254.0.1/',

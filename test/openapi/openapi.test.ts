@@ -14,8 +14,8 @@ let doc: Json;
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'];
 /** Served on purpose without being operations of the API: the viewer's static files. */
 const NOT_OPERATIONS = new Set(['GET /docs/{}']);
-/** Not the public API: the operator's routes (own auth) and the dashboard's static files. */
-const PRIVATE = /^[A-Z]+ \/(admin\/api|dashboard)\b/;
+/** Not the public API: the operator's routes (own auth), the dashboard's static files and the site's icon. */
+const PRIVATE = /^[A-Z]+ \/(admin\/api\b|dashboard\b|favicon\.ico$)/;
 
 beforeAll(async () => {
   media = await startMediaServer();

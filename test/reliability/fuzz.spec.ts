@@ -1,7 +1,7 @@
 /**
  * Fuzzing the public API with fast-check (fixed seed, reproducible): random and malformed submit
  * bodies, headers, paths, methods and query strings. Each property checks every response against
- * an independent model of the contract (DESIGN.md §2, README "API decisions"):
+ * an independent model of the contract (docs/api.md):
  *
  *  - every response under /api/v1 is the envelope, 2xx or 4xx, never 5xx, with an X-Request-Id;
  *  - a 2xx only when the request was actually valid (and, for the request kinds the model fully

@@ -177,7 +177,7 @@ describe('a remote job end to end', () => {
       status_detail: 'upscaling (50%)',
       progress: { stage: 'upscaling', percent: 50 },
     });
-    // The contract's structured progress (DESIGN.md §7), with counts.
+    // The contract's structured progress, with counts.
     const structured = await w('POST', `/jobs/${uuid}/heartbeat`, {
       lease_token: job.lease_token,
       progress: { stage: 'tiles', percent: null, current: 3, total: 12 },

@@ -5,7 +5,7 @@ import { startMediaServer, type MediaServer } from '../helpers/media-server.js';
 import { waitFor } from '../helpers/service.js';
 
 // Runs in the PostgreSQL project only (see vitest.config.ts): one `--role api` and one
-// `--role worker` process on one database, as DESIGN.md §9 describes them.
+// `--role worker` process on one database.
 
 let media: MediaServer;
 let api: ChildService;

@@ -19,7 +19,7 @@ Duration = Union[str, int, float]
 
 
 class Progress(TypedDict, total=False):
-    """A job's progress (DESIGN section 7): ``stage`` and ``percent`` (0-100 or None)."""
+    """A job's progress: ``stage`` and ``percent`` (0-100 or None)."""
 
     stage: str
     percent: Optional[float]
@@ -41,7 +41,7 @@ class Job(TypedDict, total=False):
     created_at: str
     started_at: Optional[str]
     finished_at: Optional[str]
-    # Newer services also send these (DESIGN section 7).
+    # Newer services also send these.
     deadline: Optional[str]
     priority: int
     progress: Optional[Progress]

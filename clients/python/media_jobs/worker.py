@@ -293,7 +293,7 @@ class WorkerClient:
         self.token = token
         self.log = log
         self.polls = _Polls()
-        # Progress as {"stage","percent"} (DESIGN section 7) until a service refuses it; then the
+        # Progress as {"stage","percent"} until a service refuses it; then the
         # earlier form, a 0-1 fraction beside status_detail.
         self.progress_objects = True
         polls = self.polls

@@ -1,4 +1,4 @@
-"""The client against the Jobs API round 2 (DESIGN.md section 7, issue 19): deadlines, priority,
+"""The client against the Jobs API round 2 (issue 19): deadlines, priority,
 retention, deletion, batches, and progress objects from workers and in SSE.
 """
 from __future__ import annotations

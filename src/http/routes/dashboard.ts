@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import fastifyStatic from '@fastify/static';
-import type { FastifyInstance } from 'fastify';
+import send from '@fastify/send';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { fail } from '../envelope.js';
 
 /** Built by `npm run build:dashboard` (part of `prepare`); same depth from src/ (tsx) and dist/. */
@@ -36,32 +36,39 @@ export async function dashboardRoutes(app: FastifyInstance): Promise<void> {
     );
     return;
   }
-  await app.register(fastifyStatic, {
-    root: DASHBOARD_DIR,
-    prefix: '/dashboard/',
-    index: ['index.html'],
-    wildcard: true,
-    schemaHide: true,
-    cacheControl: false,
-    setHeaders(reply, filePath) {
-      reply.header('x-content-type-options', 'nosniff');
-      reply.header('referrer-policy', 'no-referrer');
-      if (filePath.endsWith('.html')) {
-        reply.header('content-security-policy', DASHBOARD_CSP);
-        reply.header('cache-control', 'no-cache');
-      } else if (filePath.includes('/assets/')) {
-        // Vite puts a content hash in every asset name.
-        reply.header('cache-control', 'public, max-age=31536000, immutable');
-      }
-    },
-  });
-  // The page itself (the static wildcard does not answer the bare prefix).
-  app.get('/dashboard/', { schema: { hide: true } }, async (_request, reply) =>
-    reply
-      .header('content-security-policy', DASHBOARD_CSP)
-      .header('cache-control', 'no-cache')
-      .header('x-content-type-options', 'nosniff')
-      .header('referrer-policy', 'no-referrer')
-      .sendFile('index.html'),
+  app.get('/dashboard/*', { schema: { hide: true } }, async (request, reply) =>
+    serveFile(request, reply, (request.params as { '*': string })['*'] || 'index.html'),
   );
+  // The page itself (the wildcard does not answer the bare prefix).
+  app.get('/dashboard/', { schema: { hide: true } }, async (request, reply) => serveFile(request, reply, 'index.html'));
+  // Browsers ask the origin for its icon whatever the page says: the dashboard's.
+  app.get('/favicon.ico', { schema: { hide: true } }, async (request, reply) =>
+    serveFile(request, reply, 'favicon.svg'),
+  );
+}
+
+/**
+ * One file of the build through @fastify/send (ranges, ETag, conditional requests; a path that
+ * leaves the root or names a dotfile is refused), with this page's security and cache headers.
+ */
+async function serveFile(request: FastifyRequest, reply: FastifyReply, file: string) {
+  const sent = await send(request.raw, encodeURI(`/${file}`), {
+    root: DASHBOARD_DIR,
+    index: false,
+    dotfiles: 'deny',
+    cacheControl: false,
+  });
+  if (sent.type !== 'file') {
+    sent.stream.destroy();
+    const status = sent.statusCode >= 500 ? 500 : 404;
+    return reply.code(status).send(fail(status === 404 ? 'not found' : 'internal error'));
+  }
+  reply.code(sent.statusCode).headers(sent.headers);
+  reply.header('x-content-type-options', 'nosniff').header('referrer-policy', 'no-referrer');
+  if (file.endsWith('.html'))
+    reply.header('content-security-policy', DASHBOARD_CSP).header('cache-control', 'no-cache');
+  // Vite puts a content hash in every asset name.
+  else if (file.startsWith('assets/')) reply.header('cache-control', 'public, max-age=31536000, immutable');
+  else reply.header('cache-control', 'public, max-age=86400');
+  return reply.send(sent.stream);
 }

@@ -1,5 +1,5 @@
 /**
- * Job type `face-detect` (DESIGN section 8): the faces of one image as JSON, left to right, with the
+ * Job type `face-detect` (docs/api.md, Faces): the faces of one image as JSON, left to right, with the
  * same decoding, detector and order as `image-face-swap` and `video-face-swap`, so a client can pick
  * faces by index (`target_face_indices`, `source_face_index`) from its answer.
  */

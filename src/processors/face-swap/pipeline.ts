@@ -202,7 +202,7 @@ export interface DetectJobInput {
   maxPixels: number;
 }
 
-/** face-detect's result (DESIGN section 8): every face, left to right, with its box and 68 landmarks. */
+/** face-detect's result (docs/api.md, Faces): every face, left to right, with its box and 68 landmarks. */
 export interface DetectResult {
   width: number;
   height: number;
