@@ -26,6 +26,7 @@ import { RemoteWork } from './remote/service.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { WebhookSender } from './webhooks/send.js';
 import { WebhookService } from './webhooks/service.js';
+import { EndpointService } from './webhooks/endpoints.js';
 
 export type Role = 'api' | 'worker' | 'all';
 
@@ -143,6 +144,15 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     store,
     service,
     webhooks: new WebhookService({ store, clock, sender: webhookSender }),
+    endpoints: new EndpointService({
+      store,
+      clock,
+      signals,
+      allowPrivate: config.mediaAllowPrivateNetworks,
+      lookup: opts.lookup,
+      secretOverlapMs: config.webhookSecretOverlapMs,
+      firstDelayMs: config.webhookRetryScheduleMs[0] ?? 0,
+    }),
     catalogue,
     log,
     clock,
@@ -209,6 +219,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
           scheduleMs: config.webhookRetryScheduleMs,
           timeoutMs: config.webhookTimeoutMs,
           concurrency: config.webhookConcurrency,
+          disableAfterMs: config.webhookDisableAfterMs,
         })
       : undefined;
   const housekeeping = new Housekeeping({

@@ -61,6 +61,8 @@ const envSchema = z.object({
   WEBHOOK_RETRY_SCHEDULE: z.string().default('0,1m,5m,30m,6h'),
   WEBHOOK_TIMEOUT: duration('10s'),
   WEBHOOK_CONCURRENCY: int(64, 1),
+  WEBHOOK_SECRET_OVERLAP: duration('24h'),
+  WEBHOOK_DISABLE_AFTER: duration('5d'),
   MAINTENANCE_INTERVAL: duration('1m'),
   SHUTDOWN_GRACE: duration('20s'),
   RESULT_STORE: z.string().default('local'),
@@ -117,6 +119,10 @@ export interface Config {
   webhookRetryScheduleMs: number[];
   webhookTimeoutMs: number;
   webhookConcurrency: number;
+  /** After a rotation, the old endpoint secret still signs (a second signature) this long. */
+  webhookSecretOverlapMs: number;
+  /** An owner endpoint whose attempts have all failed this long is disabled. */
+  webhookDisableAfterMs: number;
   maintenanceIntervalMs: number;
   /** On SIGTERM, how long running jobs may take to finish before they are handed back. */
   shutdownGraceMs: number;
@@ -211,6 +217,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookRetryScheduleMs: schedule,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT,
     webhookConcurrency: e.WEBHOOK_CONCURRENCY,
+    webhookSecretOverlapMs: e.WEBHOOK_SECRET_OVERLAP,
+    webhookDisableAfterMs: e.WEBHOOK_DISABLE_AFTER,
     maintenanceIntervalMs: e.MAINTENANCE_INTERVAL,
     shutdownGraceMs: e.SHUTDOWN_GRACE,
     resultStore,

@@ -12,7 +12,16 @@ export {
   type WebhookHeaders,
   type WebhookVerificationReason,
 } from './webhooks/verify.js';
-export { computeSignature, EVENT_ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from './webhooks/sign.js';
+export {
+  computeSignature,
+  computeStandardSignature,
+  EVENT_ID_HEADER,
+  SIGNATURE_HEADER,
+  STANDARD_ID_HEADER,
+  STANDARD_SIGNATURE_HEADER,
+  STANDARD_TIMESTAMP_HEADER,
+  TIMESTAMP_HEADER,
+} from './webhooks/sign.js';
 export type { WebhookPayload } from './webhooks/events.js';
 export {
   MediaJobsClient,
@@ -28,4 +37,14 @@ export {
 } from './client/index.js';
 // The package's entry points alone publish the contract's shapes (lint forbids re-exports elsewhere).
 export type { ApiJob, JobList, JobStatus, JobTypeInfo, ResultLink, SubmitBody } from './contract/api.js';
-export type { Delivery, DeliveryAttempt, EventType, WebhookSettings } from './contract/webhook.js';
+export type {
+  Delivery,
+  DeliveryAttempt,
+  EndpointDelivery,
+  EndpointDeliveryList,
+  EventType,
+  NewWebhookEndpoint,
+  WebhookEndpoint,
+  WebhookEndpointChanges,
+  WebhookSettings,
+} from './contract/webhook.js';

@@ -41,6 +41,12 @@ export class Metrics {
     labelNames: ['outcome'],
     registers: [this.registry],
   });
+  readonly webhookEndpointsDisabled = new Counter({
+    name: 'media_jobs_webhook_endpoints_disabled_total',
+    help: 'Owner webhook endpoints this process disabled, by reason (gone: a 410 answer; failing: WEBHOOK_DISABLE_AFTER of failures).',
+    labelNames: ['reason'],
+    registers: [this.registry],
+  });
   readonly httpSeconds = new Histogram({
     name: 'media_jobs_http_request_duration_seconds',
     help: 'HTTP request latency of this process by route.',

@@ -3,6 +3,7 @@ import type { Store } from './store/store.js';
 import { findActiveAdminToken } from './store/admin-tokens.js';
 import { recentFailedDeliveries, type FailedDelivery } from './store/failed-deliveries.js';
 import { countActive } from './store/jobs.js';
+import { recentlyDisabledEndpoints, type EndpointRow } from './store/webhook-endpoints.js';
 import { createKey, listKeys, revokeKey } from './store/keys.js';
 import { finishedPerMinute } from './store/totals.js';
 import { listWorkerTokens } from './store/worker-tokens.js';
@@ -72,5 +73,10 @@ export class Operator {
   /** The newest deliveries that failed for good. */
   failedDeliveries(limit: number): Promise<FailedDelivery[]> {
     return recentFailedDeliveries(this.store.db, limit);
+  }
+
+  /** Owner endpoints disabled (410 Gone, or failing too long), most recently disabled first. */
+  disabledEndpoints(limit: number): Promise<EndpointRow[]> {
+    return recentlyDisabledEndpoints(this.store.db, limit);
   }
 }

@@ -8,6 +8,7 @@
  * without any worker; then one `serve --role worker` process with WORKER_CONCURRENCY=0 runs only the
  * webhook dispatcher. Rate = events delivered / (last 200 − first hit), both timed at the receiver.
  */
+import fs from 'node:fs';
 import { Pool } from 'undici';
 import { openStore } from '../../src/store/db.js';
 import { deliveryHeaders } from '../../src/webhooks/sign.js';
@@ -53,6 +54,14 @@ interface Run {
   duplicates: number;
   /** TCP connections the sender opened (keep-alive reuse: about IN_FLIGHT). */
   connections: number;
+  /** CPU time (user + system) of the sending process per delivery, in ms: robust on a loaded machine. */
+  cpuMsPerDelivery: number;
+}
+
+/** User + system CPU time of a process so far, in ms (Linux /proc; clock ticks of 10 ms). */
+function processCpuMs(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 type Mode = 'ok' | 'flaky';
@@ -75,13 +84,14 @@ export async function webhookScenario(): Promise<Row[]> {
   const rc = httpClient(receiverBase, '', 1);
   const reset = (mode: Mode) => rc.call('POST', `/reset?mode=${mode}`);
   const stats = async () => (await rc.call<Stats>('GET', '/stats')).json;
-  const rate = (s: Stats): Run => {
+  const rate = (s: Stats, cpuMs: number): Run => {
     const seconds = (s.lastOkAt - s.firstAt) / 1000;
     return {
       deliveriesPerSecond: s.delivered / seconds,
       attemptsPerSecond: s.hits / seconds,
       duplicates: s.duplicates,
       connections: s.connections,
+      cpuMsPerDelivery: cpuMs / s.delivered,
     };
   };
 
@@ -117,12 +127,14 @@ export async function webhookScenario(): Promise<Row[]> {
         env: { WORKER_CONCURRENCY: '0', WEBHOOK_RETRY_SCHEDULE: schedule },
         name: 'dispatcher',
       });
+      const cpu0 = processCpuMs(worker.pid);
       await waitUntil(`${n} webhooks delivered`, async () => (await stats()).delivered >= n, 180_000, 50);
+      const cpu = processCpuMs(worker.pid) - cpu0;
       const s = await stats();
       const reader = await openStore(store.url);
       const bodies = await reader.db.selectFrom('webhook_events').select(['event_id', 'body']).execute();
       await reader.close();
-      return { run: rate(s), bodies };
+      return { run: rate(s, cpu), bodies };
     } finally {
       await stopAll([api, worker]);
       await store.dispose();
@@ -132,6 +144,7 @@ export async function webhookScenario(): Promise<Row[]> {
   /** The ceiling: the same bodies and headers (fresh timestamp and signature each attempt), raw undici. */
   const rawRun = async (mode: Mode, bodies: Array<{ event_id: string; body: string }>): Promise<Run> => {
     await reset(mode);
+    const cpu0 = process.cpuUsage();
     const pool = new Pool(receiverBase, { connections: IN_FLIGHT });
     try {
       await inParallel(bodies.length, IN_FLIGHT, async (i) => {
@@ -158,7 +171,8 @@ export async function webhookScenario(): Promise<Row[]> {
     } finally {
       await pool.close();
     }
-    return rate(await stats());
+    const cpu = process.cpuUsage(cpu0);
+    return rate(await stats(), (cpu.user + cpu.system) / 1000);
   };
 
   const runs: Record<string, Run[]> = {};
@@ -172,7 +186,8 @@ export async function webhookScenario(): Promise<Row[]> {
         if (svc.run.duplicates) note(`webhooks ${db} ${mode}: ${svc.run.duplicates} events delivered twice`);
         log(
           `  round ${i + 1} ${db}, receiver ${mode === 'ok' ? '200' : '500 then 200'}: service ${fmt.int(svc.run.deliveriesPerSecond)} deliveries/s ` +
-            `(${fmt.int(svc.run.attemptsPerSecond)} attempts/s, ${svc.run.connections} connections), raw undici ${fmt.int(ceiling.deliveriesPerSecond)} deliveries/s`,
+            `(${fmt.int(svc.run.attemptsPerSecond)} attempts/s, ${svc.run.connections} connections, ${svc.run.cpuMsPerDelivery.toFixed(3)} CPU ms each), ` +
+            `raw undici ${fmt.int(ceiling.deliveriesPerSecond)} deliveries/s (${ceiling.cpuMsPerDelivery.toFixed(3)} CPU ms each)`,
         );
       }
     }
@@ -186,6 +201,9 @@ export async function webhookScenario(): Promise<Row[]> {
     const svc = med(`service-${db}-${mode}`, (r) => r.deliveriesPerSecond);
     const svcAttempts = med(`service-${db}-${mode}`, (r) => r.attemptsPerSecond);
     const ceiling = med(`raw-${db}-${mode}`, (r) => r.deliveriesPerSecond);
+    // CPU per delivery, raw over service: what the dispatcher's own work costs, whatever the load.
+    const cpuRatio =
+      med(`raw-${db}-${mode}`, (r) => r.cpuMsPerDelivery) / med(`service-${db}-${mode}`, (r) => r.cpuMsPerDelivery);
     const name = db === 'sqlite' ? 'SQLite' : 'PostgreSQL';
     return {
       scenario: '4 webhooks',
@@ -195,9 +213,10 @@ export async function webhookScenario(): Promise<Row[]> {
           : `${name}, ${fmt.int(n)} events, receiver answers 500 to every first attempt (schedule 0,10ms,…)`,
       value: `${fmt.int(svc)} deliveries/s` + (mode === 'flaky' ? ` (${fmt.int(svcAttempts)} attempts/s)` : ''),
       reference: `raw undici POSTs: ${fmt.int(ceiling)} deliveries/s`,
-      // Issue 11's target: at least half the raw undici rate at the same concurrency.
-      target: `${fmt.pct(svc / ceiling)} of ceiling (target ≥ 50 %)`,
-      ok: mode === 'ok' ? svc / ceiling >= 0.5 : undefined,
+      // Issue 30's target: at least 0.6 of the raw undici rate at the same concurrency (moonshot 0.8);
+      // the CPU ratio (raw CPU per delivery / the dispatcher process's) is the same measure, robust to load.
+      target: `${fmt.pct(svc / ceiling)} of ceiling, CPU ${fmt.pct(cpuRatio)} (target ≥ 60 %)`,
+      ok: mode === 'ok' ? svc / ceiling >= 0.6 : undefined,
     };
   });
 }

@@ -1,11 +1,12 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { session } from './api';
+import { Endpoints } from './endpoints';
 import { Operator } from './operator';
 import { JobPage, Jobs, NewJob, SignIn } from './user';
 import './style.css';
 
-/** Hash routes: #/jobs, #/jobs/<uuid>, #/new, #/operator. */
+/** Hash routes: #/jobs, #/jobs/<uuid>, #/new, #/endpoints, #/operator. */
 function useRoute(): string[] {
   const read = () => (location.hash.replace(/^#\/?/, '') || 'jobs').split('/');
   const [route, setRoute] = useState(read);
@@ -41,6 +42,7 @@ function App() {
   else if (!apiKey) page = <SignIn onKey={setApiKey} />;
   else if (route[0] === 'jobs' && route[1]) page = <JobPage uuid={route[1]} key={route[1]} />;
   else if (route[0] === 'new') page = <NewJob />;
+  else if (route[0] === 'endpoints') page = <Endpoints />;
   else page = <Jobs />;
 
   const signedIn = operator ? adminToken : apiKey;
@@ -52,11 +54,17 @@ function App() {
       <header>
         <span class="brand">media-jobs</span>
         <nav aria-label="Main">
-          <a href="#/jobs" aria-current={!operator && route[0] !== 'new' ? 'page' : undefined}>
+          <a
+            href="#/jobs"
+            aria-current={!operator && route[0] !== 'new' && route[0] !== 'endpoints' ? 'page' : undefined}
+          >
             Jobs
           </a>
           <a href="#/new" aria-current={route[0] === 'new' ? 'page' : undefined}>
             New job
+          </a>
+          <a href="#/endpoints" aria-current={route[0] === 'endpoints' ? 'page' : undefined}>
+            Webhooks
           </a>
           <a href="#/operator" aria-current={operator ? 'page' : undefined}>
             Operator

@@ -114,23 +114,34 @@ function OperatorSignIn({ onToken }: { onToken: (t: string) => void }) {
   );
 }
 
+interface Disabled {
+  id: string;
+  owner: string;
+  url: string;
+  disabled_reason: string | null;
+  disabled_at: string | null;
+}
+
 export function Operator({ token, onToken }: { token: string | null; onToken: (t: string | null) => void }) {
   const [overview, setOverview] = useState<Overview | null>(null);
   const [workers, setWorkers] = useState<Workers | null>(null);
   const [keys, setKeys] = useState<Key[]>([]);
   const [failed, setFailed] = useState<Failed[]>([]);
+  const [disabled, setDisabled] = useState<Disabled[]>([]);
   const [owner, setOwner] = useState('');
   const [created, setCreated] = useState<{ id: string; owner: string; key: string } | null>(null);
   const [error, setError] = useState<string | null>(null);
 
   const load = async () => {
     try {
-      const [o, w, k, f] = await Promise.all([
+      const [o, w, k, f, d] = await Promise.all([
         admin<Overview>('/overview'),
         admin<Workers>('/workers'),
         admin<{ keys: Key[] }>('/keys'),
         admin<{ deliveries: Failed[] }>('/failed-deliveries'),
+        admin<{ endpoints: Disabled[] }>('/webhook-endpoints/disabled'),
       ]);
+      setDisabled(d.endpoints);
       setOverview(o);
       setWorkers(w);
       setKeys(k.keys);
@@ -298,6 +309,36 @@ export function Operator({ token, onToken }: { token: string | null; onToken: (t
             ))}
           </tbody>
         </table>
+      </section>
+
+      <section aria-labelledby="disabled-h">
+        <h2 id="disabled-h">Disabled webhook endpoints</h2>
+        {disabled.length === 0 ? (
+          <p>None.</p>
+        ) : (
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Disabled</th>
+                <th scope="col">Owner</th>
+                <th scope="col">Endpoint</th>
+                <th scope="col">URL</th>
+                <th scope="col">Why</th>
+              </tr>
+            </thead>
+            <tbody>
+              {disabled.map((e) => (
+                <tr>
+                  <td>{when(e.disabled_at)}</td>
+                  <td>{e.owner}</td>
+                  <td class="mono">{e.id}</td>
+                  <td class="mono">{e.url}</td>
+                  <td>{e.disabled_reason ?? '—'}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
       </section>
 
       <section aria-labelledby="failed-h">

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { MediaJobsClient, MediaJobsError, WaitTimeoutError } from '../client/index.js';
 import { JOB_STATUSES, isTerminalStatus, type ApiJob, type JobStatus, type ResultLink } from '../contract/api.js';
-import { EVENT_TYPES, type EventType } from '../contract/webhook.js';
+import { EVENT_TYPES, type EventType, type WebhookEndpoint } from '../contract/webhook.js';
 
 /**
  * The client commands of the `media-jobs` CLI: they talk to a running service over HTTP, like any
@@ -22,6 +22,7 @@ export const CLIENT_COMMANDS = [
   'wait',
   'jobs',
   'job-types',
+  'endpoints',
 ] as const;
 export type ClientCommand = (typeof CLIENT_COMMANDS)[number];
 export const isClientCommand = (cmd: string | undefined): cmd is ClientCommand =>
@@ -39,6 +40,12 @@ export const CLIENT_USAGE = `client commands (MEDIA_JOBS_URL, default http://loc
   media-jobs result UUID [--download FILE]                print the signed URL, or save the result
   media-jobs jobs [--status S] [--type T] [--limit N] [--cursor C] [--all]
   media-jobs job-types
+  media-jobs endpoints [list]                             your webhook endpoints (every job's events)
+  media-jobs endpoints add URL [--event E]... [--description D]
+  media-jobs endpoints show|delete|rotate|enable ID
+  media-jobs endpoints edit ID [--endpoint-url U] [--event E]... [--description D]
+  media-jobs endpoints recover ID --since TIME            send again what failed or was skipped since TIME
+  media-jobs endpoints deliveries ID [--limit N] [--cursor C]
   every client command takes --json (print the API's data as JSON) and --url URL`;
 
 export interface CliStream {
@@ -567,6 +574,11 @@ const COMMANDS: Record<
       return 0;
     },
   },
+  endpoints: {
+    usage:
+      'media-jobs endpoints [list|add URL|show ID|edit ID|delete ID|rotate ID|enable ID|recover ID --since T|deliveries ID] [--event E]... [--description D] [--endpoint-url U] [--limit N] [--cursor C] [--json]',
+    run: runEndpoints,
+  },
   'job-types': {
     usage: 'media-jobs job-types [--json]',
     async run(base, args) {
@@ -593,6 +605,124 @@ const COMMANDS: Record<
     },
   },
 };
+
+function printEndpoint(ctx: Ctx, e: WebhookEndpoint): void {
+  if (ctx.json) {
+    ctx.out(`${JSON.stringify(e, null, 2)}\n`);
+    return;
+  }
+  const lines = [
+    `id:          ${e.id}`,
+    `url:         ${e.url}`,
+    `events:      ${e.events.join(', ')}`,
+    `status:      ${e.status}${e.disabled_reason ? ` (${e.disabled_reason})` : ''}`,
+    `secret:      ${e.secret}`,
+    ...(e.description ? [`description: ${e.description}`] : []),
+    `created_at:  ${e.created_at}`,
+  ];
+  ctx.out(`${lines.join('\n')}\n`);
+}
+
+const ENDPOINT_ACTIONS = ['list', 'add', 'show', 'edit', 'delete', 'rotate', 'enable', 'recover', 'deliveries'];
+
+function endpointEvents(values: Record<string, unknown>): EventType[] | undefined {
+  const events = values.event as string[] | undefined;
+  for (const e of events ?? [])
+    if (!EVENTS.includes(e)) throw new UsageError(`--event must be one of ${EVENTS.join(', ')} (got "${e}")`);
+  return events as EventType[] | undefined;
+}
+
+/** `endpoints ACTION …`: one action per call of the endpoint API. */
+async function runEndpoints(base: Omit<Ctx, 'client' | 'json'>, args: string[]): Promise<number> {
+  const action = args[0] && !args[0].startsWith('-') ? args[0] : 'list';
+  if (!ENDPOINT_ACTIONS.includes(action))
+    throw new UsageError(`unknown action "${action}": one of ${ENDPOINT_ACTIONS.join(', ')}`);
+  const rest = args[0] === action ? args.slice(1) : args;
+  const positional = action === 'list' ? [] : action === 'add' ? ['URL'] : ['ID'];
+  const { values, pos, help } = parse(
+    rest,
+    {
+      event: { type: 'string', multiple: true },
+      description: { type: 'string' },
+      'endpoint-url': { type: 'string' },
+      since: { type: 'string' },
+      limit: { type: 'string' },
+      cursor: { type: 'string' },
+    },
+    positional,
+  );
+  if (help) return usage(base, 'endpoints');
+  const ctx = { ...base, client: makeClient(base.io, values.url), json: values.json === true };
+  const c = ctx.client;
+  const id = pos[0]!;
+  const description = values.description as string | undefined;
+  switch (action) {
+    case 'list': {
+      const list = await c.listWebhookEndpoints();
+      if (ctx.json) ctx.out(`${JSON.stringify({ endpoints: list }, null, 2)}\n`);
+      else if (list.length === 0) ctx.err('no webhook endpoints\n');
+      else
+        ctx.out(
+          table([['ID', 'STATUS', 'EVENTS', 'URL'], ...list.map((e) => [e.id, e.status, e.events.join(','), e.url])]),
+        );
+      return 0;
+    }
+    case 'add':
+      printEndpoint(ctx, await c.createWebhookEndpoint({ url: id, events: endpointEvents(values), description }));
+      return 0;
+    case 'show':
+      printEndpoint(ctx, await c.getWebhookEndpoint(id));
+      return 0;
+    case 'edit': {
+      const url = values['endpoint-url'] as string | undefined;
+      printEndpoint(ctx, await c.updateWebhookEndpoint(id, { url, events: endpointEvents(values), description }));
+      return 0;
+    }
+    case 'delete':
+      await c.deleteWebhookEndpoint(id);
+      ctx.err(`deleted ${id}\n`);
+      return 0;
+    case 'rotate': {
+      const secret = await c.rotateWebhookEndpointSecret(id);
+      ctx.out(ctx.json ? `${JSON.stringify({ secret })}\n` : `${secret}\n`);
+      return 0;
+    }
+    case 'enable':
+      printEndpoint(ctx, await c.enableWebhookEndpoint(id));
+      return 0;
+    case 'recover': {
+      if (typeof values.since !== 'string') throw new UsageError('recover needs --since TIME (ISO 8601)');
+      const count = await c.recoverWebhookEndpoint(id, values.since);
+      ctx.out(ctx.json ? `${JSON.stringify({ count })}\n` : `${count} deliveries queued again\n`);
+      return 0;
+    }
+    default: {
+      const limit = values.limit === undefined ? undefined : Number(values.limit);
+      const page = await c.webhookEndpointDeliveries(id, { limit, cursor: values.cursor as string | undefined });
+      if (ctx.json) ctx.out(`${JSON.stringify(page, null, 2)}\n`);
+      else
+        ctx.out(
+          table([
+            ['EVENT', 'TYPE', 'JOB', 'STATE', 'ATTEMPTS', 'LAST'],
+            ...page.deliveries.map((d) => {
+              const last = d.attempts[d.attempts.length - 1];
+              return [
+                d.event_id,
+                d.event_type,
+                d.job_uuid,
+                d.state,
+                String(d.attempts.length),
+                last?.error ?? (last ? 'ok' : '-'),
+              ];
+            }),
+          ]),
+        );
+      if (page.next_cursor && !ctx.json)
+        ctx.err(`more: media-jobs endpoints deliveries ${id} --cursor ${page.next_cursor}\n`);
+      return 0;
+    }
+  }
+}
 
 function usage(base: Omit<Ctx, 'client' | 'json'>, cmd: ClientCommand): number {
   base.out(`usage: ${COMMANDS[cmd].usage}\n`);

@@ -178,6 +178,88 @@ export async function runWorkerCommand(argv: string[], env: NodeJS.ProcessEnv = 
   }
 }
 
+type Slot = (typeof SLOTS)[number];
+
+/** Downloads one staged input into the job's directory; a failed download is retryable. */
+async function downloadInput(ctx: JobContext, dir: string, slot: Slot, url: string, name: string): Promise<string> {
+  let got: { bytes: Buffer; contentType: string };
+  try {
+    got = await ctx.download(url);
+  } catch (err) {
+    if (ctx.signal.aborted) throw err;
+    // The service's own staged copy: another attempt stages it afresh.
+    throw new WorkerJobError('internal_error', `could not download the staged ${slot}: ${(err as Error).message}`, {
+      retryable: true,
+    });
+  }
+  const file = path.join(dir, `${name}.${extensionOf(got.contentType)}`);
+  await fsp.writeFile(file, got.bytes);
+  return file;
+}
+
+/** The job's input with its media slots as local files, and each slot's first file. */
+async function downloadInputs(job: WorkerJob, ctx: JobContext, dir: string) {
+  const local: Record<string, unknown> = { ...job.input };
+  const first: Partial<Record<Slot, string>> = {};
+  for (const slot of SLOTS) {
+    const urls = job.media[slot];
+    if (!urls || urls.length === 0) continue;
+    ctx.progress('downloading media');
+    local[slot] = await Promise.all(
+      urls.map((u, i) => downloadInput(ctx, dir, slot, u, `${slot}${urls.length > 1 ? `-${i}` : ''}`)),
+    );
+    first[slot] = (local[slot] as string[])[0];
+  }
+  return { local, first };
+}
+
+/** The command's arguments (placeholders filled in) and environment. */
+function commandLine(
+  spec: CommandSpec,
+  baseEnv: NodeJS.ProcessEnv,
+  job: WorkerJob,
+  files: { dir: string; inputJson: string; output: string; first: Partial<Record<Slot, string>> },
+) {
+  const { dir, inputJson, output, first } = files;
+  const options = Object.fromEntries(
+    Object.entries(job.input).filter(([k]) => !(SLOTS as readonly string[]).includes(k)),
+  );
+  const values: Record<string, string> = {
+    output,
+    input_json: inputJson,
+    dir,
+    model: job.model,
+    uuid: job.uuid,
+    ...Object.fromEntries(SLOTS.map((s) => [s, first[s] ?? ''])),
+  };
+  const args = spec.args.map((a) => a.replace(PLACEHOLDER, (_m, k: string) => values[k]!));
+  const env: NodeJS.ProcessEnv = {
+    ...baseEnv,
+    MJ_JOB_UUID: job.uuid,
+    MJ_JOB_TYPE: job.jobType,
+    MJ_MODEL: job.model,
+    MJ_ATTEMPT: String(job.attempt),
+    MJ_OUTPUT: output,
+    MJ_INPUT_JSON: inputJson,
+    MJ_DIR: dir,
+    MJ_OPTIONS: JSON.stringify(options),
+    ...Object.fromEntries(SLOTS.filter((s) => first[s]).map((s) => [`MJ_${s.toUpperCase()}`, first[s]!])),
+  };
+  return { args, env };
+}
+
+/** The file the command wrote (`output` or `output.<ext>`); none, or an empty one, fails the job. */
+async function readOutput(dir: string): Promise<{ bytes: Buffer; produced: string }> {
+  const produced = (await fsp.readdir(dir)).filter((f) => f === 'output' || f.startsWith('output.')).sort()[0];
+  const stat = produced ? await fsp.stat(path.join(dir, produced)) : undefined;
+  if (!produced || !stat?.isFile() || stat.size === 0)
+    throw new WorkerJobError(
+      'processing_error',
+      'the command exited 0 but wrote no output (write the result to {output} or $MJ_OUTPUT)',
+    );
+  return { bytes: await fsp.readFile(path.join(dir, produced)), produced };
+}
+
 /** One job: inputs to files, the command run in its own process group, its output file back. */
 async function runCommand(
   spec: CommandSpec,
@@ -188,76 +270,19 @@ async function runCommand(
 ): Promise<JobOutput> {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'media-jobs-worker-'));
   try {
-    const local: Record<string, unknown> = { ...job.input };
-    const first: Partial<Record<(typeof SLOTS)[number], string>> = {};
-    for (const slot of SLOTS) {
-      const urls = job.media[slot];
-      if (!urls || urls.length === 0) continue;
-      ctx.progress('downloading media');
-      local[slot] = await Promise.all(
-        urls.map(async (u, i) => {
-          let got: { bytes: Buffer; contentType: string };
-          try {
-            got = await ctx.download(u);
-          } catch (err) {
-            if (ctx.signal.aborted) throw err;
-            // The service's own staged copy: another attempt stages it afresh.
-            throw new WorkerJobError(
-              'internal_error',
-              `could not download the staged ${slot}: ${(err as Error).message}`,
-              { retryable: true },
-            );
-          }
-          const ext = extensionOf(got.contentType);
-          const file = path.join(dir, `${slot}${urls.length > 1 ? `-${i}` : ''}.${ext}`);
-          await fsp.writeFile(file, got.bytes);
-          return file;
-        }),
-      );
-      first[slot] = (local[slot] as string[])[0];
-    }
+    const { local, first } = await downloadInputs(job, ctx, dir);
     const inputJson = path.join(dir, 'input.json');
     await fsp.writeFile(inputJson, JSON.stringify(local));
     const output = path.join(dir, 'output');
-    const options = Object.fromEntries(
-      Object.entries(job.input).filter(([k]) => !(SLOTS as readonly string[]).includes(k)),
-    );
-    const values: Record<string, string> = {
-      output,
-      input_json: inputJson,
-      dir,
-      model: job.model,
-      uuid: job.uuid,
-      ...Object.fromEntries(SLOTS.map((s) => [s, first[s] ?? ''])),
-    };
-    const args = spec.args.map((a) => a.replace(PLACEHOLDER, (_m, k: string) => values[k]!));
-    const childEnv: NodeJS.ProcessEnv = {
-      ...baseEnv,
-      MJ_JOB_UUID: job.uuid,
-      MJ_JOB_TYPE: job.jobType,
-      MJ_MODEL: job.model,
-      MJ_ATTEMPT: String(job.attempt),
-      MJ_OUTPUT: output,
-      MJ_INPUT_JSON: inputJson,
-      MJ_DIR: dir,
-      MJ_OPTIONS: JSON.stringify(options),
-      ...Object.fromEntries(SLOTS.filter((s) => first[s]).map((s) => [`MJ_${s.toUpperCase()}`, first[s]!])),
-    };
+    const { args, env } = commandLine(spec, baseEnv, job, { dir, inputJson, output, first });
     ctx.signal.throwIfAborted();
     ctx.progress('running');
-    const exit = await execute(spec.command, args, childEnv, dir, ctx);
+    const exit = await execute(spec.command, args, env, dir, ctx);
     ctx.signal.throwIfAborted();
     if (exit.code === EX_TEMPFAIL)
       throw new WorkerJobError('processing_error', describeExit(exit), { retryable: true });
     if (exit.code !== 0) throw new WorkerJobError('processing_error', describeExit(exit));
-    const produced = (await fsp.readdir(dir)).filter((f) => f === 'output' || f.startsWith('output.')).sort()[0];
-    const stat = produced ? await fsp.stat(path.join(dir, produced)) : undefined;
-    if (!produced || !stat?.isFile() || stat.size === 0)
-      throw new WorkerJobError(
-        'processing_error',
-        'the command exited 0 but wrote no output (write the result to {output} or $MJ_OUTPUT)',
-      );
-    const bytes = await fsp.readFile(path.join(dir, produced));
+    const { bytes, produced } = await readOutput(dir);
     log('command finished', { job_uuid: job.uuid, bytes: bytes.length });
     return { bytes, contentType: guessType(bytes, produced) };
   } finally {

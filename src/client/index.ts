@@ -11,7 +11,13 @@ import {
   type ResultLink,
   type SubmitBody,
 } from '../contract/api.js';
-import { type Delivery } from '../contract/webhook.js';
+import {
+  type Delivery,
+  type EndpointDeliveryList,
+  type NewWebhookEndpoint,
+  type WebhookEndpoint,
+  type WebhookEndpointChanges,
+} from '../contract/webhook.js';
 import { Backoff } from '../runtime/backoff.js';
 import { Wakeable } from '../runtime/wake.js';
 
@@ -153,7 +159,7 @@ interface Reply<T> {
 }
 
 interface CallSpec extends RequestOptions {
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   path: string;
   query?: Record<string, string | number | undefined>;
   body?: unknown;
@@ -348,6 +354,83 @@ export class MediaJobsClient {
     const r = await this.call<Delivery>({
       method: 'POST',
       path: `/jobs/${encodeURIComponent(uuid)}/webhook-deliveries/${encodeURIComponent(eventId)}/redeliver`,
+      signal: opts.signal,
+    });
+    return r.data;
+  }
+
+  /** Registers an endpoint that receives every subscribed event of all your jobs; its `secret` signs them. */
+  async createWebhookEndpoint(body: NewWebhookEndpoint, opts: RequestOptions = {}): Promise<WebhookEndpoint> {
+    return (await this.call<WebhookEndpoint>({ method: 'POST', path: '/webhook-endpoints', body, signal: opts.signal }))
+      .data;
+  }
+
+  /** Your endpoints, newest first. */
+  async listWebhookEndpoints(opts: RequestOptions = {}): Promise<WebhookEndpoint[]> {
+    const r = await this.call<{ endpoints: WebhookEndpoint[] }>({
+      method: 'GET',
+      path: '/webhook-endpoints',
+      signal: opts.signal,
+    });
+    return r.data.endpoints;
+  }
+
+  async getWebhookEndpoint(id: string, opts: RequestOptions = {}): Promise<WebhookEndpoint> {
+    return (await this.call<WebhookEndpoint>({ method: 'GET', path: endpointPath(id), signal: opts.signal })).data;
+  }
+
+  /** Changes the URL, the events or the description. */
+  async updateWebhookEndpoint(
+    id: string,
+    changes: WebhookEndpointChanges,
+    opts: RequestOptions = {},
+  ): Promise<WebhookEndpoint> {
+    return (
+      await this.call<WebhookEndpoint>({ method: 'PATCH', path: endpointPath(id), body: changes, signal: opts.signal })
+    ).data;
+  }
+
+  async deleteWebhookEndpoint(id: string, opts: RequestOptions = {}): Promise<void> {
+    await this.call({ method: 'DELETE', path: endpointPath(id), signal: opts.signal });
+  }
+
+  /** A new secret; deliveries carry signatures with the old one too for WEBHOOK_SECRET_OVERLAP (24 h). */
+  async rotateWebhookEndpointSecret(id: string, opts: RequestOptions = {}): Promise<string> {
+    const r = await this.call<{ secret: string }>({
+      method: 'POST',
+      path: `${endpointPath(id)}/rotate-secret`,
+      signal: opts.signal,
+    });
+    return r.data.secret;
+  }
+
+  /** Turns a disabled endpoint back on (what was skipped meanwhile stays skipped: see recover). */
+  async enableWebhookEndpoint(id: string, opts: RequestOptions = {}): Promise<WebhookEndpoint> {
+    return (
+      await this.call<WebhookEndpoint>({ method: 'POST', path: `${endpointPath(id)}/enable`, signal: opts.signal })
+    ).data;
+  }
+
+  /** Queues again every failed or skipped delivery of events since `since`; returns how many. */
+  async recoverWebhookEndpoint(id: string, since: Date | string, opts: RequestOptions = {}): Promise<number> {
+    const r = await this.call<{ count: number }>({
+      method: 'POST',
+      path: `${endpointPath(id)}/recover`,
+      body: { since: since instanceof Date ? since.toISOString() : since },
+      signal: opts.signal,
+    });
+    return r.data.count;
+  }
+
+  /** One page of an endpoint's deliveries with their attempts, newest first. */
+  async webhookEndpointDeliveries(
+    id: string,
+    opts: RequestOptions & { limit?: number; cursor?: string } = {},
+  ): Promise<EndpointDeliveryList> {
+    const r = await this.call<EndpointDeliveryList>({
+      method: 'GET',
+      path: `${endpointPath(id)}/deliveries`,
+      query: { limit: opts.limit, cursor: opts.cursor },
       signal: opts.signal,
     });
     return r.data;
@@ -648,3 +731,5 @@ export class MediaJobsClient {
     }
   }
 }
+
+const endpointPath = (id: string) => `/webhook-endpoints/${encodeURIComponent(id)}`;

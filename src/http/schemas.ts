@@ -10,7 +10,7 @@ import {
   TERMINAL_STATUSES,
   WAITING_FOR_WORKER,
 } from '../contract/api.js';
-import { DELIVERY_STATES, EVENT_TYPES } from '../contract/webhook.js';
+import { DELIVERY_STATES, ENDPOINT_STATUSES, EVENT_TYPES } from '../contract/webhook.js';
 import { notFound } from '../errors.js';
 
 /**
@@ -175,7 +175,11 @@ export const deliverySchema = z
     event_id: z.uuid(),
     event_type: z.enum(EVENT_TYPES),
     url: z.string().describe('Where the event is delivered.'),
-    state: z.enum(DELIVERY_STATES),
+    state: z
+      .enum(DELIVERY_STATES)
+      .describe(
+        '`pending` (more attempts to come), `delivered` (a 2xx came), `failed` (every attempt failed, or a 410 Gone from an owner endpoint), `skipped` (an owner endpoint was disabled).',
+      ),
     attempts: z.array(deliveryAttemptSchema),
     next_attempt_at: isoTime('When the next scheduled attempt runs, while pending').nullable(),
     created_at: isoTime('When the event was created'),
@@ -183,6 +187,70 @@ export const deliverySchema = z
   .describe('One webhook event of a job and its delivery attempts.');
 
 export const deliveryListSchema = z.looseObject({ deliveries: z.array(deliverySchema) });
+
+const eventsField = z
+  .array(z.enum(EVENT_TYPES))
+  .min(1)
+  .refine((a) => new Set(a).size === a.length, { message: 'must not repeat an event' });
+
+/** The body of POST /webhook-endpoints. */
+export const newEndpointSchema = z.strictObject({
+  url: z
+    .string()
+    .max(4096)
+    .describe('Receives a POST for each subscribed event of every job of yours. A public http or https URL.'),
+  events: eventsField.optional().describe('Events to deliver; all three when omitted.'),
+  description: z.string().max(256).optional().describe('Your note (at most 256 characters).'),
+});
+
+/** The body of PATCH /webhook-endpoints/{id}: any of the fields of a new endpoint. */
+export const endpointChangesSchema = z
+  .strictObject({
+    url: newEndpointSchema.shape.url.optional(),
+    events: eventsField.optional().describe('Events to deliver.'),
+    description: z.string().max(256).optional(),
+  })
+  .refine((b) => Object.keys(b).length > 0, { message: 'give at least one of url, events, description' });
+
+/** The body of POST /webhook-endpoints/{id}/recover. */
+export const recoverSchema = z.strictObject({
+  since: z.iso
+    .datetime({ offset: true })
+    .describe('Queue again the failed and skipped deliveries of events since this time (ISO 8601).'),
+});
+
+export const endpointSchema = z
+  .looseObject({
+    id: z.string().describe('Identifier of the endpoint (`ep_…`).'),
+    url: z.string(),
+    events: z.array(z.enum(EVENT_TYPES)),
+    description: z.string(),
+    status: z
+      .enum(ENDPOINT_STATUSES)
+      .describe('A `disabled` endpoint gets no attempts; its events are recorded as `skipped`.'),
+    disabled_reason: z
+      .string()
+      .nullable()
+      .describe('Why it was disabled (a 410 Gone, or failing for WEBHOOK_DISABLE_AFTER), else null.'),
+    disabled_at: isoTime('When it was disabled').nullable(),
+    secret: z
+      .string()
+      .describe(
+        '`whsec_…`: signs X-Service-Signature (the whole string as the key) and webhook-signature (Standard Webhooks).',
+      ),
+    created_at: isoTime('When it was created'),
+    updated_at: isoTime('When it last changed'),
+  })
+  .describe("An owner's webhook endpoint: receives every subscribed event of every job of the owner.");
+
+export const endpointListSchema = z.looseObject({ endpoints: z.array(endpointSchema).describe('Newest first.') });
+export const endpointDeliverySchema = deliverySchema
+  .extend({ job_uuid: z.uuid().describe('The job the event announces.') })
+  .describe('One delivery of an owner endpoint.');
+export const endpointDeliveryListSchema = z.looseObject({
+  deliveries: z.array(endpointDeliverySchema).describe('Newest first.'),
+  next_cursor: z.string().nullable().describe('Pass as `cursor` for older deliveries; null on the last page.'),
+});
 
 /** The success envelope around `data`. */
 export function okEnvelope<T extends z.ZodType>(data: T) {
@@ -218,6 +286,8 @@ export type JobListShape = z.infer<typeof jobListSchema>;
 export type JobTypeInfoShape = z.infer<typeof jobTypeInfoSchema>;
 export type WebhookPayloadShape = z.infer<typeof webhookPayloadSchema>;
 export type DeliveryShape = z.infer<typeof deliverySchema>;
+export type EndpointShape = z.infer<typeof endpointSchema>;
+export type EndpointDeliveryShape = z.infer<typeof endpointDeliverySchema>;
 
 /**
  * The named shapes of the OpenAPI document (components/schemas): an `id` in zod's global registry
@@ -232,6 +302,9 @@ export const deliveryEnvelopeSchema = okEnvelope(deliverySchema);
 export const deliveryListEnvelopeSchema = okEnvelope(deliveryListSchema);
 export const healthEnvelopeSchema = okEnvelope(healthSchema);
 export const batchEnvelopeSchema = okEnvelope(batchResultSchema);
+export const endpointEnvelopeSchema = okEnvelope(endpointSchema);
+export const endpointListEnvelopeSchema = okEnvelope(endpointListSchema);
+export const endpointDeliveryListEnvelopeSchema = okEnvelope(endpointDeliveryListSchema);
 for (const [id, s] of [
   ['JobStatus', jobStatusSchema],
   ['ErrorType', errorTypeSchema],
@@ -258,6 +331,13 @@ for (const [id, s] of [
   ['BatchResult', batchResultSchema],
   ['BatchResultEnvelope', batchEnvelopeSchema],
   ['HealthEnvelope', healthEnvelopeSchema],
+  ['WebhookEndpoint', endpointSchema],
+  ['WebhookEndpointEnvelope', endpointEnvelopeSchema],
+  ['WebhookEndpoints', endpointListSchema],
+  ['WebhookEndpointsEnvelope', endpointListEnvelopeSchema],
+  ['WebhookEndpointDelivery', endpointDeliverySchema],
+  ['WebhookEndpointDeliveries', endpointDeliveryListSchema],
+  ['WebhookEndpointDeliveriesEnvelope', endpointDeliveryListEnvelopeSchema],
 ] as Array<[string, z.ZodType]>) {
   componentRegistry.add(s, { ...componentRegistry.get(s), id });
 }

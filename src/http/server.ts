@@ -27,6 +27,7 @@ import type { Signals } from '../signals.js';
 import { KEY_REVOKED_SIGNAL } from '../store/keys.js';
 import type { Metrics } from '../metrics.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { webhookEndpointRoutes } from './routes/webhook-endpoints.js';
 import { eventRoutes, MAX_STREAMS_PER_OWNER, type EventStreamOptions } from './routes/events.js';
 import { jobDetailRoutes } from './routes/job-detail.js';
 import { lingerOnClose } from './linger.js';
@@ -37,6 +38,7 @@ import { dashboardRoutes } from './routes/dashboard.js';
 import { adminRoutes, type LocalWorkerInfo } from './admin/routes.js';
 import { Operator } from '../operator.js';
 import type { WebhookService } from '../webhooks/service.js';
+import type { EndpointService } from '../webhooks/endpoints.js';
 import type { RemoteWork } from '../remote/service.js';
 import { workerRoutes } from './worker/routes.js';
 
@@ -44,6 +46,7 @@ export interface HttpDeps {
   store: Store;
   service: JobService;
   webhooks: WebhookService;
+  endpoints: EndpointService;
   catalogue: Catalogue;
   log: Logger;
   clock: Clock;
@@ -275,6 +278,7 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
       await registerRateLimits(api, deps.rateLimits, deps.log);
       jobRoutes(api, deps.service);
       webhookRoutes(api, deps.webhooks);
+      webhookEndpointRoutes(api, deps.endpoints);
       jobTypeRoutes(api, deps.catalogue, deps.allowPrivate);
       eventRoutes(api, { service: deps.service, signals: deps.signals, metrics: deps.metrics }, deps.eventStreams);
       jobDetailRoutes(api, deps.service, deps.store);

@@ -30,7 +30,8 @@ import {
 import type { Database } from '../store/schema.js';
 import { insertWebhookEvents, type NewWebhookEvent } from '../store/webhooks.js';
 import { reserveIdempotencyKeys } from '../store/idempotency.js';
-import { terminalEvent } from './outbox.js';
+import { endpointEvents, terminalEvent } from './outbox.js';
+import { endpointsOfOwners } from '../store/webhook-endpoints.js';
 import {
   MOVES,
   attemptsLeft,
@@ -250,7 +251,7 @@ export class JobLifecycle {
     if (lone) return [await lone()];
     return this.db.transaction().execute(async (trx) => {
       const applied = await this.applyAll(trx, changes);
-      const events = applied.flatMap((a) => a.events);
+      const events = [...applied.flatMap((a) => a.events), ...(await this.endpointEvents(trx, applied))];
       await insertWebhookEvents(trx, events);
       const signals = dedupe([
         ...applied.flatMap((a) => a.signals),
@@ -262,6 +263,14 @@ export class JobLifecycle {
       for (let i = 1; i < applied.length; i++) applied[i] = { ...applied[i]!, signals: [] };
       return applied;
     });
+  }
+
+  /** The owner endpoints' outbox rows for the jobs this batch finished (one owner-index read). */
+  private async endpointEvents(trx: Kysely<Database>, applied: readonly Applied[]): Promise<NewWebhookEvent[]> {
+    const finished = applied.flatMap((a) => a.moved).filter((r) => isTerminalStatus(r.status));
+    if (finished.length === 0) return [];
+    const endpoints = await endpointsOfOwners(trx, [...new Set(finished.map((r) => r.owner))]);
+    return endpointEvents(finished, endpoints, this.now(), this.deps.config.webhookRetryScheduleMs[0]);
   }
 
   /**

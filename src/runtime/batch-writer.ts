@@ -25,6 +25,11 @@ export interface BatchWriterOptions<I, O> {
    * transaction. Off: an idle writer writes the first arrival at once.
    */
   gatherTurn?: boolean;
+  /**
+   * How long a batch may wait for more items before it is written (ms; default 0: natural batching
+   * only). Asked afresh for each batch, so a writer lingers only while more is coming (Kafka's linger.ms).
+   */
+  lingerMs?(): number;
 }
 
 interface Pending<I, O> {
@@ -91,6 +96,8 @@ export class BatchWriter<I, O> {
 
   private async flush(): Promise<void> {
     const max = this.opts.maxBatch ?? 200;
+    const linger = this.opts.lingerMs?.() ?? 0;
+    if (linger > 0 && this.pending.length < max) await Wakeable.sleep(linger);
     const batch = this.pending.splice(0, max);
     for (;;) {
       try {

@@ -21,6 +21,75 @@ export interface BridgeOptions {
   connectTimeoutMs?: number;
 }
 
+/** Delivers the signals of "<origin> <name> <arg>[\n<name> <arg>…]" (one NOTIFY may carry a batch) unless they are our own. */
+function deliverPayload(signals: Signals, origin: string, payload: string): void {
+  const [head = '', ...rest] = payload.split('\n');
+  const [from, name, arg = ''] = head.split(' ');
+  if (from === origin) return;
+  for (const [n, a = ''] of [[name, arg], ...rest.map((l) => l.split(' '))]) {
+    if (NAMES.has(n as SignalName)) signals.deliver(n as SignalName, a);
+  }
+}
+
+/** "<origin> <name> <arg>[\n<name> <arg>…]" payloads, each under MAX_PAYLOAD bytes. */
+function payloads(origin: string, list: ReadonlyArray<readonly [SignalName, string]>): string[] {
+  const out: string[] = [];
+  let current = '';
+  for (const [name, arg] of list) {
+    const line = `${name} ${arg}`;
+    if (current !== '' && current.length + line.length + 1 > MAX_PAYLOAD) {
+      out.push(current);
+      current = '';
+    }
+    current = current === '' ? `${origin} ${line}` : `${current}\n${line}`;
+  }
+  if (current !== '') out.push(current);
+  return out;
+}
+
+/**
+ * Asks the LISTEN connection a question: a peer that vanished without RST/FIN (a blackholed
+ * network) is only noticed by talking to it.
+ */
+function probe(c: pg.Client, timeoutMs: number, lost: (c: pg.Client, err: unknown) => void): void {
+  // Destroying the socket (not a polite end(), which would wait on the dead peer) fires 'error'.
+  const dead = setTimeout(() => {
+    const err = Object.assign(new Error(`LISTEN heartbeat unanswered for ${timeoutMs} ms`), { code: 'ETIMEDOUT' });
+    (c as unknown as { connection: { stream: { destroy(e: Error): void } } }).connection.stream.destroy(err);
+  }, timeoutMs);
+  c.query('SELECT 1').then(
+    () => {
+      clearTimeout(dead);
+    },
+    (err: unknown) => {
+      clearTimeout(dead);
+      lost(c, err);
+    },
+  );
+}
+
+/**
+ * Signals out through NOTIFY. Fire-and-forget: a lost NOTIFY only means the next poll finds the
+ * work. During an outage the pool logs the outage once; a failed NOTIFY adds nothing.
+ */
+function notifyTransport(store: Store, origin: string, log: Logger): NonNullable<Signals['transport']> {
+  return {
+    publish(name, arg) {
+      sql`SELECT pg_notify(${CHANNEL}, ${`${origin} ${name} ${arg}`})`.execute(store.db).catch((err: unknown) => {
+        if (!isDatabaseUnavailable(err)) log.warn({ err }, 'NOTIFY failed');
+      });
+    },
+    async publishWithin(db, list) {
+      const values = sql.join(payloads(origin, list).map((p) => sql`pg_notify(${CHANNEL}, ${p})`));
+      await sql`SELECT ${values}`.execute(db as typeof store.db);
+    },
+    notifyExpression(list) {
+      const all = payloads(origin, list);
+      return all.length === 1 ? sql`pg_notify(${CHANNEL}, ${all[0]})` : undefined;
+    },
+  };
+}
+
 /**
  * Bridges Signals across processes with LISTEN/NOTIFY: a submit on one API process wakes a
  * worker on another machine in milliseconds, a cancel reaches the worker running the job.
@@ -65,15 +134,7 @@ export async function bridgeSignals(
     // Permanent: an 'error' without a listener would kill the process.
     c.on('error', (err) => lost(c, err));
     c.on('end', () => lost(c, new Error('LISTEN connection ended')));
-    c.on('notification', (msg) => {
-      // "<origin> <name> <arg>[\n<name> <arg>…]": one NOTIFY may carry a batch of signals.
-      const [head = '', ...rest] = (msg.payload ?? '').split('\n');
-      const [from, name, arg = ''] = head.split(' ');
-      if (from === origin) return;
-      for (const [n, a = ''] of [[name, arg], ...rest.map((l) => l.split(' '))]) {
-        if (NAMES.has(n as SignalName)) signals.deliver(n as SignalName, a);
-      }
-    });
+    c.on('notification', (msg) => deliverPayload(signals, origin, msg.payload ?? ''));
     try {
       await c.connect();
       await c.query(`LISTEN ${CHANNEL}`);
@@ -92,22 +153,6 @@ export async function bridgeSignals(
     }
   };
 
-  /** "<origin> <name> <arg>[\n<name> <arg>…]" payloads, each under MAX_PAYLOAD bytes. */
-  const payloads = (list: ReadonlyArray<readonly [SignalName, string]>): string[] => {
-    const out: string[] = [];
-    let current = '';
-    for (const [name, arg] of list) {
-      const line = `${name} ${arg}`;
-      if (current !== '' && current.length + line.length + 1 > MAX_PAYLOAD) {
-        out.push(current);
-        current = '';
-      }
-      current = current === '' ? `${origin} ${line}` : `${current}\n${line}`;
-    }
-    if (current !== '') out.push(current);
-    return out;
-  };
-
   const schedule = () => {
     if (closed || retry) return;
     const delay = backoff.next();
@@ -124,26 +169,9 @@ export async function bridgeSignals(
     retry.unref();
   };
 
-  // A peer that vanished without RST/FIN (a blackholed network) is only noticed by talking to it.
+  // A peer that vanished without RST/FIN is only noticed by talking to it.
   const heartbeat = setInterval(() => {
-    const c = client;
-    if (!c) return;
-    // Destroying the socket (not a polite end(), which would wait on the dead peer) fires 'error'.
-    const dead = setTimeout(() => {
-      const err = Object.assign(new Error(`LISTEN heartbeat unanswered for ${connectTimeoutMs} ms`), {
-        code: 'ETIMEDOUT',
-      });
-      (c as unknown as { connection: { stream: { destroy(e: Error): void } } }).connection.stream.destroy(err);
-    }, connectTimeoutMs);
-    c.query('SELECT 1').then(
-      () => {
-        clearTimeout(dead);
-      },
-      (err: unknown) => {
-        clearTimeout(dead);
-        lost(c, err);
-      },
-    );
+    if (client) probe(client, connectTimeoutMs, lost);
   }, heartbeatMs);
   heartbeat.unref();
 
@@ -156,23 +184,7 @@ export async function bridgeSignals(
     schedule();
   }
 
-  // Fire-and-forget: a lost NOTIFY only means the next poll finds the work. During an outage the
-  // pool logs the outage once; a failed NOTIFY adds nothing.
-  signals.transport = {
-    publish(name, arg) {
-      sql`SELECT pg_notify(${CHANNEL}, ${`${origin} ${name} ${arg}`})`.execute(store.db).catch((err: unknown) => {
-        if (!isDatabaseUnavailable(err)) log.warn({ err }, 'NOTIFY failed');
-      });
-    },
-    async publishWithin(db, list) {
-      const values = sql.join(payloads(list).map((p) => sql`pg_notify(${CHANNEL}, ${p})`));
-      await sql`SELECT ${values}`.execute(db as typeof store.db);
-    },
-    notifyExpression(list) {
-      const all = payloads(list);
-      return all.length === 1 ? sql`pg_notify(${CHANNEL}, ${all[0]})` : undefined;
-    },
-  };
+  signals.transport = notifyTransport(store, origin, log);
   return async () => {
     closed = true;
     clearTimeout(retry);

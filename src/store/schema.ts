@@ -86,11 +86,36 @@ export interface WebhookEventsTable {
   secret: string | null;
   /** The exact bytes every attempt sends. */
   body: string;
-  state: 'pending' | 'delivered' | 'failed';
+  /** `skipped`: its owner endpoint was disabled (POST …/recover queues it again). */
+  state: 'pending' | 'delivered' | 'failed' | 'skipped';
+  /** The owner endpoint this row delivers to; null for the job's own `webhook` (migration 011). */
+  endpoint_id: Generated<string | null>;
   attempts: Generated<number>;
   next_attempt_at: number | null;
   lease_owner: string | null;
   lease_expires_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** An owner's webhook endpoint (migration 011): every job's subscribed events go to it. */
+export interface WebhookEndpointsTable {
+  id: string;
+  owner: string;
+  url: string;
+  /** JSON array of event types. */
+  events: string;
+  description: string;
+  /** `whsec_` + base64 of 24 random bytes; signs every delivery. */
+  secret: string;
+  /** The secret before the last rotation, honoured (a second signature) until previous_secret_expires_at. */
+  previous_secret: string | null;
+  previous_secret_expires_at: number | null;
+  status: 'enabled' | 'disabled';
+  disabled_reason: string | null;
+  disabled_at: number | null;
+  /** Time of the first failed attempt after its last success; null while it succeeds. */
+  failing_since: number | null;
   created_at: number;
   updated_at: number;
 }
@@ -182,6 +207,7 @@ export interface Database {
   settings: SettingsTable;
   webhook_events: WebhookEventsTable;
   webhook_attempts: WebhookAttemptsTable;
+  webhook_endpoints: WebhookEndpointsTable;
   queue_counts: QueueCountsTable;
   job_totals: JobTotalsTable;
   job_finish_minutes: JobFinishMinutesTable;

@@ -206,6 +206,8 @@ export async function recordScheduledAttempts(
   attempts: readonly ScheduledAttempt[],
   release: readonly string[],
   now: number,
+  /** More writes of the same transaction (an endpoint's failure record). */
+  within?: (trx: Kysely<Database>) => Promise<void>,
 ): Promise<Set<string>> {
   if (attempts.length === 0 && release.length === 0) return new Set();
   return db.transaction().execute(async (trx) => {
@@ -235,6 +237,7 @@ export async function recordScheduledAttempts(
       for (const r of rows) applied.add(r.event_id);
     }
     if (release.length > 0) await releaseEvents(trx, release, leaseOwner, now);
+    await within?.(trx);
     return applied;
   });
 }
@@ -277,7 +280,7 @@ export async function finishManualAttempt(
   });
 }
 
-/** One event of `owner`'s job; another owner's is indistinguishable from a missing one. */
+/** One event of `owner`'s job (its own webhook's); another owner's is indistinguishable from a missing one. */
 export function getEvent(
   db: Kysely<Database>,
   jobUuid: string,
@@ -290,6 +293,7 @@ export function getEvent(
     .where('event_id', '=', eventId)
     .where('job_uuid', '=', jobUuid)
     .where('owner', '=', owner)
+    .where('endpoint_id', 'is', null)
     .executeTakeFirst();
 }
 
@@ -314,6 +318,8 @@ export async function listEventsWithAttempts(
     .selectAll()
     .where('job_uuid', '=', jobUuid)
     .where('owner', '=', owner)
+    // The job's own webhook; owner endpoints' deliveries are in their endpoint's log.
+    .where('endpoint_id', 'is', null)
     .orderBy('created_at')
     .orderBy('event_id')
     .execute();

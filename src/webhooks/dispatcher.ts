@@ -5,7 +5,9 @@ import type { Clock } from '../clock.js';
 import type { Metrics } from '../metrics.js';
 import type { SignalName, Signals } from '../signals.js';
 import type { Store } from '../store/store.js';
-import { DATABASE, isDatabaseUnavailable } from '../store/errors.js';
+import { DATABASE } from '../store/errors.js';
+import { BatchWriter } from '../runtime/batch-writer.js';
+import { Loop } from '../runtime/loop.js';
 import { OutageBackoff } from '../runtime/outage.js';
 import { Wakeable } from '../runtime/wake.js';
 import {
@@ -18,8 +20,14 @@ import {
   type ScheduledAttempt,
   type WebhookEventRow,
 } from '../store/webhooks.js';
+import {
+  endpointsByIds,
+  recordEndpointHealth,
+  type DisabledEndpoint,
+  type EndpointOutcome,
+} from '../store/webhook-endpoints.js';
 import { destinationOf } from './events.js';
-import type { AttemptResult, WebhookSender } from './send.js';
+import type { AttemptResult, Deliverable, WebhookSender } from './send.js';
 
 /** The signal that means "new deliveries may be due" (the poll is the backstop). */
 export const WAKE_SIGNAL: SignalName = 'webhooks-due';
@@ -43,7 +51,12 @@ export interface DispatcherOptions {
   pollMs?: number;
   /** Lease on a claimed event; default timeout + 30 s. */
   leaseMs?: number;
+  /** WEBHOOK_DISABLE_AFTER: an owner endpoint failing this long is disabled; default 5 days. */
+  disableAfterMs?: number;
 }
+
+/** A claimed event, with its owner endpoint's secrets when it has one. */
+type Claimed = WebhookEventRow & Pick<Deliverable, 'previousSecrets'>;
 
 /** Thrown into an in-flight attempt when the dispatcher stops; the event is handed back. */
 class Shutdown extends Error {
@@ -61,10 +74,18 @@ interface InFlight {
 
 /** Events of one destination held by this dispatcher: claimed and waiting for a slot, or in flight. */
 interface Destination {
-  queue: WebhookEventRow[];
+  queue: Claimed[];
   inFlight: number;
   /** Its last attempt got an answer within FAST_MS: worth claiming ahead for. */
   fast: boolean;
+}
+
+/** What the recorder writes: a finished attempt, or a claimed event handed back unsent. */
+type Recording = { attempt: Finished; at: number } | { release: string; at: number };
+/** Per item: whether its event moved on; the first item carries the endpoints its batch disabled. */
+interface Recorded {
+  applied: boolean;
+  disabled?: DisabledEndpoint[];
 }
 
 /** A finished attempt waiting to be recorded. */
@@ -72,10 +93,12 @@ interface Finished extends ScheduledAttempt {
   jobUuid: string;
   eventType: string;
   number: number;
+  endpoint?: EndpointOutcome;
 }
 
 export const DEFAULT_POLL_MS = 1_000;
 export const LEASE_MARGIN_MS = 30_000;
+export const DEFAULT_DISABLE_AFTER_MS = 5 * 86_400_000;
 /** A destination that answers fast gets up to perDestination × this claimed ahead of its slots. */
 const CLAIM_AHEAD_ROUNDS = 16;
 const FAST_MS = 1_000;
@@ -86,9 +109,7 @@ const DESTINATIONS_PER_CLAIM = 64;
 /** While busy, how often to look for destinations not yet held (a wake-up signal looks at once). */
 const LOOK_AROUND_MS = 250;
 /** While attempts are in flight, a finished one waits up to this long for others to share its write. */
-const RECORD_GATHER_MS = 20;
-/** ... or until this many have finished. */
-const RECORD_GATHER_COUNT = 64;
+const RECORD_LINGER_MS = 20;
 /** At shutdown, how long unrecorded attempts may wait for an unavailable database. */
 const FINAL_FLUSH_MS = 2_000;
 
@@ -109,16 +130,18 @@ function outcomeLabel(r: AttemptResult): string {
  * attempts in flight and at most `perDestination` per URL origin (one slow or dead receiver
  * cannot take every slot); a destination that answers fast gets a few rounds claimed ahead, so a
  * finishing attempt starts the next one at once, without a database round trip. Finished attempts
- * are recorded in batches: one transaction for all that finished while the previous batch was
- * being written. Sleeps until the next due time (at most `pollMs`), a WAKE_SIGNAL, or room for
- * more. A database outage is ridden out: claims back off (exponential, capped at 5 s), attempts
- * already finished stay in memory until they can be recorded, one warning per outage.
+ * are recorded by the one BatchWriter: one transaction for all that finished while the previous
+ * batch was being written, the slot free meanwhile. The claim Loop sleeps until the next due time
+ * (at most `pollMs`), a WAKE_SIGNAL, or room for more. A database outage is ridden out: claims back
+ * off (the outage backoff), attempts already finished stay in memory until they can be recorded,
+ * one warning per outage.
  */
 export class WebhookDispatcher {
   readonly id = `${os.hostname()}:${process.pid}:wh-${randomBytes(3).toString('hex')}`;
   readonly perDestination: number;
   readonly pollMs: number;
   readonly leaseMs: number;
+  readonly disableAfterMs: number;
   private readonly inFlight = new Map<string, InFlight>();
   private readonly held = new Map<string, Destination>();
   /** Destinations the last claim left with due events (they get another claim when room frees up). */
@@ -127,21 +150,14 @@ export class WebhookDispatcher {
   private lastLookAround = 0;
   private lookAround = true;
   private stopping = false;
-  private loopDone: Promise<void> = Promise.resolve();
-  /** Woken by WAKE_SIGNAL, room freed for a destination with due events, the database's return, or stop. */
-  private readonly wake = new Wakeable();
-  /** Ends the outage backoff's pause (which wake-ups do not cut short). */
-  private readonly stopped = new AbortController();
+  /** Claims; woken by WAKE_SIGNAL, room freed for a destination with due events, or stop. */
+  private readonly loop: Loop;
   private readonly backoff: OutageBackoff;
-
-  private finished: Finished[] = [];
-  /** The batch being written right now. */
-  private writing = 0;
-  private toRelease: string[] = [];
-  private flushing: Promise<void> | undefined;
-  /** Cancels the scheduled (not yet running) flush. */
-  private cancelFlush: (() => void) | undefined;
-  private draining = false;
+  private readonly recorder: BatchWriter<Recording, Recorded>;
+  /** Attempts and hand-backs submitted to the recorder and not yet written. */
+  private recording = 0;
+  /** Set at stop: what is not recorded by then (the database still down) is given up. */
+  private drainBy: number | undefined;
 
   private readonly onWake = () => {
     this.lookAround = true;
@@ -153,17 +169,39 @@ export class WebhookDispatcher {
     this.perDestination = Math.max(1, opts.perDestination ?? Math.min(4, Math.ceil(opts.concurrency / 4)));
     this.pollMs = opts.pollMs ?? DEFAULT_POLL_MS;
     this.leaseMs = opts.leaseMs ?? opts.timeoutMs + LEASE_MARGIN_MS;
+    this.disableAfterMs = opts.disableAfterMs ?? DEFAULT_DISABLE_AFTER_MS;
     this.backoff = new OutageBackoff({
       log: opts.log,
       who: 'webhook dispatcher',
       dependency: DATABASE,
       otherMs: this.pollMs,
     });
+    this.loop = new Loop({
+      step: async () => {
+        const sleepMs = await this.claimPass();
+        this.backoff.succeeded();
+        return sleepMs;
+      },
+      failed: (err) => this.backoff.failed(err),
+    });
+    this.recorder = new BatchWriter<Recording, Recorded>({
+      write: (items) => this.write(items),
+      afterCommit: (items, out) => this.recorded(items, out),
+      // Held through an outage while running (the attempts happened); at stop, until drainBy.
+      patience: (item) => (this.drainBy === undefined ? Infinity : this.drainBy - item.at),
+      now: () => opts.clock.now(),
+      // No log: the claim loop's OutageBackoff already says once that the database is down.
+      what: 'webhook attempts',
+      dependency: DATABASE,
+      maxBatch: MAX_RECORD_BATCH,
+      // While attempts are in flight more will finish soon: one transaction for several of them.
+      lingerMs: () => (this.inFlight.size > 0 && !this.stopping ? RECORD_LINGER_MS : 0),
+    });
   }
 
   start(): void {
     this.opts.signals.on(WAKE_SIGNAL, this.onWake);
-    this.loopDone = this.loop();
+    this.loop.start();
   }
 
   /**
@@ -174,20 +212,16 @@ export class WebhookDispatcher {
   async stop(graceMs = 5_000): Promise<void> {
     this.stopping = true;
     this.opts.signals.off(WAKE_SIGNAL, this.onWake);
-    this.stopped.abort();
-    this.wake.wake();
-    await this.loopDone;
-    for (const d of this.held.values()) this.toRelease.push(...d.queue.splice(0).map((e) => e.event_id));
+    await this.loop.stop();
+    for (const d of this.held.values()) for (const e of d.queue.splice(0)) this.release(e.event_id);
     const all = Promise.all([...this.inFlight.values()].map((f) => f.done));
-    let timer: NodeJS.Timeout | undefined;
-    const grace = new Promise<void>((r) => {
-      timer = setTimeout(r, graceMs);
-    });
-    await Promise.race([all, grace]);
-    clearTimeout(timer);
+    const graceOver = new AbortController();
+    await Promise.race([all, Wakeable.sleep(graceMs, graceOver.signal)]);
+    graceOver.abort();
     for (const f of this.inFlight.values()) f.controller.abort(new Shutdown());
     await all;
-    await this.finalFlush();
+    this.drainBy = this.opts.clock.now() + FINAL_FLUSH_MS;
+    await this.recorder.drain();
   }
 
   /** Attempts in flight in this process. */
@@ -197,11 +231,11 @@ export class WebhookDispatcher {
 
   /** Finished attempts not yet recorded (held while the database is unavailable). */
   get unrecorded(): number {
-    return this.finished.length + this.writing;
+    return this.recording;
   }
 
   private poke(): void {
-    this.wake.wake();
+    this.loop.wake.wake();
   }
 
   private destination(name: string): Destination {
@@ -235,31 +269,13 @@ export class WebhookDispatcher {
     return n;
   }
 
-  private async loop(): Promise<void> {
-    while (!this.stopping) {
-      this.wake.clear(); // the claim pass below looks anyway
-      let sleepMs = this.pollMs;
-      try {
-        sleepMs = await this.claimPass();
-        this.databaseBack();
-      } catch (err) {
-        if (isDatabaseUnavailable(err)) {
-          await new Wakeable().wait(this.databaseDown(err), this.stopped.signal);
-          continue;
-        }
-        this.opts.log.error({ err }, 'webhook dispatcher: claiming deliveries failed');
-      }
-      await this.wake.wait(sleepMs, this.stopped.signal);
-    }
-  }
-
   /** One look at the table: claims what this dispatcher has room for. Returns how long to sleep. */
   private async claimPass(): Promise<number> {
     const { store, clock } = this.opts;
     const now = clock.now();
     const maxHeld = this.opts.concurrency * CLAIM_AHEAD_ROUNDS;
     // Finished attempts are waiting for the database: do not take more before they are written.
-    if (this.finished.length >= maxHeld) return this.pollMs;
+    if (this.recording >= maxHeld) return this.pollMs;
     let candidates: string[];
     if (this.lookAround || now - this.lastLookAround >= LOOK_AROUND_MS) {
       this.lookAround = false;
@@ -281,12 +297,15 @@ export class WebhookDispatcher {
       free -= limit;
     }
     if (claims.length > 0) {
-      const rows = await claimDueEvents(store.db, store.dialect, {
-        leaseOwner: this.id,
-        leaseMs: this.leaseMs,
+      const rows = await this.withEndpointSecrets(
+        await claimDueEvents(store.db, store.dialect, {
+          leaseOwner: this.id,
+          leaseMs: this.leaseMs,
+          now,
+          destinations: claims,
+        }),
         now,
-        destinations: claims,
-      });
+      );
       const got = new Map<string, number>();
       for (const row of rows) {
         const name = row.destination ?? destinationOf(row.url);
@@ -302,6 +321,28 @@ export class WebhookDispatcher {
     return next === undefined ? this.pollMs : Math.min(this.pollMs, next - now);
   }
 
+  /**
+   * Signs owner endpoints' deliveries with the endpoint's secrets of the moment (one primary-key
+   * read for the claim): a rotation applies to retries too. A delivery whose endpoint is gone or
+   * disabled meanwhile is handed back unsent (its row was skipped with the endpoint).
+   */
+  private async withEndpointSecrets(rows: WebhookEventRow[], now: number): Promise<Claimed[]> {
+    const ids = [...new Set(rows.flatMap((r) => (r.endpoint_id ? [r.endpoint_id] : [])))];
+    if (ids.length === 0) return rows;
+    const endpoints = new Map((await endpointsByIds(this.opts.store.db, ids)).map((e) => [e.id, e]));
+    const out: Claimed[] = [];
+    for (const row of rows) {
+      const ep = row.endpoint_id ? endpoints.get(row.endpoint_id) : undefined;
+      if (!row.endpoint_id) out.push(row);
+      else if (!ep || ep.status !== 'enabled') this.release(row.event_id);
+      else {
+        const previous = ep.previous_secret && Number(ep.previous_secret_expires_at) > now ? [ep.previous_secret] : [];
+        out.push({ ...row, secret: ep.secret, previousSecrets: previous });
+      }
+    }
+    return out;
+  }
+
   /** Starts queued events while there are slots, destinations taken in turn. */
   private startReady(): void {
     const { concurrency, timeoutMs, clock } = this.opts;
@@ -313,8 +354,7 @@ export class WebhookDispatcher {
         const event = d.queue.shift()!;
         if (Number(event.lease_expires_at) - clock.now() < timeoutMs + LEASE_RESERVE_MS) {
           // Waited too long behind slow attempts: hand it back rather than risk a second sender.
-          this.toRelease.push(event.event_id);
-          this.scheduleFlush();
+          this.release(event.event_id);
           continue;
         }
         this.launch(name, d, event);
@@ -328,7 +368,7 @@ export class WebhookDispatcher {
     }
   }
 
-  private launch(name: string, d: Destination, event: WebhookEventRow): void {
+  private launch(name: string, d: Destination, event: Claimed): void {
     const controller = new AbortController();
     d.inFlight++;
     const done = this.attempt(event, d, controller)
@@ -347,7 +387,7 @@ export class WebhookDispatcher {
     this.inFlight.set(event.event_id, { destination: name, controller, done });
   }
 
-  private async attempt(event: WebhookEventRow, d: Destination, controller: AbortController): Promise<void> {
+  private async attempt(event: Claimed, d: Destination, controller: AbortController): Promise<void> {
     const { clock, sender, scheduleMs, metrics } = this.opts;
     const claimedAttempts = event.attempts;
     const number = claimedAttempts + 1;
@@ -356,7 +396,7 @@ export class WebhookDispatcher {
       result = await sender.send(event, controller);
     } catch (err) {
       if (err instanceof Shutdown) {
-        this.toRelease.push(event.event_id);
+        this.release(event.event_id);
         this.opts.log.info(
           { event_id: event.event_id, job_uuid: event.job_uuid, attempt: number },
           'webhook attempt abandoned at shutdown; it will be retried',
@@ -370,13 +410,15 @@ export class WebhookDispatcher {
     const now = clock.now();
     let state: Finished['state'];
     let nextAttemptAt: number | null = null;
+    // A receiver's 410 Gone ends an owner endpoint's delivery (and disables the endpoint).
+    const gone = event.endpoint_id !== null && result.httpStatus === 410;
     if (result.ok) state = 'delivered';
-    else if (number >= scheduleMs.length) state = 'failed';
+    else if (gone || number >= scheduleMs.length) state = 'failed';
     else {
       state = 'pending';
       nextAttemptAt = now + scheduleMs[number]!;
     }
-    this.finished.push({
+    this.record({
       eventId: event.event_id,
       jobUuid: event.job_uuid,
       eventType: event.event_type,
@@ -386,133 +428,91 @@ export class WebhookDispatcher {
       state,
       nextAttemptAt,
       now,
+      endpoint: event.endpoint_id
+        ? { endpointId: event.endpoint_id, ok: result.ok, gone, startedAt: result.startedAt }
+        : undefined,
     });
-    this.scheduleFlush();
   }
 
-  /**
-   * Records what finished, soon: right after the running write if there is one (natural
-   * batching); when idle, at once (setImmediate gathers what finished in the same turn); while
-   * other attempts are in flight, once RECORD_GATHER_COUNT have finished or after
-   * RECORD_GATHER_MS, so a busy dispatcher writes a few large batches rather than many small
-   * ones (the delivery itself is never delayed: its event stays leased until then); while the
-   * database is unavailable, after the backoff.
-   */
-  private scheduleFlush(): void {
-    if (this.flushing || this.draining) return;
-    if (this.cancelFlush) {
-      if (this.finished.length < RECORD_GATHER_COUNT || this.backoff.down) return;
-      this.cancelFlush(); // enough gathered: write now
-      this.cancelFlush = undefined;
-    }
-    const run = () => {
-      this.cancelFlush = undefined;
-      this.flushing = this.flush().finally(() => {
-        this.flushing = undefined;
-        if (this.finished.length > 0 || this.toRelease.length > 0) this.scheduleFlush();
-      });
-    };
-    const wait = this.backoff.down
-      ? this.backoff.currentMs
-      : this.inFlight.size > 0 && this.finished.length < RECORD_GATHER_COUNT
-        ? RECORD_GATHER_MS
-        : 0;
-    if (wait > 0) {
-      const t = setTimeout(run, wait);
-      this.cancelFlush = () => clearTimeout(t);
-    } else {
-      const i = setImmediate(run);
-      this.cancelFlush = () => clearImmediate(i);
-    }
+  /** Hands a claimed event back unsent: due again at once. */
+  private release(eventId: string): void {
+    this.submit({ release: eventId, at: this.opts.clock.now() });
   }
 
-  /** Writes finished attempts and hand-backs until none are left or the database is unavailable. */
-  private async flush(): Promise<void> {
-    const { store, clock, log } = this.opts;
-    while (this.finished.length > 0 || this.toRelease.length > 0) {
-      const batch = this.finished.splice(0, MAX_RECORD_BATCH);
-      const release = this.toRelease.splice(0, MAX_RECORD_BATCH);
-      let applied: Set<string>;
-      this.writing = batch.length;
-      try {
-        applied = await recordScheduledAttempts(store.db, this.id, batch, release, clock.now());
-        this.writing = 0;
-        this.databaseBack();
-      } catch (err) {
-        this.writing = 0;
-        if (isDatabaseUnavailable(err)) {
-          // Kept, in order, for the next try: the attempts happened and must be on record.
-          this.finished.unshift(...batch);
-          this.toRelease.unshift(...release);
-          this.databaseDown(err);
-          return;
-        }
-        log.error(
-          { err, event_ids: batch.map((b) => b.eventId) },
-          'recording webhook attempts failed; those events will be sent again when their leases run out',
+  private record(attempt: Finished): void {
+    this.submit({ attempt, at: attempt.now });
+  }
+
+  /** Recording is in the background: the slot is already free for the next attempt. */
+  private submit(item: Recording): void {
+    this.recording++;
+    this.recorder
+      .submit(item)
+      .catch((err: unknown) => {
+        const what = 'attempt' in item ? item.attempt.eventId : item.release;
+        this.opts.log.error(
+          { err, event_id: what },
+          'recording a webhook attempt failed; its event will be sent again when its lease runs out',
         );
-        continue;
-      }
-      for (const f of batch) {
-        const fields = {
-          event_id: f.eventId,
-          job_uuid: f.jobUuid,
-          event_type: f.eventType,
-          attempt: f.number,
-          http_status: f.attempt.httpStatus,
-          error: f.attempt.error,
-          duration_ms: Math.round(f.attempt.durationMs),
-        };
-        if (!applied.has(f.eventId))
-          log.warn(fields, 'webhook attempt recorded, but the event had moved on (lease lost or delivered by hand)');
-        else if (f.state === 'delivered') log.info(fields, 'webhook delivered');
-        else if (f.state === 'failed') log.warn(fields, `webhook delivery failed after ${f.number} attempts`);
-        else
-          log.info(
-            { ...fields, next_attempt_at: new Date(f.nextAttemptAt!).toISOString() },
-            'webhook attempt failed; retry scheduled',
-          );
-      }
-    }
+      })
+      .finally(() => this.recording--);
   }
 
-  /** At shutdown: waits for the running write, then writes the rest, retrying an outage briefly. */
-  private async finalFlush(): Promise<void> {
-    this.draining = true;
-    this.cancelFlush?.();
-    this.cancelFlush = undefined;
-    const deadline = this.opts.clock.now() + FINAL_FLUSH_MS;
-    for (;;) {
-      await this.flushing;
-      if (this.finished.length === 0 && this.toRelease.length === 0) return;
-      this.flushing = this.flush();
-      await this.flushing;
-      this.flushing = undefined;
-      if (this.finished.length === 0 && this.toRelease.length === 0) return;
-      if (this.opts.clock.now() >= deadline) break;
-      await new Promise((r) => setTimeout(r, this.backoff.currentMs || this.pollMs));
+  /** One transaction: the attempts, the hand-backs and the endpoints' failure records. */
+  private async write(items: readonly Recording[]): Promise<Recorded[]> {
+    const attempts = items.flatMap((i) => ('attempt' in i ? [i.attempt] : []));
+    const release = items.flatMap((i) => ('release' in i ? [i.release] : []));
+    const outcomes = attempts.flatMap((f) => (f.endpoint ? [f.endpoint] : []));
+    const now = this.opts.clock.now();
+    let disabled: DisabledEndpoint[] = [];
+    const applied = await recordScheduledAttempts(this.opts.store.db, this.id, attempts, release, now, async (trx) => {
+      if (outcomes.length > 0) disabled = await recordEndpointHealth(trx, outcomes, this.disableAfterMs, now);
+    });
+    return items.map((i, n) => ({
+      applied: 'attempt' in i ? applied.has(i.attempt.eventId) : true,
+      ...(n === 0 ? { disabled } : {}),
+    }));
+  }
+
+  /** After the commit: the operator events, and one log line per attempt. */
+  private recorded(items: readonly Recording[], out: readonly Recorded[]): void {
+    if (this.backoff.down) {
+      // The database answered: the outage is over for the claims too (one line), which look again now.
+      this.backoff.succeeded();
+      this.poke();
     }
+    for (const e of out[0]?.disabled ?? []) this.endpointDisabled(e);
+    const { log } = this.opts;
+    items.forEach((item, n) => {
+      if (!('attempt' in item)) return;
+      const f = item.attempt;
+      const fields = {
+        event_id: f.eventId,
+        job_uuid: f.jobUuid,
+        event_type: f.eventType,
+        attempt: f.number,
+        http_status: f.attempt.httpStatus,
+        error: f.attempt.error,
+        duration_ms: Math.round(f.attempt.durationMs),
+      };
+      if (!out[n]!.applied)
+        log.warn(fields, 'webhook attempt recorded, but the event had moved on (lease lost or delivered by hand)');
+      else if (f.state === 'delivered') log.info(fields, 'webhook delivered');
+      else if (f.state === 'failed') log.warn(fields, `webhook delivery failed after ${f.number} attempts`);
+      else
+        log.info(
+          { ...fields, next_attempt_at: new Date(f.nextAttemptAt!).toISOString() },
+          'webhook attempt failed; retry scheduled',
+        );
+    });
+  }
+
+  /** The operator event: one warning line and the metric (the dashboard lists disabled endpoints). */
+  private endpointDisabled(e: DisabledEndpoint): void {
+    this.opts.metrics?.webhookEndpointsDisabled.inc({ reason: e.kind });
     this.opts.log.warn(
-      { unrecorded: this.finished.length, unreleased: this.toRelease.length },
-      'webhook dispatcher stopped with attempts not recorded (database unavailable); their events will be sent again when their leases run out',
+      { endpoint_id: e.id, owner: e.owner, url: e.url, reason: e.reason },
+      `webhook endpoint disabled: ${e.reason}`,
     );
-  }
-
-  /** Notes an outage (one warning per outage, by the Backoff) and returns how long to back off. */
-  private databaseDown(err: unknown): number {
-    return this.backoff.failed(err);
-  }
-
-  /** The database answered: ends an outage (one line), records what waited, and looks again at once. */
-  private databaseBack(): void {
-    if (!this.backoff.down) return;
-    this.backoff.succeeded();
-    this.lookAround = true;
-    if (!this.flushing) {
-      this.cancelFlush?.();
-      this.cancelFlush = undefined;
-      this.scheduleFlush();
-    }
-    this.poke();
   }
 }

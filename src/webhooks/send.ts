@@ -25,6 +25,8 @@ export interface Deliverable {
   url: string;
   secret: string | null;
   body: string;
+  /** An owner endpoint's secrets before a rotation, still honoured: one more webhook-signature each. */
+  previousSecrets?: readonly string[];
 }
 
 export interface AttemptResult {
@@ -82,6 +84,7 @@ export class WebhookSender {
       timestamp: Math.floor(startedAt / 1000),
       body,
       secret: event.secret,
+      previousSecrets: event.previousSecrets,
     });
 
     const signal = controller.signal;

@@ -32,7 +32,7 @@ function toApiAttempt(a: WebhookAttemptRow): ApiDeliveryAttempt {
   };
 }
 
-function toApiDelivery(e: WebhookEventRow, attempts: WebhookAttemptRow[]): ApiDelivery {
+export function toApiDelivery(e: WebhookEventRow, attempts: WebhookAttemptRow[]): ApiDelivery {
   return {
     event_id: e.event_id,
     event_type: e.event_type,

@@ -3,13 +3,24 @@
  *
  *   const event = verifyWebhook(rawBody, req.headers, process.env.WEBHOOK_SECRET!);
  *
- * Checks, in order: the headers are present, the signature matches the raw body (constant-time
+ * Checks, in order: the headers are present, a signature matches the raw body (constant-time
  * comparison), the timestamp is within `toleranceSeconds` of now (replay protection), and the
  * body is a JSON object. Returns the parsed payload; throws WebhookVerificationError otherwise.
+ * Either header style is accepted (X-Service-* or Standard Webhooks' webhook-*), each with
+ * several space-separated signatures, and several secrets (the old and the new, while rotating).
  */
 import { timingSafeEqual } from 'node:crypto';
 import type { WebhookPayload } from './events.js';
-import { computeSignature, EVENT_ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from './sign.js';
+import {
+  computeSignature,
+  computeStandardSignature,
+  EVENT_ID_HEADER,
+  SIGNATURE_HEADER,
+  STANDARD_ID_HEADER,
+  STANDARD_SIGNATURE_HEADER,
+  STANDARD_TIMESTAMP_HEADER,
+  TIMESTAMP_HEADER,
+} from './sign.js';
 
 export type { WebhookPayload };
 
@@ -63,10 +74,40 @@ function headerValue(headers: WebhookHeaders, name: string): string | undefined 
   return trimmed === '' ? undefined : trimmed;
 }
 
-function required(headers: WebhookHeaders, name: string): string {
-  const v = headerValue(headers, name);
-  if (v === undefined) throw new WebhookVerificationError('missing_header', `missing ${name} header`);
-  return v;
+/** The first of `names` present (the X-Service-* name, then the Standard Webhooks one). */
+function required(headers: WebhookHeaders, ...names: string[]): string {
+  for (const name of names) {
+    const v = headerValue(headers, name);
+    if (v !== undefined) return v;
+  }
+  throw new WebhookVerificationError('missing_header', `missing ${names.join(' or ')} header`);
+}
+
+const sameBytes = (a: Buffer, b: Buffer) => a.length === b.length && timingSafeEqual(a, b);
+
+/** True when any signature of either header matches under any of the secrets. */
+function signatureMatches(
+  headers: WebhookHeaders,
+  secrets: readonly string[],
+  id: string,
+  timestamp: string,
+  rawBody: string | Buffer,
+): boolean {
+  const hex = (headerValue(headers, SIGNATURE_HEADER) ?? '').split(/\s+/).filter((s) => HEX_SHA256.test(s));
+  const standard = (headerValue(headers, STANDARD_SIGNATURE_HEADER) ?? '')
+    .split(/\s+/)
+    .flatMap((s) => (s.startsWith('v1,') ? [Buffer.from(s.slice(3), 'base64')] : []));
+  for (const secret of secrets) {
+    if (hex.length > 0) {
+      const expected = Buffer.from(computeSignature(secret, timestamp, rawBody), 'hex');
+      if (hex.some((h) => sameBytes(expected, Buffer.from(h, 'hex')))) return true;
+    }
+    if (standard.length > 0) {
+      const expected = Buffer.from(computeStandardSignature(secret, id, timestamp, rawBody), 'base64');
+      if (standard.some((given) => sameBytes(expected, given))) return true;
+    }
+  }
+  return false;
 }
 
 /**
@@ -76,19 +117,20 @@ function required(headers: WebhookHeaders, name: string): string {
 export function verifyWebhook(
   rawBody: string | Buffer,
   headers: WebhookHeaders,
-  secret: string,
+  secret: string | readonly string[],
   options: VerifyWebhookOptions = {},
 ): WebhookPayload {
-  if (typeof secret !== 'string' || secret === '')
-    throw new TypeError('verifyWebhook: secret must be a non-empty string');
+  const secrets = typeof secret === 'string' ? [secret] : [...secret];
+  if (secrets.length === 0 || secrets.some((s) => typeof s !== 'string' || s === ''))
+    throw new TypeError('verifyWebhook: secret must be a non-empty string (or a list of them)');
   if (typeof rawBody !== 'string' && !Buffer.isBuffer(rawBody)) {
     throw new TypeError('verifyWebhook: rawBody must be the raw request body as a string or Buffer, not parsed JSON');
   }
   const tolerance = options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
 
-  const eventId = required(headers, EVENT_ID_HEADER);
-  const timestamp = required(headers, TIMESTAMP_HEADER);
-  const signature = required(headers, SIGNATURE_HEADER);
+  const eventId = required(headers, EVENT_ID_HEADER, STANDARD_ID_HEADER);
+  const timestamp = required(headers, TIMESTAMP_HEADER, STANDARD_TIMESTAMP_HEADER);
+  required(headers, SIGNATURE_HEADER, STANDARD_SIGNATURE_HEADER);
   if (!/^\d{1,15}$/.test(timestamp)) {
     throw new WebhookVerificationError(
       'invalid_timestamp',
@@ -96,9 +138,7 @@ export function verifyWebhook(
     );
   }
 
-  const expected = Buffer.from(computeSignature(secret, timestamp, rawBody), 'hex');
-  const given = HEX_SHA256.test(signature) ? Buffer.from(signature, 'hex') : undefined;
-  if (!given || !timingSafeEqual(expected, given)) {
+  if (!signatureMatches(headers, secrets, eventId, timestamp, rawBody)) {
     throw new WebhookVerificationError('invalid_signature', 'signature does not match the body, timestamp and secret');
   }
 

@@ -129,13 +129,66 @@ function linked(a: AbortSignal, b: AbortSignal): AbortSignal & { dispose(): void
   });
 }
 
-/**
- * Runs a remote worker: `concurrency` loops, each long-polling for a job while its slot is free,
- * running `handle` with heartbeats, then uploading its output and completing (or failing) the job.
- * Network errors and 5xx answers back off and retry forever; 401/403 on a claim stop the worker
- * (`done` rejects); a 409 drops the job (it is no longer this worker's).
- */
-export function runWorker(opts: RunWorkerOptions): RemoteWorker {
+/** One job's heartbeats: every min(heartbeatMs, lease / 3), and soon after each progress report. */
+function heartbeats(client: WorkerClient, job: ClaimedJob, every: number, controller: AbortController) {
+  let detail: { text: string; fraction?: number | undefined } | undefined;
+  let inFlight = false;
+  let lastSent = 0;
+  let soon: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const beat = (): void => {
+    if (stopped || inFlight) return;
+    clearTimeout(soon);
+    soon = undefined;
+    inFlight = true;
+    lastSent = Date.now();
+    const d = detail;
+    detail = undefined;
+    const progress = d ? { stage: d.text, percent: d.fraction === undefined ? null : d.fraction * 100 } : undefined;
+    client
+      .heartbeat(job.uuid, job.lease_token, d?.text, progress)
+      .then((r) => {
+        if (r.cancel_requested) controller.abort(new Stopped('cancelled'));
+      })
+      .catch((err: unknown) => {
+        // 409: someone else holds the job now; 401/403: this worker may no longer hold it.
+        if (err instanceof WorkerHttpError && [401, 403, 409].includes(err.status))
+          controller.abort(new Stopped('lost'));
+        else if (d && !detail) detail = d; // transient: the next beat tries again (with the detail) while the lease lasts
+      })
+      .finally(() => {
+        inFlight = false;
+        if (detail) flushSoon();
+      });
+  };
+  const flushSoon = (): void => {
+    if (stopped || inFlight || soon) return;
+    const gap = lastSent + PROGRESS_GAP_MS - Date.now();
+    if (gap <= 0) beat();
+    else soon = setTimeout(beat, gap);
+  };
+  const timer = setInterval(beat, every);
+  return {
+    progress(text: string, fraction?: number) {
+      if (stopped || controller.signal.aborted) return;
+      const f =
+        typeof fraction === 'number' && Number.isFinite(fraction) ? Math.min(1, Math.max(0, fraction)) : undefined;
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-conversion -- JavaScript handlers may pass anything
+      detail = { text: String(text).slice(0, 200), fraction: f };
+      flushSoon();
+    },
+    stop() {
+      stopped = true;
+      clearInterval(timer);
+      clearTimeout(soon);
+    },
+  };
+}
+
+type Outcome = { out: JobOutput } | { err: unknown };
+
+/** The options runWorker checks at once (JavaScript callers have no types). */
+function checkOptions(opts: RunWorkerOptions): void {
   // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- checked at run time too: JavaScript callers have no types
   if (!/^https?:\/\//.test(opts.url ?? ''))
     throw new TypeError("runWorker: url must be the service's http(s) base URL");
@@ -143,19 +196,35 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
   if (!Array.isArray(opts.jobTypes) || opts.jobTypes.length === 0)
     throw new TypeError('runWorker: jobTypes must name at least one declared job type');
   if (typeof opts.handle !== 'function') throw new TypeError('runWorker: handle(job, ctx) is required');
-  const client = new WorkerClient(opts.url, opts.token);
-  const log = opts.log ?? (() => {});
-  const slots = Math.max(1, Math.floor(opts.concurrency ?? 1));
-  const wait = Math.min(30, Math.max(0, opts.waitSeconds ?? 30));
+}
+
+/** The job as the handler sees it: its media slots picked out of the input. */
+function workerJob(job: ClaimedJob): WorkerJob {
+  const media: WorkerJob['media'] = {};
+  for (const s of SLOTS) if (Array.isArray(job.input[s])) media[s] = job.input[s] as string[];
+  return { uuid: job.uuid, jobType: job.job_type, model: job.model, attempt: job.attempt, input: job.input, media };
+}
+
+/** One worker's claim loops, running jobs and stop. */
+class WorkerRun {
+  readonly client: WorkerClient;
+  readonly log: NonNullable<RunWorkerOptions['log']>;
+  readonly wait: number;
   /** Aborted by stop() or a fatal answer: no more claims. */
-  const stopping = new AbortController();
+  readonly stopping = new AbortController();
   /** Aborted when a stop's grace is over: running handlers are aborted, retries end. */
-  const graceOver = new AbortController();
-  const running = new Map<string, AbortController>();
-  let fatal: Error | undefined;
+  readonly graceOver = new AbortController();
+  readonly running = new Map<string, AbortController>();
+  fatal: Error | undefined;
+
+  constructor(readonly opts: RunWorkerOptions) {
+    this.client = new WorkerClient(opts.url, opts.token);
+    this.log = opts.log ?? (() => {});
+    this.wait = Math.min(30, Math.max(0, opts.waitSeconds ?? 30));
+  }
 
   /** Retries `call` on transient errors (backoff 100 ms doubling to 5 s) until it succeeds, fails for good, or `until` aborts. */
-  async function persist<T>(what: string, call: () => Promise<T>, until: AbortSignal, tries = Infinity): Promise<T> {
+  async persist<T>(what: string, call: () => Promise<T>, until: AbortSignal, tries = Infinity): Promise<T> {
     const backoff = new Backoff(OUTAGE_BACKOFF);
     for (let n = 1; ; n++) {
       try {
@@ -163,63 +232,87 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
       } catch (err) {
         if (!isTransient(err) || until.aborted || n >= tries) throw err;
         const ms = backoff.next();
-        log(`${what} failed; retrying`, { error: (err as Error).message, retry_in_ms: ms });
+        this.log(`${what} failed; retrying`, { error: (err as Error).message, retry_in_ms: ms });
         await pause(ms, until);
       }
     }
   }
 
-  async function loop(): Promise<void> {
+  async loop(): Promise<void> {
     const backoff = new Backoff(OUTAGE_BACKOFF);
-    while (!stopping.signal.aborted) {
-      let claim: Claim | null;
-      try {
-        claim = await client.claim(opts.jobTypes, wait, stopping.signal);
-        backoff.reset();
-      } catch (err) {
-        // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- stop() may abort it during the awaited claim
-        if (stopping.signal.aborted) return;
-        if (!isTransient(err)) {
-          fatal ??= err as Error;
-          log('worker stopping: the service refused it', { error: (err as Error).message });
-          stopping.abort();
-          return;
-        }
-        const ms = backoff.next();
-        log('claim failed; retrying', { error: (err as Error).message, retry_in_ms: ms });
-        await pause(ms, stopping.signal);
-        continue;
-      }
-      if (!claim) {
-        if (wait === 0) await pause(IDLE_PAUSE_MS, stopping.signal);
-        continue;
-      }
+    const stopping = this.stopping.signal;
+    while (!stopping.aborted) {
+      const claim = await this.claim(backoff);
+      if (claim === 'stop') return;
+      if (!claim) continue;
       // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- stop() may abort it during the awaited claim
-      if (stopping.signal.aborted) {
+      if (stopping.aborted) {
         // The answer raced the stop: hand the job straight back.
-        await release(claim.job);
+        await this.release(claim.job);
         return;
       }
-      await runJob(claim);
+      await this.runJob(claim);
     }
   }
 
-  async function release(job: ClaimedJob): Promise<void> {
+  /** One claim: a job, null (none, or a transient error waited out), or 'stop' (stopping, or refused for good). */
+  async claim(backoff: Backoff): Promise<Claim | null | 'stop'> {
+    const stopping = this.stopping.signal;
+    let claim: Claim | null;
     try {
-      await persist('release', () => client.release(job.uuid, job.lease_token), AbortSignal.timeout(RELEASE_WITHIN_MS));
-      log('job released', { job_uuid: job.uuid });
+      claim = await this.client.claim(this.opts.jobTypes, this.wait, stopping);
+      backoff.reset();
     } catch (err) {
-      log('could not hand the job back; its lease will expire', { job_uuid: job.uuid, error: (err as Error).message });
+      if (stopping.aborted) return 'stop';
+      if (!isTransient(err)) {
+        this.fatal ??= err as Error;
+        this.log('worker stopping: the service refused it', { error: (err as Error).message });
+        this.stopping.abort();
+        return 'stop';
+      }
+      const ms = backoff.next();
+      this.log('claim failed; retrying', { error: (err as Error).message, retry_in_ms: ms });
+      await pause(ms, stopping);
+      return null;
+    }
+    if (!claim && this.wait === 0) await pause(IDLE_PAUSE_MS, stopping);
+    return claim;
+  }
+
+  async release(job: ClaimedJob): Promise<void> {
+    try {
+      await this.persist(
+        'release',
+        () => this.client.release(job.uuid, job.lease_token),
+        AbortSignal.timeout(RELEASE_WITHIN_MS),
+      );
+      this.log('job released', { job_uuid: job.uuid });
+    } catch (err) {
+      this.log('could not hand the job back; its lease will expire', {
+        job_uuid: job.uuid,
+        error: (err as Error).message,
+      });
     }
   }
 
-  async function runJob({ job, leaseMs }: Claim): Promise<void> {
+  async runJob({ job, leaseMs }: Claim): Promise<void> {
     const controller = new AbortController();
-    running.set(job.uuid, controller);
-    const lease = job.lease_token;
-    const why = (): Why | undefined =>
-      controller.signal.reason instanceof Stopped ? controller.signal.reason.why : undefined;
-    const heart = heartbeats(job, leaseMs, controller);
+    this.running.set(job.uuid, controller);
+    const heart = heartbeats(this.client, job, heartbeatEveryMs(leaseMs, this.opts.heartbeatMs), controller);
+    this.log('job started', { job_uuid: job.uuid, job_type: job.job_type, attempt: job.attempt });
+    const handled = this.handle(job, controller, heart);
+    try {
+      await this.settle(job, controller, heart, handled);
+    } finally {
+      heart.stop();
+      // The slot is free only once the handler has returned (a cancelled one may still be winding down).
+      await handled;
+      this.running.delete(job.uuid);
+    }
+  }
+
+  /** Starts the handler; its result or error, never a rejection. */
+  handle(job: ClaimedJob, controller: AbortController, heart: Heartbeats): Promise<Outcome> {
     const ctx: JobContext = {
       signal: controller.signal,
       progress: (a: string | number, b?: string | number) =>
@@ -227,186 +320,149 @@ export function runWorker(opts: RunWorkerOptions): RemoteWorker {
           ? heart.progress(typeof b === 'string' ? b : 'processing', a / 100)
           : heart.progress(a, typeof b === 'number' ? b : undefined),
       download: (url) =>
-        persist('download', () => client.download(url, controller.signal), controller.signal, DOWNLOAD_TRIES),
+        this.persist('download', () => this.client.download(url, controller.signal), controller.signal, DOWNLOAD_TRIES),
     };
-    const media: WorkerJob['media'] = {};
-    for (const s of SLOTS) if (Array.isArray(job.input[s])) media[s] = job.input[s] as string[];
-    log('job started', { job_uuid: job.uuid, job_type: job.job_type, attempt: job.attempt });
-
-    let handled: Promise<{ out: JobOutput } | { err: unknown }>;
     try {
-      handled = Promise.resolve(
-        opts.handle(
-          { uuid: job.uuid, jobType: job.job_type, model: job.model, attempt: job.attempt, input: job.input, media },
-          ctx,
-        ),
-      ).then(
+      return Promise.resolve(this.opts.handle(workerJob(job), ctx)).then(
         (out) => ({ out }),
         (err: unknown) => ({ err }),
       );
     } catch (err) {
-      handled = Promise.resolve({ err });
+      return Promise.resolve({ err });
     }
+  }
+
+  /** Hands the job back, drops it, or records its outcome, by why its signal aborted (if it did). */
+  async settle(job: ClaimedJob, controller: AbortController, heart: Heartbeats, handled: Promise<Outcome>) {
+    const why = (): Why | undefined =>
+      controller.signal.reason instanceof Stopped ? controller.signal.reason.why : undefined;
     // A stop after the grace hands the job back at once, without waiting for the handler to wind
     // down (it may take a while to notice its signal): the job is back in the queue meanwhile.
     const stopped = new Promise<'stopped'>((resolve) => {
       const on = () => why() === 'stop' && resolve('stopped');
       controller.signal.addEventListener('abort', on, { once: true });
     });
+    const outcome = await Promise.race([handled, stopped]);
+    const reason = why();
+    // A result that made it before the stop is still delivered (one try, no retries).
+    if (outcome === 'stopped' || (reason === 'stop' && 'err' in outcome)) {
+      heart.stop();
+      await this.release(job);
+      return;
+    }
+    if (reason === 'cancelled' || reason === 'lost') {
+      heart.stop();
+      this.log('job dropped', { job_uuid: job.uuid, why: reason });
+      return;
+    }
+    await this.record(job, controller, heart, outcome);
+  }
+
+  /**
+   * Records the outcome: heartbeats go on (a large upload may outlast the lease), retries go on
+   * until the outcome is recorded, the lease is lost (409) or a stop's grace is over.
+   */
+  async record(job: ClaimedJob, controller: AbortController, heart: Heartbeats, outcome: Outcome): Promise<void> {
+    const until = linked(controller.signal, this.graceOver.signal);
     try {
-      const outcome = await Promise.race([handled, stopped]);
-      const reason = why();
-      // A result that made it before the stop is still delivered (one try, no retries).
-      if (outcome === 'stopped' || (reason === 'stop' && 'err' in outcome)) {
-        heart.stop();
-        await release(job);
-        return;
-      }
-      if (reason === 'cancelled' || reason === 'lost') {
-        heart.stop();
-        log('job dropped', { job_uuid: job.uuid, why: reason });
-        return;
-      }
-      // Recording the outcome: heartbeats go on (a large upload may outlast the lease), retries
-      // go on until the outcome is recorded, the lease is lost (409) or a stop's grace is over.
-      const until = linked(controller.signal, graceOver.signal);
-      try {
-        if ('err' in outcome) await failWith(job, outcome.err, until);
-        else await deliver(job, outcome.out, until);
-      } catch (err) {
-        if (err instanceof WorkerHttpError && err.status === 409)
-          log('job dropped', { job_uuid: job.uuid, why: 'lost', error: err.message });
-        else
-          log('could not record the job outcome; its lease will expire and another attempt will run it', {
-            job_uuid: job.uuid,
-            error: (err as Error).message,
-          });
-      } finally {
-        heart.stop();
-        until.dispose();
-      }
+      if ('err' in outcome) await this.failWith(job, outcome.err, until);
+      else await this.deliver(job, outcome.out, until);
+    } catch (err) {
+      if (err instanceof WorkerHttpError && err.status === 409)
+        this.log('job dropped', { job_uuid: job.uuid, why: 'lost', error: err.message });
+      else
+        this.log('could not record the job outcome; its lease will expire and another attempt will run it', {
+          job_uuid: job.uuid,
+          error: (err as Error).message,
+        });
     } finally {
       heart.stop();
-      // The slot is free only once the handler has returned (a cancelled one may still be winding down).
-      await handled;
-      running.delete(job.uuid);
+      until.dispose();
     }
+  }
 
-    async function deliver(j: ClaimedJob, out: JobOutput, until: AbortSignal): Promise<void> {
-      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a JavaScript handler may return nothing
-      const bytes = out?.bytes;
-      if (!(bytes instanceof Uint8Array) || bytes.length === 0 || typeof out.contentType !== 'string') {
-        return failWith(j, new WorkerJobError('processing_error', 'the worker produced no output'), until);
+  async deliver(j: ClaimedJob, out: JobOutput, until: AbortSignal): Promise<void> {
+    const lease = j.lease_token;
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a JavaScript handler may return nothing
+    const bytes = out?.bytes;
+    if (!(bytes instanceof Uint8Array) || bytes.length === 0 || typeof out.contentType !== 'string') {
+      return this.failWith(j, new WorkerJobError('processing_error', 'the worker produced no output'), until);
+    }
+    try {
+      await this.persist('output upload', () => this.client.output(j.uuid, lease, bytes, out.contentType), until);
+    } catch (err) {
+      // Bytes the service will never take (too large, an unknown type): the job fails with its reason.
+      if (err instanceof WorkerHttpError && [400, 413, 415].includes(err.status)) {
+        return this.failWith(
+          j,
+          new WorkerJobError(
+            'processing_error',
+            `the service refused the output: ${err.message.replace(/^.*?HTTP \d+: /, '')}`,
+          ),
+          until,
+        );
       }
-      try {
-        await persist('output upload', () => client.output(j.uuid, lease, bytes, out.contentType), until);
-      } catch (err) {
-        // Bytes the service will never take (too large, an unknown type): the job fails with its reason.
-        if (err instanceof WorkerHttpError && [400, 413, 415].includes(err.status)) {
-          return failWith(
-            j,
-            new WorkerJobError(
-              'processing_error',
-              `the service refused the output: ${err.message.replace(/^.*?HTTP \d+: /, '')}`,
-            ),
-            until,
+      throw err;
+    }
+    await this.persist('complete', () => this.client.complete(j.uuid, lease), until);
+    this.log('job completed', { job_uuid: j.uuid, bytes: bytes.length });
+  }
+
+  async failWith(j: ClaimedJob, err: unknown, until: AbortSignal): Promise<void> {
+    const e =
+      err instanceof WorkerJobError
+        ? err
+        : new WorkerJobError(
+            'processing_error',
+            (err instanceof Error ? err.message : String(err)) || 'the job failed',
           );
-        }
-        throw err;
-      }
-      await persist('complete', () => client.complete(j.uuid, lease), until);
-      log('job completed', { job_uuid: j.uuid, bytes: bytes.length });
-    }
-
-    async function failWith(j: ClaimedJob, err: unknown, until: AbortSignal): Promise<void> {
-      const e =
-        err instanceof WorkerJobError
-          ? err
-          : new WorkerJobError(
-              'processing_error',
-              (err instanceof Error ? err.message : String(err)) || 'the job failed',
-            );
-      const r = await persist('fail', () => client.fail(j.uuid, lease, e.errorType, e.message, e.retryable), until);
-      log('job failed', { job_uuid: j.uuid, error_type: e.errorType, error: e.message.slice(0, 200), now: r.status });
-    }
+    const r = await this.persist(
+      'fail',
+      () => this.client.fail(j.uuid, j.lease_token, e.errorType, e.message, e.retryable),
+      until,
+    );
+    this.log('job failed', {
+      job_uuid: j.uuid,
+      error_type: e.errorType,
+      error: e.message.slice(0, 200),
+      now: r.status,
+    });
   }
 
-  /** One job's heartbeats: every min(heartbeatMs, lease / 3), and soon after each progress report. */
-  function heartbeats(job: ClaimedJob, leaseMs: number, controller: AbortController) {
-    const every = heartbeatEveryMs(leaseMs, opts.heartbeatMs);
-    let detail: { text: string; fraction?: number | undefined } | undefined;
-    let inFlight = false;
-    let lastSent = 0;
-    let soon: NodeJS.Timeout | undefined;
-    let stopped = false;
-    const beat = (): void => {
-      if (stopped || inFlight) return;
-      clearTimeout(soon);
-      soon = undefined;
-      inFlight = true;
-      lastSent = Date.now();
-      const d = detail;
-      detail = undefined;
-      const progress = d ? { stage: d.text, percent: d.fraction === undefined ? null : d.fraction * 100 } : undefined;
-      client
-        .heartbeat(job.uuid, job.lease_token, d?.text, progress)
-        .then((r) => {
-          if (r.cancel_requested) controller.abort(new Stopped('cancelled'));
-        })
-        .catch((err: unknown) => {
-          // 409: someone else holds the job now; 401/403: this worker may no longer hold it.
-          if (err instanceof WorkerHttpError && [401, 403, 409].includes(err.status))
-            controller.abort(new Stopped('lost'));
-          else if (d && !detail) detail = d; // transient: the next beat tries again (with the detail) while the lease lasts
-        })
-        .finally(() => {
-          inFlight = false;
-          if (detail) flushSoon();
-        });
-    };
-    const flushSoon = (): void => {
-      if (stopped || inFlight || soon) return;
-      const gap = lastSent + PROGRESS_GAP_MS - Date.now();
-      if (gap <= 0) beat();
-      else soon = setTimeout(beat, gap);
-    };
-    const timer = setInterval(beat, every);
-    return {
-      progress(text: string, fraction?: number) {
-        if (stopped || controller.signal.aborted) return;
-        const f =
-          typeof fraction === 'number' && Number.isFinite(fraction) ? Math.min(1, Math.max(0, fraction)) : undefined;
-        // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-conversion -- JavaScript handlers may pass anything
-        detail = { text: String(text).slice(0, 200), fraction: f };
-        flushSoon();
-      },
-      stop() {
-        stopped = true;
-        clearInterval(timer);
-        clearTimeout(soon);
-      },
-    };
+  async stop(done: Promise<void>, graceMs: number): Promise<void> {
+    this.stopping.abort();
+    const deadline = Date.now() + Math.max(0, graceMs);
+    while (this.running.size > 0 && Date.now() < deadline && !this.graceOver.signal.aborted)
+      await pause(Math.min(50, deadline - Date.now()), this.graceOver.signal);
+    this.graceOver.abort();
+    for (const c of this.running.values()) c.abort(new Stopped('stop'));
+    await done.catch(() => {});
   }
+}
 
-  const loops = Promise.all(Array.from({ length: slots }, () => loop()));
+type Heartbeats = ReturnType<typeof heartbeats>;
+
+/**
+ * Runs a remote worker: `concurrency` loops, each long-polling for a job while its slot is free,
+ * running `handle` with heartbeats, then uploading its output and completing (or failing) the job.
+ * Network errors and 5xx answers back off and retry forever; 401/403 on a claim stop the worker
+ * (`done` rejects); a 409 drops the job (it is no longer this worker's).
+ */
+export function runWorker(opts: RunWorkerOptions): RemoteWorker {
+  checkOptions(opts);
+  const worker = new WorkerRun(opts);
+  const slots = Math.max(1, Math.floor(opts.concurrency ?? 1));
+  const loops = Promise.all(Array.from({ length: slots }, () => worker.loop()));
   // Each loop returns only after its job's handler has: when they all have, nothing runs.
   const done = loops.then(() => {
-    if (fatal) throw fatal;
+    if (worker.fatal) throw worker.fatal;
   });
   done.catch(() => {}); // observed through `done` by the caller; never an unhandled rejection here
   return {
     done,
     get active() {
-      return running.size;
+      return worker.running.size;
     },
-    async stop(graceMs = 30_000) {
-      stopping.abort();
-      const deadline = Date.now() + Math.max(0, graceMs);
-      while (running.size > 0 && Date.now() < deadline && !graceOver.signal.aborted)
-        await pause(Math.min(50, deadline - Date.now()), graceOver.signal);
-      graceOver.abort();
-      for (const c of running.values()) c.abort(new Stopped('stop'));
-      await done.catch(() => {});
-    },
+    stop: (graceMs = 30_000) => worker.stop(done, graceMs),
   };
 }

@@ -124,6 +124,38 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     await page.getByRole('heading', { name: 'Jobs' }).waitFor();
   });
 
+  it('adds a webhook endpoint, rotates its secret and shows its deliveries', async () => {
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('heading', { name: 'Webhook endpoints' }).waitFor();
+    const url = receiver.url('/dashboard-endpoint');
+    await page.getByLabel('URL').fill(url);
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    const card = page.getByRole('article', { name: url });
+    await card.getByText('enabled').waitFor();
+    const before = (await svc.call('GET', '/api/v1/webhook-endpoints')).body.data.endpoints[0];
+    expect(before.url).toBe(url);
+    await card.getByRole('button', { name: 'Rotate secret' }).click();
+    await card
+      .getByRole('status')
+      .getByText(/^new secret whsec_/)
+      .waitFor();
+    const after = (await svc.call('GET', `/api/v1/webhook-endpoints/${before.id}`)).body.data;
+    expect(after.secret).not.toBe(before.secret);
+    await card.locator('code', { hasText: after.secret }).waitFor();
+    // A job's event shows up in the endpoint's recent deliveries (the page is loaded afresh).
+    const job = await svc.call('POST', '/api/v1/jobs/submit/test-sleep', {
+      body: { job_type: 'test-sleep', model: 'v1', input: { ms: 0 } },
+    });
+    await waitFor(async () => {
+      const log = await svc.call('GET', `/api/v1/webhook-endpoints/${before.id}/deliveries`);
+      return log.body.data.deliveries.length > 0;
+    }, 'the delivery');
+    await page.reload();
+    await card.getByRole('link', { name: job.body.data.uuid.slice(0, 8) }).waitFor();
+    await svc.call('DELETE', `/api/v1/webhook-endpoints/${before.id}`);
+    await page.getByRole('link', { name: 'Jobs' }).click();
+  });
+
   it(
     'submits a face swap with two faces picked from a detection and advanced settings, and watches it go live to completed',
     { timeout: 240_000 },

@@ -2,6 +2,7 @@ import { describe, expect, expectTypeOf, it } from 'vitest';
 import type * as Client from '../../src/index.js';
 import type { ApiDelivery } from '../../src/webhooks/service.js';
 import type { ApiJob, ResultLink } from '../../src/contract/api.js';
+import type { toApiEndpoint } from '../../src/webhooks/endpoints.js';
 import type { WebhookPayload } from '../../src/webhooks/events.js';
 import type { describeJobTypes } from '../../src/http/routes/job-types.js';
 import type * as S from '../../src/http/schemas.js';
@@ -42,6 +43,13 @@ describe('one shape everywhere', () => {
   it('webhook deliveries', () => {
     expectTypeOf<Client.Delivery>().toEqualTypeOf<ApiDelivery>();
     expectTypeOf<keyof Known<S.DeliveryShape>>().toEqualTypeOf<keyof ApiDelivery>();
+  });
+
+  it('webhook endpoints and their deliveries', () => {
+    type Endpoint = ReturnType<typeof toApiEndpoint>;
+    expectTypeOf<Client.WebhookEndpoint>().toEqualTypeOf<Endpoint>();
+    expectTypeOf<keyof Known<S.EndpointShape>>().toEqualTypeOf<keyof Endpoint>();
+    expectTypeOf<keyof Known<S.EndpointDeliveryShape>>().toEqualTypeOf<keyof Client.EndpointDelivery>();
   });
 
   it('job types', () => {

@@ -31,8 +31,23 @@ const body = JSON.stringify(payload);
 const ts = 1_700_000_000;
 const now = new Date(ts * 1000);
 
+/** The seed's headers alone (X-Service-*): the Standard Webhooks ones are tested on their own below. */
 function headersFor(b: string | Buffer = body, t: number = ts, s: string = secret): Record<string, string> {
-  return deliveryHeaders({ eventId: payload.event_id, timestamp: t, body: b, secret: s });
+  const all = deliveryHeaders({ eventId: payload.event_id, timestamp: t, body: b, secret: s });
+  return Object.fromEntries(Object.entries(all).filter(([k]) => !k.startsWith('webhook-')));
+}
+
+/** The Standard Webhooks headers alone (webhook-*), with one signature per secret. */
+function standardHeaders(secrets: string[], t: number = ts): Record<string, string> {
+  const [first, ...previous] = secrets;
+  const all = deliveryHeaders({
+    eventId: payload.event_id,
+    timestamp: t,
+    body,
+    secret: first,
+    previousSecrets: previous,
+  });
+  return Object.fromEntries(Object.entries(all).filter(([k]) => !k.startsWith('x-service-')));
 }
 
 function reason(fn: () => unknown): string {
@@ -147,7 +162,9 @@ describe('verifyWebhook', () => {
       }
       expect(err).toBeInstanceOf(WebhookVerificationError);
       expect((err as WebhookVerificationError).reason).toBe('missing_header');
-      expect((err as Error).message).toBe(`missing ${name} header`);
+      expect((err as Error).message).toBe(
+        `missing ${name} or ${name.replace('x-service-', 'webhook-').replace('event-id', 'id')} header`,
+      );
     }
     expect(reason(() => verifyWebhook(body, { ...headersFor(), 'x-service-timestamp': '17e8' }, secret, { now }))).toBe(
       'invalid_timestamp',
@@ -168,5 +185,45 @@ describe('verifyWebhook', () => {
   it('refuses to run without a secret or with a parsed body', () => {
     expect(() => verifyWebhook(body, headersFor(), '', { now })).toThrow(TypeError);
     expect(() => verifyWebhook(payload as unknown as string, headersFor(), secret, { now })).toThrow(TypeError);
+  });
+});
+
+describe('Standard Webhooks signatures', () => {
+  const other = 'whsec_' + Buffer.from('another key, 24 bytes ok').toString('base64');
+
+  it('are verified by the standardwebhooks package, for whsec_ and for plain secrets', async () => {
+    const { Webhook } = await import('standardwebhooks');
+    const h = standardHeaders([other], Math.floor(Date.now() / 1000));
+    expect(new Webhook(other).verify(body, h)).toEqual(payload);
+    const plain = 'a plain secret';
+    const hp = standardHeaders([plain], Math.floor(Date.now() / 1000));
+    expect(new Webhook(Buffer.from(plain).toString('base64')).verify(body, hp)).toEqual(payload);
+  });
+
+  it('verifyWebhook accepts the Standard headers alone, with several signatures and several secrets', () => {
+    const h = standardHeaders([other, secret]);
+    expect(h['webhook-signature']!.split(' ')).toHaveLength(2);
+    expect(verifyWebhook(body, h, other, { now })).toEqual(payload);
+    expect(verifyWebhook(body, h, secret, { now })).toEqual(payload);
+    expect(verifyWebhook(body, h, ['not it', secret], { now })).toEqual(payload);
+    expect(reason(() => verifyWebhook(body, h, 'not it', { now }))).toBe('invalid_signature');
+    expect(reason(() => verifyWebhook(body, { ...h, 'webhook-signature': 'v2,abc v1,AAAA' }, secret, { now }))).toBe(
+      'invalid_signature',
+    );
+    // The signed id is the header's: another id does not verify.
+    const wrongId = { ...h, 'webhook-id': '00000000-0000-4000-8000-000000000000' };
+    expect(reason(() => verifyWebhook(body, wrongId, secret, { now }))).toBe('invalid_signature');
+    expect(reason(() => verifyWebhook(body, standardHeaders([secret], ts - 301), secret, { now }))).toBe(
+      'timestamp_too_old',
+    );
+  });
+
+  it('signs the id, the timestamp and the raw body with the base64 key after whsec_', () => {
+    const h = standardHeaders([other]);
+    const key = Buffer.from(other.slice('whsec_'.length), 'base64');
+    const expected = createHmac('sha256', key).update(`${payload.event_id}.${ts}.${body}`).digest('base64');
+    expect(h['webhook-signature']).toBe(`v1,${expected}`);
+    expect(h['webhook-id']).toBe(payload.event_id);
+    expect(h['webhook-timestamp']).toBe(String(ts));
   });
 });

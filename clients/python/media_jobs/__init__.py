@@ -31,7 +31,7 @@ from .types import (
     WebhookEvent,
     WebhookSettings,
 )
-from .webhooks import WebhookVerificationError, compute_signature, verify_webhook
+from .webhooks import WebhookVerificationError, compute_signature, compute_standard_signature, verify_webhook
 
 __all__ = [
     "APIConnectionError",
@@ -59,5 +59,6 @@ __all__ = [
     "WebhookVerificationError",
     "__version__",
     "compute_signature",
+    "compute_standard_signature",
     "verify_webhook",
 ]

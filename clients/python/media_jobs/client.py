@@ -26,7 +26,7 @@ import urllib.parse
 import urllib.request
 import uuid as uuidlib
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Generator, Iterable, Iterator, List, Mapping, Optional, Tuple, Union, cast
+from typing import Any, Callable, Dict, Generator, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from ._version import __version__
 from .errors import APIConnectionError, ConflictError, MediaJobsError, WaitTimeoutError, error_for
@@ -346,6 +346,61 @@ class Client:
     def redeliver_webhook(self, uuid: str, event_id: str) -> Dict[str, Any]:
         """Sends a webhook event again now (same event id and body)."""
         data, _ = self._call("POST", "/jobs/%s/webhook-deliveries/%s/redeliver" % (_seg(uuid), _seg(event_id)))
+        return data
+
+    def create_webhook_endpoint(
+        self, url: str, events: Optional[Sequence[str]] = None, description: Optional[str] = None
+    ) -> Dict[str, Any]:
+        """Registers an endpoint that receives every subscribed event of all your jobs; its
+        ``secret`` (``whsec_…``) signs them."""
+        body: Dict[str, Any] = {"url": url}
+        if events is not None:
+            body["events"] = list(events)
+        if description is not None:
+            body["description"] = description
+        data, _ = self._call("POST", "/webhook-endpoints", body=body)
+        return data
+
+    def webhook_endpoints(self) -> List[Dict[str, Any]]:
+        """Your endpoints, newest first."""
+        data, _ = self._call("GET", "/webhook-endpoints")
+        return cast(List[Dict[str, Any]], data["endpoints"])
+
+    def webhook_endpoint(self, endpoint_id: str) -> Dict[str, Any]:
+        data, _ = self._call("GET", "/webhook-endpoints/%s" % _seg(endpoint_id))
+        return data
+
+    def update_webhook_endpoint(self, endpoint_id: str, **changes: Any) -> Dict[str, Any]:
+        """Changes ``url``, ``events`` or ``description``."""
+        data, _ = self._call("PATCH", "/webhook-endpoints/%s" % _seg(endpoint_id), body=changes)
+        return data
+
+    def delete_webhook_endpoint(self, endpoint_id: str) -> None:
+        self._call("DELETE", "/webhook-endpoints/%s" % _seg(endpoint_id))
+
+    def rotate_webhook_endpoint_secret(self, endpoint_id: str) -> str:
+        """A new secret; deliveries are signed with the old one too for WEBHOOK_SECRET_OVERLAP."""
+        data, _ = self._call("POST", "/webhook-endpoints/%s/rotate-secret" % _seg(endpoint_id))
+        return cast(str, data["secret"])
+
+    def enable_webhook_endpoint(self, endpoint_id: str) -> Dict[str, Any]:
+        """Turns a disabled endpoint back on (what was skipped stays skipped: see recover)."""
+        data, _ = self._call("POST", "/webhook-endpoints/%s/enable" % _seg(endpoint_id))
+        return data
+
+    def recover_webhook_endpoint(self, endpoint_id: str, since: Union[str, "datetime.datetime"]) -> int:
+        """Queues again every failed or skipped delivery of events since ``since``; returns how many."""
+        when = since if isinstance(since, str) else since.isoformat()
+        data, _ = self._call("POST", "/webhook-endpoints/%s/recover" % _seg(endpoint_id), body={"since": when})
+        return cast(int, data["count"])
+
+    def webhook_endpoint_deliveries(
+        self, endpoint_id: str, limit: Optional[int] = None, cursor: Optional[str] = None
+    ) -> Dict[str, Any]:
+        """One page of an endpoint's deliveries, newest first: ``{"deliveries", "next_cursor"}``."""
+        data, _ = self._call(
+            "GET", "/webhook-endpoints/%s/deliveries" % _seg(endpoint_id), query={"limit": limit, "cursor": cursor}
+        )
         return data
 
     def events(self, uuid: str) -> Generator[JobEvent, None, None]:

@@ -7,7 +7,7 @@ import time
 import unittest
 import uuid as uuidlib
 
-from media_jobs import WebhookVerificationError, compute_signature, verify_webhook
+from media_jobs import WebhookVerificationError, compute_signature, compute_standard_signature, verify_webhook
 
 from support import Receiver, client, needs_service, wait_for
 
@@ -78,6 +78,72 @@ class Scheme(unittest.TestCase):
             verify_webhook("", h, BODY)
         with self.assertRaises(TypeError):
             verify_webhook(SECRET, h, json.loads(BODY))  # type: ignore[arg-type]
+
+
+class StandardWebhooks(unittest.TestCase):
+    """The webhook-* headers: a vector from the npm standardwebhooks package, several signatures."""
+
+    KEY = "whsec_cHl0aG9uIHRlc3RzIGtleSwgMjQgYnkh"
+
+    def standard(self, secrets: list, ts: int = 0, event_id: str = "evt_1") -> dict:
+        ts = ts or int(time.time())
+        sigs = " ".join("v1," + compute_standard_signature(s, event_id, ts, BODY) for s in secrets)
+        return {"webhook-id": event_id, "webhook-timestamp": str(ts), "webhook-signature": sigs}
+
+    def test_the_signature_matches_the_standardwebhooks_package(self) -> None:
+        # new Webhook(KEY).sign('evt_1', new Date(1700000000 * 1000), '{"a":1}') with standardwebhooks 1.1.1
+        self.assertEqual(
+            compute_standard_signature(self.KEY, "evt_1", 1700000000, b'{"a":1}'),
+            "NuTvPMRH7Or4OvfAdx+PbYx5kINe6EhgLSOOciykUs0=",
+        )
+
+    def test_either_header_style_several_signatures_and_several_secrets(self) -> None:
+        h = self.standard([self.KEY, SECRET])
+        self.assertEqual(verify_webhook(self.KEY, h, BODY)["event_id"], "evt_1")
+        self.assertEqual(verify_webhook(SECRET, h, BODY)["event_id"], "evt_1")
+        self.assertEqual(verify_webhook(["old", SECRET], signed(BODY), BODY)["event_id"], "evt_1")
+        both = dict(signed(BODY, secret="the new one"), **self.standard([SECRET]))
+        self.assertEqual(verify_webhook(SECRET, both, BODY)["event_id"], "evt_1")  # the Standard header matches
+        for headers, reason in (
+            (self.standard(["another"]), "invalid_signature"),
+            (dict(self.standard([SECRET]), **{"webhook-signature": "v2,abc v1,AAAA"}), "invalid_signature"),
+            (dict(self.standard([SECRET]), **{"webhook-id": "evt_2"}), "invalid_signature"),
+            (self.standard([SECRET], ts=int(time.time()) - 301), "timestamp_too_old"),
+            ({k: v for k, v in self.standard([SECRET]).items() if k != "webhook-signature"}, "missing_header"),
+        ):
+            with self.assertRaises(WebhookVerificationError) as e:
+                verify_webhook(SECRET, headers, BODY)
+            self.assertEqual(e.exception.reason, reason)
+
+
+@needs_service
+class Endpoints(unittest.TestCase):
+    """An owner endpoint receives a job's event; rotation signs with both secrets."""
+
+    def test_endpoint_calls_and_a_rotated_delivery(self) -> None:
+        receiver = Receiver()
+        self.addCleanup(receiver.close)
+        c = client()
+        ep = c.create_webhook_endpoint(receiver.url + "/py-endpoint", events=["job.completed"], description="py")
+        self.addCleanup(lambda: c.delete_webhook_endpoint(ep["id"]))
+        self.assertTrue(ep["secret"].startswith("whsec_"))
+        self.assertIn(ep["id"], [e["id"] for e in c.webhook_endpoints()])
+        new = c.rotate_webhook_endpoint_secret(ep["id"])
+        uuid = c.submit("test-sleep", model="v1", input={"ms": 0})["uuid"]
+        d = receiver.find("/py-endpoint")
+        for secret in (new, ep["secret"]):
+            self.assertEqual(verify_webhook(secret, d.headers, d.body)["job"]["uuid"], uuid)
+        page = wait_for(
+            lambda: (lambda p: p if p["deliveries"] and p["deliveries"][0]["state"] == "delivered" else None)(
+                c.webhook_endpoint_deliveries(ep["id"])
+            ),
+            "delivered",
+        )
+        self.assertEqual(page["deliveries"][0]["job_uuid"], uuid)
+        self.assertEqual(c.recover_webhook_endpoint(ep["id"], "2020-01-01T00:00:00Z"), 0)
+        self.assertEqual(c.update_webhook_endpoint(ep["id"], description="changed")["description"], "changed")
+        self.assertEqual(c.enable_webhook_endpoint(ep["id"])["status"], "enabled")
+        self.assertEqual(c.webhook_endpoint(ep["id"])["secret"], new)
 
 
 @needs_service

@@ -115,4 +115,18 @@ export async function adminRoutes(scope: FastifyInstance, deps: AdminDeps): Prom
     const rows = await deps.operator.failedDeliveries(FAILED_LIMIT);
     return ok({ deliveries: rows.map((r) => ({ ...r, failed_at: iso(r.failed_at) })), limit: FAILED_LIMIT });
   });
+
+  // The operator event of a disabled endpoint, for the dashboard (no secrets).
+  app.get('/webhook-endpoints/disabled', { schema: hidden }, async () => {
+    const rows = await deps.operator.disabledEndpoints(FAILED_LIMIT);
+    return ok({
+      endpoints: rows.map((e) => ({
+        id: e.id,
+        owner: e.owner,
+        url: e.url,
+        disabled_reason: e.disabled_reason,
+        disabled_at: iso(e.disabled_at),
+      })),
+    });
+  });
 }

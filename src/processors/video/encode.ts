@@ -143,6 +143,11 @@ export function rawFramesInput(width: number, height: number, rate: string): str
   return ['-f', 'rawvideo', '-pix_fmt', 'rgb24', '-s', `${width}x${height}`, '-framerate', rate, '-i', 'pipe:0'];
 }
 
+/** ffmpeg's input and output options that decode the first video stream of `file` to raw rgb24 frames on stdout. */
+export function rawFramesOutput(file: string): string[] {
+  return ['-i', file, '-map', '0:v:0', '-vsync', 'passthrough', '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'];
+}
+
 export function containerArgs(format: VideoFormat): string[] {
   return format === 'mp4' ? ['-movflags', '+faststart', '-f', 'mp4'] : ['-f', 'webm'];
 }

@@ -21,12 +21,20 @@ import {
   durationLimit,
   maxFramesFor,
   rawFramesInput,
+  rawFramesOutput,
   slotFile,
   videoArgs,
   videoResult,
   withWorkspace,
 } from './encode.js';
-import { FfmpegError, resolveBinaries, runToEnd, spawnPiped, type FfmpegBinaries } from './ffmpeg.js';
+import {
+  FfmpegError,
+  resolveBinaries,
+  runToEnd,
+  spawnPiped,
+  type FfmpegBinaries,
+  type SpawnedProcess,
+} from './ffmpeg.js';
 import { BufferPool, readFrames, writeFrame } from './frames.js';
 import {
   DEFAULT_VIDEO_LIMITS,
@@ -36,7 +44,7 @@ import {
   type VideoFaceSwapOptions,
   type VideoLimits,
 } from './options.js';
-import { probeMedia } from './probe.js';
+import { probeMedia, type VideoStreamInfo } from './probe.js';
 import { FaceTracker, type Track } from './tracker.js';
 import { cropFrame, pasteFrame, shiftPoints, swapRegion } from './region.js';
 import type { VideoReply, VideoTask } from './worker.js';
@@ -125,6 +133,407 @@ function unrotate(rotation: 0 | 90 | 180 | 270): string[] {
   }
 }
 
+/** Calls a video thread (the swap pool for swaps, the models thread for the rest) for one reply kind. */
+type Call = <K extends VideoReply['kind']>(
+  task: VideoTask,
+  kind: K,
+  transfer?: ArrayBuffer[],
+) => Promise<Extract<VideoReply, { kind: K }>>;
+
+/** One job's run: its request, its workspace and the threads it calls. */
+interface Job {
+  ctx: RunContext<VideoFaceSwapOptions>;
+  options: VideoFaceSwapOptions;
+  mode: ReturnType<typeof effectiveFaceMode>;
+  hasReference: boolean;
+  bins: FfmpegBinaries;
+  limits: VideoLimits;
+  /** The job's duration limit in seconds. */
+  limit: number;
+  dir: string;
+  signal: AbortSignal;
+  call: Call;
+  threads: number;
+}
+
+type Prepared = Extract<VideoReply, { kind: 'prepared' }>;
+
+interface Inputs {
+  targetFile: string;
+  audioFile: string | undefined;
+  v: VideoStreamInfo;
+  audioCodec: string | undefined;
+}
+
+/** Frame size and output files: frames are decoded upright, whatever the target's rotation. */
+interface Plan {
+  width: number;
+  height: number;
+  frameBytes: number;
+  maxFrames: number;
+  keepRotation: boolean;
+  encodedFile: string;
+  outFile: string;
+}
+
+interface Coders {
+  decoder: SpawnedProcess;
+  encoder: SpawnedProcess;
+}
+
+interface Pending {
+  done: Promise<{ frame: RgbImage; stats: (ColorStats | undefined)[] }>;
+  tracks: Track[];
+}
+
+/** The request's model, options, face mode and required slots, checked before any file is written. */
+function checkRequest(ctx: RunContext<VideoFaceSwapOptions>) {
+  if (ctx.model !== MODEL_WARP_BLEND_TRACK_V1) throw new Error(`unknown model ${ctx.model} for ${VIDEO_FACE_SWAP}`);
+  const options = videoFaceSwapOptionsSchema.parse(ctx.options);
+  const hasReference = (ctx.media.reference?.length ?? 0) > 0;
+  checkInputs(options, hasReference);
+  const mode = effectiveFaceMode(options, hasReference);
+  if (!ctx.media.source?.[0]) throw new JobError('invalid_media', 'input.source: required');
+  if (!ctx.media.target?.[0]) throw new JobError('invalid_media', 'input.target: required');
+  return { options, hasReference, mode };
+}
+
+/** Writes the target and audio into the workspace and probes them against the limits. */
+async function readInputs(job: Job): Promise<Inputs> {
+  const { ctx, dir, bins, signal } = job;
+  const targetFile = (await slotFile(dir, ctx.media.target, 'target'))!;
+  const audioFile = await slotFile(dir, ctx.media.audio, 'audio');
+  ctx.progress('reading video');
+  const info = await probeMedia(bins.ffprobe, targetFile, 'input.target', signal);
+  const v = checkVideo('input.target', info, job.limits, job.limit);
+  let audioCodec = info.audio?.codec;
+  if (audioFile) {
+    const a = await probeMedia(bins.ffprobe, audioFile, 'input.audio', signal);
+    if (!a.audio) throw new JobError('invalid_media', 'input.audio: no audio stream');
+    audioCodec = a.audio.codec;
+  }
+  return { targetFile, audioFile, v, audioCodec };
+}
+
+/** The source face (and the reference's descriptor), found on the models thread. */
+async function prepareFaces(job: Job): Promise<Prepared> {
+  const { ctx, options } = job;
+  const source = new Uint8Array(ctx.media.source![0]!.bytes);
+  const reference = job.hasReference ? new Uint8Array(ctx.media.reference![0]!.bytes) : undefined;
+  return abortable(
+    job.call(
+      {
+        kind: 'prepare',
+        source,
+        reference,
+        minConfidence: options.min_confidence,
+        maxPixels: IMAGE_MAX_PIXELS,
+        sourceFaceIndex: options.source_face_index,
+      },
+      'prepared',
+      [source.buffer, ...(reference ? [reference.buffer] : [])] as ArrayBuffer[],
+    ),
+    job.signal,
+  );
+}
+
+function planOutput(job: Job, v: VideoStreamInfo): Plan {
+  const { format } = job.options;
+  const upright = v.rotation === 90 || v.rotation === 270;
+  const width = upright ? v.height : v.width;
+  const height = upright ? v.width : v.height;
+  // mp4 keeps the target's rotation: frames are turned back to the stored orientation and the
+  // tag is set in a remux (this ffmpeg drops a rotate tag given to an encoding run). WebM has no
+  // rotation tag, so there the frames are stored upright.
+  const keepRotation = v.rotation !== 0 && format === 'mp4';
+  const encodedFile = path.join(job.dir, `encoded.${format}`);
+  const outFile = keepRotation ? path.join(job.dir, `out.${format}`) : encodedFile;
+  const maxFrames = maxFramesFor(job.limit);
+  return { width, height, frameBytes: width * height * 3, maxFrames, keepRotation, encodedFile, outFile };
+}
+
+/** The decoder (target → raw frames) and the encoder (raw frames + soundtrack → encodedFile). */
+function startCoders(job: Job, input: Inputs, plan: Plan): Coders {
+  const { bins, options, signal } = job;
+  const { targetFile, audioFile, audioCodec, v } = input;
+  const decoder = spawnPiped(bins.ffmpeg, ['-v', 'error', '-nostdin', ...rawFramesOutput(targetFile)], signal);
+  decoder.child.stdin.end();
+  // The soundtrack comes from the `audio` slot, else from the target itself (copied when the
+  // container allows, so it stays bit-exact).
+  const soundFile = audioFile ?? (audioCodec ? targetFile : undefined);
+  const encoder = spawnPiped(
+    bins.ffmpeg,
+    [
+      '-v',
+      'error',
+      '-y',
+      ...rawFramesInput(plan.width, plan.height, v.rate),
+      ...(soundFile ? ['-i', soundFile, '-map', '0:v:0', '-map', '1:a:0'] : ['-map', '0:v:0']),
+      ...(plan.keepRotation ? unrotate(v.rotation) : []),
+      ...videoArgs(options.format, options.quality),
+      ...(soundFile ? audioArgs(options.format, audioCodec!) : []),
+      ...(audioFile ? ['-shortest'] : []),
+      ...containerArgs(options.format),
+      plan.encodedFile,
+    ],
+    signal,
+  );
+  return { decoder, encoder };
+}
+
+/** The tracker, whose detection and landmark nets run on the models thread. */
+function createTracker(job: Job, prepared: Prepared, v: VideoStreamInfo, frameBytes: number): FaceTracker {
+  const { call, options } = job;
+  // Key frames go to the models thread through one shared buffer (the tracker awaits each detection).
+  const keyFrame = new Uint8Array(new SharedArrayBuffer(frameBytes));
+  const detectOn = async (frame: RgbImage, precise: boolean) => {
+    keyFrame.set(frame.data);
+    const task: VideoTask = {
+      kind: 'detect',
+      frame: { ...frame, data: keyFrame },
+      minConfidence: options.min_confidence,
+      descriptors: false,
+      precise,
+    };
+    return (await call(task, 'faces')).faces;
+  };
+  return new FaceTracker(
+    {
+      detect: (frame) => detectOn(frame, false),
+      detectPrecise: (frame) => detectOn(frame, true),
+      landmarks: async (crop: RgbImage, box: Box) =>
+        (await call({ kind: 'landmarks', crop, boxes: [box] }, 'landmarks', [crop.data.buffer as ArrayBuffer]))
+          .landmarks[0]!,
+      descriptor: async (crop: RgbImage, landmarks: Point[]) =>
+        (await call({ kind: 'descriptor', crop, landmarks }, 'descriptor', [crop.data.buffer as ArrayBuffer]))
+          .descriptor,
+    },
+    {
+      mode: job.mode,
+      reference: prepared.reference,
+      matchThreshold: options.match_threshold,
+      keyInterval: Math.max(1, Math.round(v.fps * KEY_FRAME_SECONDS)),
+      fps: v.fps,
+      maxFaces: MAX_FACES,
+      indices: options.target_face_indices,
+    },
+  );
+}
+
+/** Sends a frame's face region to a swap thread; a frame without a face passes through untouched. */
+function startSwap(
+  job: Job,
+  sourceImage: RgbImage,
+  prepared: Prepared,
+  regions: BufferPool,
+  frame: RgbImage,
+  tracks: Track[],
+): Pending {
+  if (tracks.length === 0) return { done: Promise.resolve({ frame, stats: [] }), tracks: [] };
+  // Only the faces' region travels to the swap thread and back.
+  const r = swapRegion(
+    tracks.map((t) => t.smooth),
+    frame.width,
+    frame.height,
+  );
+  const part = cropFrame(frame, r, regions.take(r.width * r.height * 3));
+  const faces = tracks.map((t) => ({ landmarks: shiftPoints(t.smooth, -r.left, -r.top), stats: t.stats }));
+  const done = job
+    .call(
+      {
+        kind: 'swap',
+        frame: part,
+        faces,
+        source: sourceImage,
+        srcLandmarks: prepared.source.landmarks,
+        blend: job.options.blend,
+        colorCorrection: job.options.color_correction,
+      },
+      'swapped',
+      [part.data.buffer as ArrayBuffer],
+    )
+    .then((reply) => {
+      pasteFrame(frame, reply.frame, r);
+      regions.give(reply.frame.data);
+      return { frame, stats: reply.stats };
+    });
+  done.catch(() => {});
+  return { done, tracks: [...tracks] };
+}
+
+/** Waits for the oldest frame in flight, updates its faces' colour statistics and encodes it. */
+async function flushFrame(p: Pending, encoder: SpawnedProcess, frames: BufferPool, signal: AbortSignal): Promise<void> {
+  const out = await abortable(p.done, signal);
+  p.tracks.forEach((t, k) => {
+    const s = out.stats[k];
+    if (s) t.stats = blendStats(t.stats, s, STATS_EMA);
+  });
+  await writeFrame(encoder.child.stdin, out.frame.data, () => frames.give(out.frame.data));
+}
+
+/**
+ * Decodes, tracks, swaps and encodes every frame; returns how many frames were decoded and how many
+ * had a face swapped.
+ */
+async function swapFrames(
+  job: Job,
+  coders: Coders,
+  plan: Plan,
+  steps: { tracker: FaceTracker; prepared: Prepared; total: number },
+): Promise<{ decoded: number; swapped: number }> {
+  const { signal } = job;
+  const sourceImage = shared(steps.prepared.source.image);
+  // Swaps run concurrently, but frames leave in order: a window of in-flight frames.
+  const window = job.threads * 2 + 1;
+  // Frames go back to their pool once the encoder has them; face regions once pasted back.
+  const frames = new BufferPool(window + 2);
+  const regions = new BufferPool(window + 2, 0.25);
+  const pending: Pending[] = [];
+  const flushOne = () => flushFrame(pending.shift()!, coders.encoder, frames, signal);
+  let index = 0;
+  let swapped = 0;
+  try {
+    for await (const data of readFrames(coders.decoder.child.stdout, plan.frameBytes, frames)) {
+      signal.throwIfAborted();
+      if (index >= plan.maxFrames) {
+        throw new JobError('invalid_media', `input.target: more than ${plan.maxFrames} frames, over the frame limit`);
+      }
+      const frame: RgbImage = { data, width: plan.width, height: plan.height };
+      // Every frame: the worker writes at most one update per 500 ms.
+      job.ctx.progress('swapping faces', { current: index + 1, total: Math.max(steps.total, index + 1) });
+      const tracks = await abortable(steps.tracker.analyse(frame, index), signal);
+      index++;
+      if (tracks.length > 0) swapped++;
+      pending.push(startSwap(job, sourceImage, steps.prepared, regions, frame, tracks));
+      while (pending.length >= window) await flushOne();
+    }
+    while (pending.length > 0) await flushOne();
+    coders.encoder.child.stdin.end();
+  } catch (err) {
+    signal.throwIfAborted();
+    if (err instanceof JobError) throw err;
+    // A dead encoder shows up as a closed pipe: report the encoder's own error instead.
+    await coders.encoder.done.catch((e: unknown) => {
+      throw e;
+    });
+    throw err;
+  }
+  return { decoded: index, swapped };
+}
+
+/** Waits for both ffmpeg processes; a failing decoder means the target is not a decodable video. */
+async function finishCoders(coders: Coders, signal: AbortSignal): Promise<void> {
+  try {
+    await coders.decoder.done;
+  } catch (err) {
+    signal.throwIfAborted();
+    throw new JobError(
+      'invalid_media',
+      `input.target: not a decodable video (${(err as FfmpegError).stderr.trim().split('\n').pop() ?? ''})`,
+    );
+  }
+  await coders.encoder.done;
+}
+
+/** A video with no frame, or with no face swapped in any frame, is the caller's error. */
+function checkSwapped(job: Job, counts: { decoded: number; swapped: number }, tracker: FaceTracker): void {
+  if (counts.decoded === 0) throw new JobError('invalid_media', 'input.target: no video frames could be decoded');
+  if (counts.swapped > 0) return;
+  if (job.mode === 'reference' && tracker.sawFace) {
+    const d = Number.isFinite(tracker.closestReference) ? tracker.closestReference.toFixed(2) : 'n/a';
+    throw new JobError(
+      'invalid_media',
+      `input.reference: no face in input.target matches the reference face (closest distance ${d}, match_threshold ${job.options.match_threshold})`,
+    );
+  }
+  throw new JobError('invalid_media', 'input.target: no face found in any frame');
+}
+
+/** Sets the target's rotation tag on the encoded mp4 in a remux. */
+async function restoreRotation(job: Job, plan: Plan, rotation: number): Promise<void> {
+  // This ffmpeg writes `rotate=N` as a display matrix that ffprobe reads back as N degrees
+  // counter-clockwise, i.e. (360 - N) clockwise: write the complement of the clockwise angle.
+  const tag = String((360 - rotation) % 360);
+  await runToEnd(
+    job.bins.ffmpeg,
+    [
+      '-v',
+      'error',
+      '-y',
+      '-i',
+      plan.encodedFile,
+      '-map',
+      '0',
+      '-c',
+      'copy',
+      '-metadata:s:v:0',
+      `rotate=${tag}`,
+      ...containerArgs('mp4'),
+      plan.outFile,
+    ],
+    job.signal,
+  );
+}
+
+/** One job in its workspace: inputs, source face, frames swapped through the two pipes, result. */
+async function swapVideo(job: Job): Promise<ProcessorResult> {
+  const input = await readInputs(job);
+  job.ctx.progress('detecting faces');
+  const prepared = await prepareFaces(job);
+  const plan = planOutput(job, input.v);
+  const coders = startCoders(job, input, plan);
+  const tracker = createTracker(job, prepared, input.v, plan.frameBytes);
+  const counts = await swapFrames(job, coders, plan, { tracker, prepared, total: input.v.frames });
+  await finishCoders(coders, job.signal);
+  checkSwapped(job, counts, tracker);
+  job.ctx.progress('encoding', { percent: null });
+  if (plan.keepRotation) await restoreRotation(job, plan, input.v.rotation);
+  return videoResult(plan.outFile, job.options.format);
+}
+
+/** What the job type says about itself (the API lists it). */
+const DESCRIPTION = {
+  name: VIDEO_FACE_SWAP,
+  description:
+    'Replaces a face throughout the `target` video with the face from the `source` image. Faces are ' +
+    'tracked from frame to frame and their landmarks smoothed over time; frames without a face pass ' +
+    "through untouched; the target's soundtrack is kept as it is (or replaced by `audio`).",
+  slots: {
+    source: { required: true, min: 1, max: 1, accepts: 'image', description: 'The face to put in (an image).' },
+    target: {
+      required: true,
+      min: 1,
+      max: 1,
+      accepts: 'video',
+      description:
+        'The video to change (mp4, mov, webm, mkv). The result keeps its frame rate, size, duration and rotation.',
+    },
+    reference: {
+      required: false,
+      min: 1,
+      max: 1,
+      accepts: 'image',
+      description: 'A picture of the person in `target` whose face is to be replaced. Implies `faces: reference`.',
+    },
+    audio: {
+      required: false,
+      min: 1,
+      max: 1,
+      accepts: 'audio',
+      description: "A soundtrack to use instead of the target's (cut to the video's length).",
+    },
+  },
+  models: [
+    {
+      name: MODEL_WARP_BLEND_TRACK_V1,
+      description:
+        'warp-blend-v1 per frame (face-api landmarks, Delaunay warp, CIELAB colour transfer, Poisson blending) ' +
+        'with key-frame detection, landmark tracking, One-Euro smoothing and time-averaged colour statistics. CPU only.',
+    },
+  ],
+  options: videoFaceSwapOptionsSchema,
+} satisfies Omit<VideoFaceSwapJobType, 'run' | 'checkInput' | 'warmup' | 'close'>;
+
 export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {}): VideoFaceSwapJobType {
   const threads = Math.max(1, Math.floor(opts.threads ?? 1));
   const limits = opts.limits ?? DEFAULT_VIDEO_LIMITS;
@@ -141,317 +550,25 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
     threadLimits,
   );
 
-  async function call<K extends VideoReply['kind']>(
-    task: VideoTask,
-    kind: K,
-    transfer: ArrayBuffer[] = [],
-  ): Promise<Extract<VideoReply, { kind: K }>> {
+  const call: Call = async (task, kind, transfer = []) => {
     const pool = task.kind === 'swap' ? swapPool : modelPool;
     const reply = await pool.get().run(task, { transferList: transfer });
     if (reply.kind === 'job-error') throw new JobError(reply.errorType, reply.message);
     if (reply.kind !== kind) throw new Error(`unexpected worker reply ${reply.kind}`);
-    return reply as Extract<VideoReply, { kind: K }>;
-  }
+    return reply as Extract<VideoReply, { kind: typeof kind }>;
+  };
 
   async function run(ctx: RunContext<VideoFaceSwapOptions>): Promise<ProcessorResult> {
-    if (ctx.model !== MODEL_WARP_BLEND_TRACK_V1) throw new Error(`unknown model ${ctx.model} for ${VIDEO_FACE_SWAP}`);
-    const options = videoFaceSwapOptionsSchema.parse(ctx.options);
-    const hasReference = (ctx.media.reference?.length ?? 0) > 0;
-    checkInputs(options, hasReference);
-    const mode = effectiveFaceMode(options, hasReference);
-    if (!ctx.media.source?.[0]) throw new JobError('invalid_media', 'input.source: required');
-    if (!ctx.media.target?.[0]) throw new JobError('invalid_media', 'input.target: required');
+    const request = checkRequest(ctx);
     const bins = opts.binaries?.() ?? resolveBinaries();
-    const limit = durationLimit(limits, options.max_duration);
-
-    return withWorkspace(ctx.signal, async (dir, signal) => {
-      const targetFile = (await slotFile(dir, ctx.media.target, 'target'))!;
-      const audioFile = await slotFile(dir, ctx.media.audio, 'audio');
-      ctx.progress('reading video');
-      const info = await probeMedia(bins.ffprobe, targetFile, 'input.target', signal);
-      const v = checkVideo('input.target', info, limits, limit);
-      let audioCodec = info.audio?.codec;
-      if (audioFile) {
-        const a = await probeMedia(bins.ffprobe, audioFile, 'input.audio', signal);
-        if (!a.audio) throw new JobError('invalid_media', 'input.audio: no audio stream');
-        audioCodec = a.audio.codec;
-      }
-
-      ctx.progress('detecting faces');
-      const source = new Uint8Array(ctx.media.source![0]!.bytes);
-      const reference = hasReference ? new Uint8Array(ctx.media.reference![0]!.bytes) : undefined;
-      const prepared = await abortable(
-        call(
-          {
-            kind: 'prepare',
-            source,
-            reference,
-            minConfidence: options.min_confidence,
-            maxPixels: IMAGE_MAX_PIXELS,
-            sourceFaceIndex: options.source_face_index,
-          },
-          'prepared',
-          [source.buffer, ...(reference ? [reference.buffer] : [])] as ArrayBuffer[],
-        ),
-        signal,
-      );
-
-      const sourceImage = shared(prepared.source.image);
-
-      const upright = v.rotation === 90 || v.rotation === 270;
-      const width = upright ? v.height : v.width;
-      const height = upright ? v.width : v.height;
-      const frameBytes = width * height * 3;
-      const maxFrames = maxFramesFor(limit);
-      // mp4 keeps the target's rotation: frames are turned back to the stored orientation and the
-      // tag is set in a remux (this ffmpeg drops a rotate tag given to an encoding run). WebM has no
-      // rotation tag, so there the frames are stored upright.
-      const keepRotation = v.rotation !== 0 && options.format === 'mp4';
-      const encodedFile = path.join(dir, `encoded.${options.format}`);
-      const outFile = keepRotation ? path.join(dir, `out.${options.format}`) : encodedFile;
-
-      const decoder = spawnPiped(
-        bins.ffmpeg,
-        [
-          '-v',
-          'error',
-          '-nostdin',
-          '-i',
-          targetFile,
-          '-map',
-          '0:v:0',
-          '-vsync',
-          'passthrough',
-          '-f',
-          'rawvideo',
-          '-pix_fmt',
-          'rgb24',
-          'pipe:1',
-        ],
-        signal,
-      );
-      decoder.child.stdin.end();
-      // The soundtrack comes from the `audio` slot, else from the target itself (copied when the
-      // container allows, so it stays bit-exact).
-      const soundFile = audioFile ?? (audioCodec ? targetFile : undefined);
-      const encoder = spawnPiped(
-        bins.ffmpeg,
-        [
-          '-v',
-          'error',
-          '-y',
-          ...rawFramesInput(width, height, v.rate),
-          ...(soundFile ? ['-i', soundFile, '-map', '0:v:0', '-map', '1:a:0'] : ['-map', '0:v:0']),
-          ...(keepRotation ? unrotate(v.rotation) : []),
-          ...videoArgs(options.format, options.quality),
-          ...(soundFile ? audioArgs(options.format, audioCodec!) : []),
-          ...(audioFile ? ['-shortest'] : []),
-          ...containerArgs(options.format),
-          encodedFile,
-        ],
-        signal,
-      );
-
-      // Key frames go to the models thread through one shared buffer (the tracker awaits each detection).
-      const keyFrame = new Uint8Array(new SharedArrayBuffer(frameBytes));
-      const detectOn = async (frame: RgbImage, precise: boolean) => {
-        keyFrame.set(frame.data);
-        const task: VideoTask = {
-          kind: 'detect',
-          frame: { ...frame, data: keyFrame },
-          minConfidence: options.min_confidence,
-          descriptors: false,
-          precise,
-        };
-        return (await call(task, 'faces')).faces;
-      };
-      const tracker = new FaceTracker(
-        {
-          detect: (frame) => detectOn(frame, false),
-          detectPrecise: (frame) => detectOn(frame, true),
-          landmarks: async (crop: RgbImage, box: Box) =>
-            (await call({ kind: 'landmarks', crop, boxes: [box] }, 'landmarks', [crop.data.buffer as ArrayBuffer]))
-              .landmarks[0]!,
-          descriptor: async (crop: RgbImage, landmarks: Point[]) =>
-            (await call({ kind: 'descriptor', crop, landmarks }, 'descriptor', [crop.data.buffer as ArrayBuffer]))
-              .descriptor,
-        },
-        {
-          mode,
-          reference: prepared.reference,
-          matchThreshold: options.match_threshold,
-          keyInterval: Math.max(1, Math.round(v.fps * KEY_FRAME_SECONDS)),
-          fps: v.fps,
-          maxFaces: MAX_FACES,
-          indices: options.target_face_indices,
-        },
-      );
-
-      // Swaps run concurrently, but frames leave in order: a window of in-flight frames.
-      const window = threads * 2 + 1;
-      // Frames go back to their pool once the encoder has them; face regions once pasted back.
-      const frames = new BufferPool(window + 2);
-      const regions = new BufferPool(window + 2, 0.25);
-      const pending: { done: Promise<{ frame: RgbImage; stats: (ColorStats | undefined)[] }>; tracks: Track[] }[] = [];
-      let swappedFrames = 0;
-      const flushOne = async () => {
-        const p = pending.shift()!;
-        const out = await abortable(p.done, signal);
-        p.tracks.forEach((t, k) => {
-          const s = out.stats[k];
-          if (s) t.stats = blendStats(t.stats, s, STATS_EMA);
-        });
-        await writeFrame(encoder.child.stdin, out.frame.data, () => frames.give(out.frame.data));
-      };
-      let index = 0;
-      const total = v.frames;
-      try {
-        for await (const data of readFrames(decoder.child.stdout, frameBytes, frames)) {
-          signal.throwIfAborted();
-          if (index >= maxFrames) {
-            throw new JobError('invalid_media', `input.target: more than ${maxFrames} frames, over the frame limit`);
-          }
-          const frame: RgbImage = { data, width, height };
-          // Every frame: the worker writes at most one update per 500 ms.
-          ctx.progress('swapping faces', { current: index + 1, total: Math.max(total, index + 1) });
-          const tracks = await abortable(tracker.analyse(frame, index), signal);
-          index++;
-          if (tracks.length === 0) {
-            // No face: the frame passes through untouched.
-            pending.push({ done: Promise.resolve({ frame, stats: [] }), tracks: [] });
-          } else {
-            swappedFrames++;
-            // Only the faces' region travels to the swap thread and back.
-            const r = swapRegion(
-              tracks.map((t) => t.smooth),
-              width,
-              height,
-            );
-            const part = cropFrame(frame, r, regions.take(r.width * r.height * 3));
-            const faces = tracks.map((t) => ({ landmarks: shiftPoints(t.smooth, -r.left, -r.top), stats: t.stats }));
-            const done = call(
-              {
-                kind: 'swap',
-                frame: part,
-                faces,
-                source: sourceImage,
-                srcLandmarks: prepared.source.landmarks,
-                blend: options.blend,
-                colorCorrection: options.color_correction,
-              },
-              'swapped',
-              [part.data.buffer as ArrayBuffer],
-            ).then((reply) => {
-              pasteFrame(frame, reply.frame, r);
-              regions.give(reply.frame.data);
-              return { frame, stats: reply.stats };
-            });
-            done.catch(() => {});
-            pending.push({ done, tracks: [...tracks] });
-          }
-          while (pending.length >= window) await flushOne();
-        }
-        while (pending.length > 0) await flushOne();
-        encoder.child.stdin.end();
-      } catch (err) {
-        signal.throwIfAborted();
-        if (err instanceof JobError) throw err;
-        // A dead encoder shows up as a closed pipe: report the encoder's own error instead.
-        await encoder.done.catch((e: unknown) => {
-          throw e;
-        });
-        throw err;
-      }
-      try {
-        await decoder.done;
-      } catch (err) {
-        signal.throwIfAborted();
-        throw new JobError(
-          'invalid_media',
-          `input.target: not a decodable video (${(err as FfmpegError).stderr.trim().split('\n').pop() ?? ''})`,
-        );
-      }
-      await encoder.done;
-      if (index === 0) throw new JobError('invalid_media', 'input.target: no video frames could be decoded');
-      if (swappedFrames === 0) {
-        if (mode === 'reference' && tracker.sawFace) {
-          const d = Number.isFinite(tracker.closestReference) ? tracker.closestReference.toFixed(2) : 'n/a';
-          throw new JobError(
-            'invalid_media',
-            `input.reference: no face in input.target matches the reference face (closest distance ${d}, match_threshold ${options.match_threshold})`,
-          );
-        }
-        throw new JobError('invalid_media', 'input.target: no face found in any frame');
-      }
-      ctx.progress('encoding', { percent: null });
-      if (keepRotation) {
-        // This ffmpeg writes `rotate=N` as a display matrix that ffprobe reads back as N degrees
-        // counter-clockwise, i.e. (360 - N) clockwise: write the complement of the clockwise angle.
-        const tag = String((360 - v.rotation) % 360);
-        await runToEnd(
-          bins.ffmpeg,
-          [
-            '-v',
-            'error',
-            '-y',
-            '-i',
-            encodedFile,
-            '-map',
-            '0',
-            '-c',
-            'copy',
-            '-metadata:s:v:0',
-            `rotate=${tag}`,
-            ...containerArgs('mp4'),
-            outFile,
-          ],
-          signal,
-        );
-      }
-      return videoResult(outFile, options.format);
-    });
+    const limit = durationLimit(limits, request.options.max_duration);
+    return withWorkspace(ctx.signal, (dir, signal) =>
+      swapVideo({ ctx, ...request, bins, limits, limit, dir, signal, call, threads }),
+    );
   }
 
   return {
-    name: VIDEO_FACE_SWAP,
-    description:
-      'Replaces a face throughout the `target` video with the face from the `source` image. Faces are ' +
-      'tracked from frame to frame and their landmarks smoothed over time; frames without a face pass ' +
-      "through untouched; the target's soundtrack is kept as it is (or replaced by `audio`).",
-    slots: {
-      source: { required: true, min: 1, max: 1, accepts: 'image', description: 'The face to put in (an image).' },
-      target: {
-        required: true,
-        min: 1,
-        max: 1,
-        accepts: 'video',
-        description:
-          'The video to change (mp4, mov, webm, mkv). The result keeps its frame rate, size, duration and rotation.',
-      },
-      reference: {
-        required: false,
-        min: 1,
-        max: 1,
-        accepts: 'image',
-        description: 'A picture of the person in `target` whose face is to be replaced. Implies `faces: reference`.',
-      },
-      audio: {
-        required: false,
-        min: 1,
-        max: 1,
-        accepts: 'audio',
-        description: "A soundtrack to use instead of the target's (cut to the video's length).",
-      },
-    },
-    models: [
-      {
-        name: MODEL_WARP_BLEND_TRACK_V1,
-        description:
-          'warp-blend-v1 per frame (face-api landmarks, Delaunay warp, CIELAB colour transfer, Poisson blending) ' +
-          'with key-frame detection, landmark tracking, One-Euro smoothing and time-averaged colour statistics. CPU only.',
-      },
-    ],
-    options: videoFaceSwapOptionsSchema,
+    ...DESCRIPTION,
     run,
     checkInput: checkFaceInput,
     warmup: async () => {

@@ -1,0 +1,230 @@
+import { useEffect, useState } from 'preact/hooks';
+import {
+  EVENT_TYPES,
+  type EndpointDelivery,
+  type EventType,
+  type WebhookEndpoint,
+} from '../../src/contract/webhook.js';
+import { api, when } from './api';
+
+/** An error's message for the page (whatever was thrown). */
+const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/** Checkboxes for the three event types. */
+function EventPicker({
+  name,
+  value,
+  onChange,
+}: {
+  name: string;
+  value: EventType[];
+  onChange: (v: EventType[]) => void;
+}) {
+  return (
+    <fieldset class="events">
+      <legend>Events</legend>
+      {EVENT_TYPES.map((e) => (
+        <label>
+          <input
+            type="checkbox"
+            name={name}
+            checked={value.includes(e)}
+            onChange={(ev) => onChange(ev.currentTarget.checked ? [...value, e] : value.filter((x) => x !== e))}
+          />{' '}
+          {e}
+        </label>
+      ))}
+    </fieldset>
+  );
+}
+
+/** One endpoint: its settings, its actions and its recent deliveries. */
+function EndpointCard({ ep, onChange }: { ep: WebhookEndpoint; onChange: () => void }) {
+  const [events, setEvents] = useState<EventType[]>(ep.events);
+  const [since, setSince] = useState('');
+  const [note, setNote] = useState<string | null>(null);
+  const [deliveries, setDeliveries] = useState<EndpointDelivery[]>([]);
+  const act = async (what: () => Promise<string | undefined>) => {
+    try {
+      const said = await what();
+      setNote(said ?? null);
+      onChange();
+    } catch (err) {
+      setNote(errorText(err));
+    }
+  };
+  useEffect(() => {
+    api<{ deliveries: EndpointDelivery[] }>(`/webhook-endpoints/${ep.id}/deliveries?limit=10`)
+      .then((d) => setDeliveries(d.deliveries))
+      .catch((err: unknown) => setNote(errorText(err)));
+  }, [ep.id, ep.updated_at]);
+  const path = `/webhook-endpoints/${ep.id}`;
+  return (
+    <article class="endpoint" aria-label={ep.url}>
+      <h2 class="mono">{ep.url}</h2>
+      <p>
+        <strong>{ep.status}</strong>
+        {ep.disabled_reason ? ` since ${when(ep.disabled_at)}: ${ep.disabled_reason}` : ''} · {ep.id}
+        {ep.description ? ` · ${ep.description}` : ''}
+      </p>
+      <p>
+        Secret: <code>{ep.secret}</code>
+      </p>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          void act(async () => {
+            await api(path, { method: 'PATCH', body: { events } });
+            return 'events saved';
+          });
+        }}
+      >
+        <EventPicker name={`events-${ep.id}`} value={events} onChange={setEvents} />
+        <button type="submit" disabled={events.length === 0}>
+          Save events
+        </button>
+      </form>
+      <div class="actions">
+        <button
+          type="button"
+          class="secondary"
+          onClick={() =>
+            void act(async () => {
+              const r = await api<{ secret: string }>(`${path}/rotate-secret`, { method: 'POST' });
+              return `new secret ${r.secret}; the old one also signs for the overlap`;
+            })
+          }
+        >
+          Rotate secret
+        </button>
+        {ep.status === 'disabled' && (
+          <button
+            type="button"
+            onClick={() => void act(() => api(`${path}/enable`, { method: 'POST' }).then(() => 'enabled'))}
+          >
+            Enable
+          </button>
+        )}
+        <button
+          type="button"
+          class="secondary"
+          onClick={() =>
+            confirm(`Delete the endpoint ${ep.url}?`) &&
+            void act(() => api(path, { method: 'DELETE' }).then(() => 'deleted'))
+          }
+        >
+          Delete
+        </button>
+      </div>
+      <form
+        class="filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void act(async () => {
+            const r = await api<{ count: number }>(`${path}/recover`, {
+              method: 'POST',
+              body: { since: new Date(since).toISOString() },
+            });
+            return `${r.count} deliveries queued again`;
+          });
+        }}
+      >
+        <div>
+          <label for={`since-${ep.id}`}>Recover failed and skipped deliveries since</label>
+          <input
+            id={`since-${ep.id}`}
+            type="datetime-local"
+            required
+            value={since}
+            onInput={(e) => setSince(e.currentTarget.value)}
+          />
+        </div>
+        <button type="submit">Recover</button>
+      </form>
+      {note && <p role="status">{note}</p>}
+      <h3>Recent deliveries</h3>
+      {deliveries.length === 0 ? (
+        <p>None yet.</p>
+      ) : (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Created</th>
+              <th scope="col">Event</th>
+              <th scope="col">Job</th>
+              <th scope="col">State</th>
+              <th scope="col">Attempts</th>
+              <th scope="col">Last answer</th>
+            </tr>
+          </thead>
+          <tbody>
+            {deliveries.map((d) => {
+              const last = d.attempts.at(-1);
+              return (
+                <tr>
+                  <td>{when(d.created_at)}</td>
+                  <td>{d.event_type}</td>
+                  <td class="mono">
+                    <a href={`#/jobs/${d.job_uuid}`}>{d.job_uuid.slice(0, 8)}</a>
+                  </td>
+                  <td>{d.state}</td>
+                  <td>{d.attempts.length}</td>
+                  <td>{last ? (last.http_status ?? last.error ?? '—') : '—'}</td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+    </article>
+  );
+}
+
+/** #/endpoints: the signed-in owner's webhook endpoints. */
+export function Endpoints() {
+  const [list, setList] = useState<WebhookEndpoint[] | null>(null);
+  const [url, setUrl] = useState('');
+  const [events, setEvents] = useState<EventType[]>([...EVENT_TYPES]);
+  const [error, setError] = useState<string | null>(null);
+  const load = () =>
+    api<{ endpoints: WebhookEndpoint[] }>('/webhook-endpoints')
+      .then((d) => {
+        setList(d.endpoints);
+        setError(null);
+      })
+      .catch((err: unknown) => setError(errorText(err)));
+  useEffect(() => {
+    void load();
+  }, []);
+  return (
+    <section>
+      <h1 tabIndex={-1}>Webhook endpoints</h1>
+      <p>Every subscribed event of all your jobs is sent to each enabled endpoint, signed with its secret.</p>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          api('/webhook-endpoints', { method: 'POST', body: { url, events } })
+            .then(() => {
+              setUrl('');
+              return load();
+            })
+            .catch((err: unknown) => setError(errorText(err)));
+        }}
+      >
+        <div>
+          <label for="endpoint-url">URL</label>
+          <input id="endpoint-url" type="url" required value={url} onInput={(e) => setUrl(e.currentTarget.value)} />
+        </div>
+        <EventPicker name="new-events" value={events} onChange={setEvents} />
+        <button type="submit" disabled={events.length === 0}>
+          Add endpoint
+        </button>
+      </form>
+      {error && <p role="alert">{error}</p>}
+      {list?.length === 0 && <p>No endpoints yet.</p>}
+      {list?.map((ep) => (
+        <EndpointCard ep={ep} key={ep.id} onChange={() => void load()} />
+      ))}
+    </section>
+  );
+}

@@ -1,0 +1,179 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { EndpointService } from '../../webhooks/endpoints.js';
+import { ok } from '../envelope.js';
+import {
+  COMMON_ERRORS,
+  endpointChangesSchema,
+  endpointDeliveryListEnvelopeSchema,
+  endpointEnvelopeSchema,
+  endpointListEnvelopeSchema,
+  newEndpointSchema,
+  okEnvelope,
+  recoverSchema,
+  responses,
+} from '../schemas.js';
+
+const endpointParams = z.object({ id: z.string().describe("The endpoint's id (`ep_…`).") });
+const doc = (operationId: string) => ({ operationId, tags: ['Webhook endpoints'] });
+const emptyEnvelope = okEnvelope(z.looseObject({}));
+const secretEnvelope = okEnvelope(
+  z.looseObject({ secret: z.string().describe('The new `whsec_…` secret (the old one signs too, for the overlap).') }),
+);
+const countEnvelope = okEnvelope(z.looseObject({ count: z.int().min(0).describe('Deliveries queued again.') }));
+const deliveriesQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(50).describe('At most this many (1–100, default 50).'),
+  cursor: z.string().max(200).optional().describe('`next_cursor` of the previous page.'),
+});
+
+/** Owner webhook endpoints (inside the authenticated /api/v1 scope): CRUD, rotation, enable, recover, log. */
+export function webhookEndpointRoutes(scope: FastifyInstance, endpoints: EndpointService): void {
+  const app = scope.withTypeProvider<ZodTypeProvider>();
+  const one = (description: string) => ({ 200: { description, schema: endpointEnvelopeSchema } });
+
+  app.post(
+    '/webhook-endpoints',
+    {
+      schema: {
+        ...doc('createWebhookEndpoint'),
+        body: newEndpointSchema,
+        response: responses(
+          { 201: { description: 'The endpoint, with its `whsec_` secret.', schema: endpointEnvelopeSchema } },
+          400,
+          409,
+          415,
+          ...COMMON_ERRORS,
+        ),
+      },
+    },
+    async (request, reply) => reply.code(201).send(ok(await endpoints.create(request.owner, request.body))),
+  );
+
+  app.get(
+    '/webhook-endpoints',
+    {
+      schema: {
+        ...doc('listWebhookEndpoints'),
+        response: responses(
+          { 200: { description: 'Your endpoints, newest first.', schema: endpointListEnvelopeSchema } },
+          ...COMMON_ERRORS,
+        ),
+      },
+    },
+    async (request) => ok(await endpoints.list(request.owner)),
+  );
+
+  app.get(
+    '/webhook-endpoints/:id',
+    {
+      schema: {
+        ...doc('getWebhookEndpoint'),
+        params: endpointParams,
+        response: responses(one('The endpoint.'), 404, ...COMMON_ERRORS),
+      },
+    },
+    async (request) => ok(await endpoints.get(request.owner, request.params.id)),
+  );
+
+  app.patch(
+    '/webhook-endpoints/:id',
+    {
+      schema: {
+        ...doc('updateWebhookEndpoint'),
+        params: endpointParams,
+        body: endpointChangesSchema,
+        response: responses(one('The endpoint, changed.'), 400, 404, 415, ...COMMON_ERRORS),
+      },
+    },
+    async (request) => ok(await endpoints.update(request.owner, request.params.id, request.body)),
+  );
+
+  app.delete(
+    '/webhook-endpoints/:id',
+    {
+      schema: {
+        ...doc('deleteWebhookEndpoint'),
+        params: endpointParams,
+        response: responses(
+          { 200: { description: 'Deleted; its pending deliveries are skipped.', schema: emptyEnvelope } },
+          404,
+          ...COMMON_ERRORS,
+        ),
+      },
+    },
+    async (request) => ok(await endpoints.remove(request.owner, request.params.id)),
+  );
+
+  app.post(
+    '/webhook-endpoints/:id/rotate-secret',
+    {
+      schema: {
+        ...doc('rotateWebhookEndpointSecret'),
+        params: endpointParams,
+        response: responses(
+          { 200: { description: 'The new secret.', schema: secretEnvelope } },
+          404,
+          415,
+          ...COMMON_ERRORS,
+        ),
+      },
+    },
+    async (request) => ok(await endpoints.rotate(request.owner, request.params.id)),
+  );
+
+  app.post(
+    '/webhook-endpoints/:id/enable',
+    {
+      schema: {
+        ...doc('enableWebhookEndpoint'),
+        params: endpointParams,
+        response: responses(one('The endpoint, enabled.'), 404, 415, ...COMMON_ERRORS),
+      },
+    },
+    async (request) => ok(await endpoints.enable(request.owner, request.params.id)),
+  );
+
+  app.post(
+    '/webhook-endpoints/:id/recover',
+    {
+      schema: {
+        ...doc('recoverWebhookEndpoint'),
+        params: endpointParams,
+        body: recoverSchema,
+        response: responses(
+          { 200: { description: 'How many deliveries were queued again.', schema: countEnvelope } },
+          400,
+          404,
+          415,
+          ...COMMON_ERRORS,
+        ),
+      },
+    },
+    async (request) => ok(await endpoints.recover(request.owner, request.params.id, request.body.since)),
+  );
+
+  app.get(
+    '/webhook-endpoints/:id/deliveries',
+    {
+      schema: {
+        ...doc('listWebhookEndpointDeliveries'),
+        params: endpointParams,
+        querystring: deliveriesQuery,
+        response: responses(
+          {
+            200: {
+              description: "The endpoint's deliveries with their attempts, newest first.",
+              schema: endpointDeliveryListEnvelopeSchema,
+            },
+          },
+          400,
+          404,
+          ...COMMON_ERRORS,
+        ),
+      },
+    },
+    async (request) =>
+      ok(await endpoints.deliveries(request.owner, request.params.id, request.query.limit, request.query.cursor)),
+  );
+}
