@@ -743,6 +743,11 @@ function base(): Json {
       { name: 'Jobs', description: 'Submit, follow, cancel and fetch results.' },
       { name: 'Job types', description: 'What can be submitted.' },
       { name: 'Webhooks', description: 'Notifications of terminal states, and their delivery history.' },
+      {
+        name: 'Webhook endpoints',
+        description:
+          "An owner's registered endpoints: every job's terminal events, Standard Webhooks signatures, rotation.",
+      },
       { name: 'Results', description: 'Signed result downloads (no API key).' },
       {
         name: 'Remote workers',

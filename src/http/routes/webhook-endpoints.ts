@@ -16,7 +16,43 @@ import {
 } from '../schemas.js';
 
 const endpointParams = z.object({ id: z.string().describe("The endpoint's id (`ep_…`).") });
-const doc = (operationId: string) => ({ operationId, tags: ['Webhook endpoints'] });
+/** Each operation's summary and description, for the OpenAPI document. */
+const OPERATIONS = {
+  createWebhookEndpoint: [
+    'Register a webhook endpoint',
+    "Every terminal event of the owner's jobs that the endpoint subscribes to is delivered to it, besides a job's own webhook. The answer carries the endpoint's `whsec_` secret.",
+  ],
+  listWebhookEndpoints: ["List the owner's webhook endpoints", "The caller's endpoints, newest first."],
+  getWebhookEndpoint: [
+    'Read a webhook endpoint',
+    "One endpoint of the caller's, with its secret; another owner's id answers 404.",
+  ],
+  updateWebhookEndpoint: [
+    'Change a webhook endpoint',
+    'Changes its URL, events or description; fields left out stay as they are.',
+  ],
+  deleteWebhookEndpoint: [
+    'Delete a webhook endpoint',
+    'No further deliveries go to it; its pending deliveries are skipped.',
+  ],
+  rotateWebhookEndpointSecret: [
+    "Rotate an endpoint's secret",
+    'A new `whsec_` secret; for WEBHOOK_SECRET_OVERLAP deliveries are signed with both the new and the old one.',
+  ],
+  enableWebhookEndpoint: [
+    'Enable a disabled endpoint',
+    'Deliveries resume for new events; what was skipped is not resent (see recover).',
+  ],
+  recoverWebhookEndpoint: [
+    'Re-send missed deliveries',
+    'Queues once more every failed or skipped delivery of the endpoint whose event occurred since the given time; answers how many.',
+  ],
+  listWebhookEndpointDeliveries: ["List an endpoint's deliveries", 'Its deliveries, newest first, in pages.'],
+} as const;
+const doc = (operationId: keyof typeof OPERATIONS) => {
+  const [summary, description] = OPERATIONS[operationId];
+  return { operationId, summary, description, tags: ['Webhook endpoints'] };
+};
 const emptyEnvelope = okEnvelope(z.looseObject({}));
 const secretEnvelope = okEnvelope(
   z.looseObject({ secret: z.string().describe('The new `whsec_…` secret (the old one signs too, for the overlap).') }),
