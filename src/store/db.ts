@@ -19,12 +19,27 @@ export interface OpenOptions {
 }
 
 /**
+ * better-sqlite3 12 (the last line that builds on Node 20) aborts the process on Node 24 when V8
+ * collects a statement (its ObjectWrap removes a cleanup hook with no current environment; fixed in
+ * better-sqlite3 13, which needs Node 22). So on Node 24 the embedded store is refused in one line
+ * rather than left to crash at random.
+ */
+function refuseSqliteOnUnsafeNode(): void {
+  const major = Number(process.versions.node.split('.')[0]);
+  if (major >= 24)
+    throw new DatabaseOpenError(
+      `the embedded SQLite store does not run on Node ${process.versions.node} (better-sqlite3 12 aborts on Node 24): use Node 20 or 22, or set DATABASE_URL to a PostgreSQL database`,
+    );
+}
+
+/**
  * Opens the store named by `databaseUrl` (`sqlite:<file>` or `postgres://…`).
  * Everything above this file talks to Kysely only; dialect differences stay in store/.
  */
 export async function openStore(databaseUrl: string, opts: OpenOptions = {}): Promise<Store> {
   let store: Store;
   if (databaseUrl.startsWith('sqlite:')) {
+    refuseSqliteOnUnsafeNode();
     store = openSqlite(databaseUrl.slice('sqlite:'.length));
   } else if (/^postgres(ql)?:\/\//.test(databaseUrl)) {
     const { openPostgres } = await import('./postgres.js');

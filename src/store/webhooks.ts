@@ -303,8 +303,19 @@ export async function listEventsWithAttempts(
   jobUuid: string,
   owner: string,
 ): Promise<Array<{ event: WebhookEventRow; attempts: WebhookAttemptRow[] }>> {
-  // Attempts first: an attempt and its event's move are committed together, so events read after
-  // them are at least as new (never a recorded attempt beside its event's state from before it).
+  // One snapshot for both reads (an attempt and its event's move are committed together): read
+  // apart, a delivery could show as delivered without its last attempt, or the reverse.
+  return db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute((trx) => readEventsWithAttempts(trx, jobUuid, owner));
+}
+
+async function readEventsWithAttempts(
+  db: Kysely<Database>,
+  jobUuid: string,
+  owner: string,
+): Promise<Array<{ event: WebhookEventRow; attempts: WebhookAttemptRow[] }>> {
   const attempts = await db
     .selectFrom('webhook_attempts')
     .selectAll()
