@@ -549,6 +549,29 @@ export function createMigrator(db: Kysely<unknown>, dialect: Dialect): Migrator 
 
 /** Applies pending migrations; throws with the failing migration's error. */
 export async function migrateToLatest(db: Kysely<unknown>, dialect: Dialect): Promise<string[]> {
+  if (dialect === 'sqlite') return migrateSqliteExclusively(db);
+  return runMigrations(db, dialect);
+}
+
+/**
+ * Kysely takes no migration lock on SQLite (one connection per process), so two processes started
+ * together on a new file would both apply a migration ("duplicate column"). The whole run holds
+ * the file's write lock instead (BEGIN IMMEDIATE: the other process waits on busy_timeout, then
+ * finds every migration applied); SQLite's DDL is transactional, so a failure leaves nothing half done.
+ */
+async function migrateSqliteExclusively(db: Kysely<unknown>): Promise<string[]> {
+  await sql`BEGIN IMMEDIATE`.execute(db);
+  try {
+    const applied = await runMigrations(db, 'sqlite');
+    await sql`COMMIT`.execute(db);
+    return applied;
+  } catch (err) {
+    await sql`ROLLBACK`.execute(db).catch(() => {});
+    throw err;
+  }
+}
+
+async function runMigrations(db: Kysely<unknown>, dialect: Dialect): Promise<string[]> {
   const { error, results } = await createMigrator(db, dialect).migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error('migration failed', { cause: error });
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
