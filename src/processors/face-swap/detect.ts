@@ -280,8 +280,9 @@ const BORDERLINE = 0.6;
 
 export interface FindOptions {
   /**
-   * Only the largest face matters (a swap of the largest face): borderline candidates too small to
-   * be it (under LARGEST_BOX_MARGIN of the largest sure face's box) are dropped unconfirmed.
+   * Only the largest face matters (a swap of the largest face): borderline candidates whose box is
+   * not larger than the largest sure face's are dropped unconfirmed. (Within LARGEST_BOX_MARGIN, as
+   * largestFaceLandmarks compares, a false face 0.25 beside the bench's 350 px one made SSD run.)
    */
   largestOnly?: boolean;
 }
@@ -311,7 +312,7 @@ export async function findFaces(
   const merged = mergeDetections(passes);
   const sure = merged.filter((f) => f.score >= minConfidence);
   const area = (b: Box) => b.width * b.height;
-  const worth = opts.largestOnly ? LARGEST_BOX_MARGIN * Math.max(0, ...sure.map((f) => area(f.box))) : 0;
+  const worth = opts.largestOnly ? Math.max(0, ...sure.map((f) => area(f.box))) : 0;
   const doubtful = merged.some((f) => f.score < minConfidence && area(f.box) >= worth);
   if (sure.length > 0 && !doubtful) return sure.sort(largestFirst);
   // A face both found keeps SSD's box (the crop the landmark net expects) and score.
