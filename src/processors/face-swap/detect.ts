@@ -281,8 +281,7 @@ const BORDERLINE = 0.6;
 export interface FindOptions {
   /**
    * Only the largest face matters (a swap of the largest face): borderline candidates whose box is
-   * not larger than the largest sure face's are dropped unconfirmed. (Within LARGEST_BOX_MARGIN, as
-   * largestFaceLandmarks compares, a false face 0.25 beside the bench's 350 px one made SSD run.)
+   * not larger than the largest sure face's are dropped unconfirmed (SSD costs ~300 ms).
    */
   largestOnly?: boolean;
 }
