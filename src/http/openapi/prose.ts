@@ -1,6 +1,8 @@
 import { exampleJob, exampleLink, ok } from './examples.js';
 import { ref, type Json } from './json.js';
 
+/** Each operation's words: summary, description, the 200's example and extra headers, by operationId. */
+
 export interface Prose {
   summary: string;
   description?: string;

@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { WebhookService } from '../../webhooks/service.js';
 import { z } from 'zod';
 import { ok } from '../envelope.js';
@@ -7,20 +6,17 @@ import {
   COMMON_ERRORS,
   deliveryEnvelopeSchema,
   deliveryListEnvelopeSchema,
+  eventUuid,
   jobParams,
   jobUuid,
   responses,
   uuidParam,
 } from '../schemas.js';
-
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** A malformed event id is an event that does not exist ('' matches none). */
-const eventIdOf = (raw: string) => (UUID_RE.test(raw) ? raw.toLowerCase() : '');
+import { zodApp } from '../zod-app.js';
 
 /** Delivery history and manual redelivery of a job's webhook events (inside the authenticated /api/v1 scope). */
 export function webhookRoutes(scope: FastifyInstance, webhooks: WebhookService): void {
-  const app = scope.withTypeProvider<ZodTypeProvider>();
+  const app = zodApp(scope);
   app.get(
     '/jobs/:uuid/webhook-deliveries',
     {
@@ -63,7 +59,7 @@ export function webhookRoutes(scope: FastifyInstance, webhooks: WebhookService):
     },
     async (request) => {
       const uuid = jobUuid(request.params.uuid);
-      const eventId = eventIdOf(request.params.event_id);
+      const eventId = eventUuid(request.params.event_id);
       return ok(await webhooks.redeliver(request.owner, uuid, eventId));
     },
   );
