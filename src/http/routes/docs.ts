@@ -102,6 +102,12 @@ const meta = (operationId: string) => ({ operationId, tags: ['Meta'], security: 
 
 /** Needs @fastify/swagger registered on `app` (server.ts): the document is built from the route schemas. */
 export function docsRoutes(app: FastifyInstance, _deps: DocsDeps): void {
+  documentRoute(app);
+  viewerRoutes(app);
+}
+
+/** GET /api/v1/openapi.json: the document, serialised once, on the first request. */
+function documentRoute(app: FastifyInstance): void {
   let doc: string | undefined;
   const openApiResponse = responses({ 200: { description: 'The OpenAPI document.', schema: z.looseObject({}) } });
   app.get(OPENAPI_PATH, { schema: { ...meta('getOpenApi'), response: openApiResponse } }, async (_request, reply) => {
@@ -111,7 +117,10 @@ export function docsRoutes(app: FastifyInstance, _deps: DocsDeps): void {
       .header('cache-control', 'no-cache')
       .send(doc);
   });
+}
 
+/** GET /docs and /docs/:asset: the Swagger UI page and its files. */
+function viewerRoutes(app: FastifyInstance): void {
   app.get(
     '/docs',
     {

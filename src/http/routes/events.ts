@@ -44,6 +44,24 @@ export interface EventRouteDeps {
   metrics: Metrics;
 }
 
+/** GET /jobs/:uuid/events: a stream, not an envelope (errors before it starts are enveloped). */
+const watchSchema = () => ({
+  operationId: 'watchJob',
+  tags: ['Jobs'],
+  params: jobParams,
+  response: responses(
+    {
+      200: {
+        description: 'A stream of `status` and `progress` events; it ends after the terminal `status` event.',
+        schema: z.string(),
+        type: 'text/event-stream',
+      },
+    },
+    404,
+    ...COMMON_ERRORS,
+  ),
+});
+
 /**
  * The route: admits a stream (204 when the client has the end already, 429 past the owner's cap)
  * and answers with it; the stream itself (event-stream.ts) follows the job.
@@ -57,23 +75,7 @@ export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: Ev
     streams.closeAll();
     done();
   });
-  const schema = {
-    operationId: 'watchJob',
-    tags: ['Jobs'],
-    params: jobParams,
-    response: responses(
-      {
-        200: {
-          description: 'A stream of `status` and `progress` events; it ends after the terminal `status` event.',
-          schema: z.string(),
-          type: 'text/event-stream',
-        },
-      },
-      404,
-      ...COMMON_ERRORS,
-    ),
-  };
-  zodApp(app).get('/jobs/:uuid/events', { schema }, async (request, reply) => {
+  zodApp(app).get('/jobs/:uuid/events', { schema: watchSchema() }, async (request, reply) => {
     const uuid = jobUuid(request.params.uuid);
     const owner = request.owner;
     const read = () => deps.service.status(owner, uuid);

@@ -12,11 +12,17 @@ import {
   responses,
   uuidParam,
 } from '../schemas.js';
-import { zodApp } from '../zod-app.js';
+import { zodApp, type ZodApp } from '../zod-app.js';
 
 /** Delivery history and manual redelivery of a job's webhook events (inside the authenticated /api/v1 scope). */
 export function webhookRoutes(scope: FastifyInstance, webhooks: WebhookService): void {
   const app = zodApp(scope);
+  deliveriesRoute(app, webhooks);
+  redeliverRoute(app, webhooks);
+}
+
+/** GET /jobs/:uuid/webhook-deliveries: the job's webhook events and their attempts. */
+function deliveriesRoute(app: ZodApp, webhooks: WebhookService): void {
   app.get(
     '/jobs/:uuid/webhook-deliveries',
     {
@@ -41,7 +47,10 @@ export function webhookRoutes(scope: FastifyInstance, webhooks: WebhookService):
       return ok(await webhooks.list(request.owner, uuid));
     },
   );
+}
 
+/** POST /jobs/:uuid/webhook-deliveries/:event_id/redeliver: one more attempt now, recorded as manual. */
+function redeliverRoute(app: ZodApp, webhooks: WebhookService): void {
   app.post(
     '/jobs/:uuid/webhook-deliveries/:event_id/redeliver',
     {
