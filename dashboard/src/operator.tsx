@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
-import { admin, session, when } from './api';
+import { admin, when } from './api';
 import { ErrorNote } from './common';
+import { OperatorSignIn } from './sign-in';
 
 interface Overview {
   queue: { queued: number; processing: number };
@@ -74,43 +75,6 @@ function Chart({ points }: { points: Array<{ minute: string; finished: number }>
         </text>
       </svg>
     </figure>
-  );
-}
-
-function OperatorSignIn({ onToken }: { onToken: (t: string) => void }) {
-  const [token, setToken] = useState('');
-  const [error, setError] = useState<string | null>(null);
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    session.setAdminToken(token.trim());
-    try {
-      await admin('/overview');
-      onToken(token.trim());
-    } catch (err) {
-      session.setAdminToken(null);
-      setError((err as Error).message);
-    }
-  };
-  return (
-    <section class="narrow">
-      <h1 tabIndex={-1}>Operator sign in</h1>
-      <p>
-        Paste an admin token (<code>media-jobs admin create-token</code>). It stays in this tab only.
-      </p>
-      <form onSubmit={submit}>
-        <label for="admin-token">Admin token</label>
-        <input
-          id="admin-token"
-          type="password"
-          autoComplete="off"
-          required
-          value={token}
-          onInput={(e) => setToken(e.currentTarget.value)}
-        />
-        <button type="submit">Sign in</button>
-      </form>
-      <ErrorNote error={error} />
-    </section>
   );
 }
 
