@@ -195,7 +195,7 @@ export class WebhookDispatcher {
       dependency: DATABASE,
       maxBatch: MAX_RECORD_BATCH,
       // While attempts are in flight more will finish soon: one transaction for several of them.
-      lingerMs: () => (this.inFlight.size > 0 && !this.stopping ? RECORD_LINGER_MS : 0),
+      gather: { ms: () => (this.inFlight.size > 0 && !this.stopping ? RECORD_LINGER_MS : 0) },
     });
   }
 

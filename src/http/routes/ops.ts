@@ -4,7 +4,7 @@ import type { Metrics } from '../../metrics.js';
 import type { StorageHealth } from '../../storage/health.js';
 import type { Store } from '../../store/store.js';
 import { isDatabaseUnavailable } from '../../store/errors.js';
-import { isUpToDate } from '../../store/migrations.js';
+import { isUpToDate } from '../../store/migrate.js';
 import { z } from 'zod';
 import { fail, ok } from '../envelope.js';
 import { healthEnvelopeSchema, responses } from '../schemas.js';
