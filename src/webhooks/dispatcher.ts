@@ -16,9 +16,9 @@ import {
   nextDueAt,
   pendingDestinations,
   recordScheduledAttempts,
+  type ClaimedEventRow,
   type DestinationClaim,
   type ScheduledAttempt,
-  type WebhookEventRow,
 } from '../store/webhooks.js';
 import {
   endpointsByIds,
@@ -27,7 +27,7 @@ import {
   type EndpointOutcome,
 } from '../store/webhook-endpoints.js';
 import { destinationOf } from './events.js';
-import type { AttemptResult, Deliverable, WebhookSender } from './send.js';
+import type { Attempt, AttemptResult, Deliverable, WebhookSender } from './send.js';
 
 /** The signal that means "new deliveries may be due" (the poll is the backstop). */
 export const WAKE_SIGNAL: SignalName = 'webhooks-due';
@@ -56,7 +56,7 @@ export interface DispatcherOptions {
 }
 
 /** A claimed event, with its owner endpoint's secrets when it has one. */
-type Claimed = WebhookEventRow & Pick<Deliverable, 'previousSecrets'>;
+type Claimed = ClaimedEventRow & Pick<Deliverable, 'previousSecrets'>;
 
 /** Thrown into an in-flight attempt when the dispatcher stops; the event is handed back. */
 class Shutdown extends Error {
@@ -68,7 +68,7 @@ class Shutdown extends Error {
 
 interface InFlight {
   destination: string;
-  controller: AbortController;
+  attempt: Attempt;
   done: Promise<void>;
 }
 
@@ -143,6 +143,7 @@ export class WebhookDispatcher {
   readonly leaseMs: number;
   readonly disableAfterMs: number;
   private readonly inFlight = new Map<string, InFlight>();
+  private readonly attemptCounters = new Map<string, { inc(): void }>();
   private readonly held = new Map<string, Destination>();
   /** Destinations the last claim left with due events (they get another claim when room frees up). */
   private readonly knownDue = new Set<string>();
@@ -218,7 +219,7 @@ export class WebhookDispatcher {
     const graceOver = new AbortController();
     await Promise.race([all, Wakeable.sleep(graceMs, graceOver.signal)]);
     graceOver.abort();
-    for (const f of this.inFlight.values()) f.controller.abort(new Shutdown());
+    for (const f of this.inFlight.values()) f.attempt.abort(new Shutdown());
     await all;
     this.drainBy = this.opts.clock.now() + FINAL_FLUSH_MS;
     await this.recorder.drain();
@@ -326,7 +327,7 @@ export class WebhookDispatcher {
    * read for the claim): a rotation applies to retries too. A delivery whose endpoint is gone or
    * disabled meanwhile is handed back unsent (its row was skipped with the endpoint).
    */
-  private async withEndpointSecrets(rows: WebhookEventRow[], now: number): Promise<Claimed[]> {
+  private async withEndpointSecrets(rows: ClaimedEventRow[], now: number): Promise<Claimed[]> {
     const ids = [...new Set(rows.flatMap((r) => (r.endpoint_id ? [r.endpoint_id] : [])))];
     if (ids.length === 0) return rows;
     const endpoints = new Map((await endpointsByIds(this.opts.store.db, ids)).map((e) => [e.id, e]));
@@ -369,44 +370,48 @@ export class WebhookDispatcher {
   }
 
   private launch(name: string, d: Destination, event: Claimed): void {
-    const controller = new AbortController();
     d.inFlight++;
-    const done = this.attempt(event, d, controller)
-      .catch((err: unknown) =>
-        this.opts.log.error(
-          { err, event_id: event.event_id, job_uuid: event.job_uuid },
-          'webhook delivery bookkeeping failed',
-        ),
-      )
-      .finally(() => {
-        this.inFlight.delete(event.event_id);
-        d.inFlight--;
-        this.startReady();
-        if (this.knownDue.size > 0 && (!this.knownDue.has(name) || this.worthClaiming(name))) this.poke();
-      });
-    this.inFlight.set(event.event_id, { destination: name, controller, done });
+    const attempt = this.opts.sender.start(event);
+    const done = attempt.result.then(
+      (result) => this.settled(name, d, event, () => this.finished(event, d, result)),
+      (err: unknown) => this.settled(name, d, event, () => this.abandoned(event, err)),
+    );
+    this.inFlight.set(event.event_id, { destination: name, attempt, done });
   }
 
-  private async attempt(event: Claimed, d: Destination, controller: AbortController): Promise<void> {
-    const { clock, sender, scheduleMs, metrics } = this.opts;
+  /** An attempt ended: its bookkeeping, then its slot goes to the next queued event. */
+  private settled(name: string, d: Destination, event: Claimed, bookkeeping: () => void): void {
+    try {
+      bookkeeping();
+    } catch (err) {
+      this.opts.log.error(
+        { err, event_id: event.event_id, job_uuid: event.job_uuid },
+        'webhook delivery bookkeeping failed',
+      );
+    }
+    this.inFlight.delete(event.event_id);
+    d.inFlight--;
+    this.startReady();
+    if (this.knownDue.size > 0 && (!this.knownDue.has(name) || this.worthClaiming(name))) this.poke();
+  }
+
+  /** Aborted at shutdown: handed back, no attempt recorded. */
+  private abandoned(event: Claimed, err: unknown): void {
+    if (!(err instanceof Shutdown)) throw err;
+    this.release(event.event_id);
+    this.opts.log.info(
+      { event_id: event.event_id, job_uuid: event.job_uuid, attempt: event.attempts + 1 },
+      'webhook attempt abandoned at shutdown; it will be retried',
+    );
+  }
+
+  /** The attempt's outcome: delivered, failed for good, or the next attempt scheduled. */
+  private finished(event: Claimed, d: Destination, result: AttemptResult): void {
+    const { clock, scheduleMs } = this.opts;
     const claimedAttempts = event.attempts;
     const number = claimedAttempts + 1;
-    let result: AttemptResult;
-    try {
-      result = await sender.send(event, controller);
-    } catch (err) {
-      if (err instanceof Shutdown) {
-        this.release(event.event_id);
-        this.opts.log.info(
-          { event_id: event.event_id, job_uuid: event.job_uuid, attempt: number },
-          'webhook attempt abandoned at shutdown; it will be retried',
-        );
-        return;
-      }
-      throw err;
-    }
     d.fast = result.httpStatus !== null && result.durationMs < FAST_MS;
-    metrics?.webhookAttempts.inc({ outcome: outcomeLabel(result) });
+    this.countAttempt(result);
     const now = clock.now();
     let state: Finished['state'];
     let nextAttemptAt: number | null = null;
@@ -432,6 +437,19 @@ export class WebhookDispatcher {
         ? { endpointId: event.endpoint_id, ok: result.ok, gone, startedAt: result.startedAt }
         : undefined,
     });
+  }
+
+  /** The attempts metric, its labelled child looked up once per outcome. */
+  private countAttempt(result: AttemptResult): void {
+    const counter = this.opts.metrics?.webhookAttempts;
+    if (!counter) return;
+    const outcome = outcomeLabel(result);
+    let child = this.attemptCounters.get(outcome);
+    if (!child) {
+      child = counter.labels({ outcome });
+      this.attemptCounters.set(outcome, child);
+    }
+    child.inc();
   }
 
   /** Hands a claimed event back unsent: due again at once. */
@@ -465,9 +483,14 @@ export class WebhookDispatcher {
     const outcomes = attempts.flatMap((f) => (f.endpoint ? [f.endpoint] : []));
     const now = this.opts.clock.now();
     let disabled: DisabledEndpoint[] = [];
-    const applied = await recordScheduledAttempts(this.opts.store.db, this.id, attempts, release, now, async (trx) => {
-      if (outcomes.length > 0) disabled = await recordEndpointHealth(trx, outcomes, this.disableAfterMs, now);
-    });
+    const { db, dialect } = this.opts.store;
+    const endpointHealth =
+      outcomes.length > 0
+        ? async (trx: typeof db) => {
+            disabled = await recordEndpointHealth(trx, outcomes, this.disableAfterMs, now);
+          }
+        : undefined;
+    const applied = await recordScheduledAttempts(db, dialect, this.id, attempts, release, now, endpointHealth);
     return items.map((i, n) => ({
       applied: 'attempt' in i ? applied.has(i.attempt.eventId) : true,
       ...(n === 0 ? { disabled } : {}),
@@ -483,9 +506,13 @@ export class WebhookDispatcher {
     }
     for (const e of out[0]?.disabled ?? []) this.endpointDisabled(e);
     const { log } = this.opts;
+    // Built only for lines the log level lets through: a delivery's info line is the common case.
+    const info = log.isLevelEnabled('info');
     items.forEach((item, n) => {
       if (!('attempt' in item)) return;
       const f = item.attempt;
+      const applied = out[n]!.applied;
+      if (applied && f.state !== 'failed' && !info) return;
       const fields = {
         event_id: f.eventId,
         job_uuid: f.jobUuid,
@@ -495,7 +522,7 @@ export class WebhookDispatcher {
         error: f.attempt.error,
         duration_ms: Math.round(f.attempt.durationMs),
       };
-      if (!out[n]!.applied)
+      if (!applied)
         log.warn(fields, 'webhook attempt recorded, but the event had moved on (lease lost or delivered by hand)');
       else if (f.state === 'delivered') log.info(fields, 'webhook delivered');
       else if (f.state === 'failed') log.warn(fields, `webhook delivery failed after ${f.number} attempts`);
