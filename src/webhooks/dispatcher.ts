@@ -100,7 +100,7 @@ export const DEFAULT_POLL_MS = 1_000;
 export const LEASE_MARGIN_MS = 30_000;
 export const DEFAULT_DISABLE_AFTER_MS = 5 * 86_400_000;
 /** A destination that answers fast gets up to perDestination × this claimed ahead of its slots. */
-const CLAIM_AHEAD_ROUNDS = 16;
+const CLAIM_AHEAD_ROUNDS = 64;
 const FAST_MS = 1_000;
 /** A claimed event is sent only while its lease has the timeout plus this left; else handed back. */
 const LEASE_RESERVE_MS = 5_000;
