@@ -269,15 +269,20 @@ export interface ScheduledAttempt extends Omit<ScheduledOutcome, 'leaseOwner'> {
   eventId: string;
 }
 
-/** At most this many outcomes per recording statement (bound parameters stay far below the limits). */
-export const MAX_RECORD_BATCH = 200;
+/**
+ * At most this many outcomes per recording transaction. SQLite's runs synchronously on the event
+ * loop, so it stays short; PostgreSQL's is one statement whatever its size (the batch travels as
+ * arrays), and each commit waits for a WAL flush: large batches keep up with fast receivers.
+ */
+export const MAX_RECORD_BATCH: Readonly<Record<Dialect, number>> = { sqlite: 200, postgres: 1_000 };
 
 /**
  * Records finished scheduled attempts of one dispatcher and moves their events on, and gives
  * back the events in `release` (claimed, never sent), all in one transaction. An event changes
  * only if this dispatcher still holds its lease and it is still pending (a manual redelivery may
  * have delivered it meanwhile); its attempt is recorded either way, because it happened. Returns
- * the ids of the events that moved. Events must be distinct; at most MAX_RECORD_BATCH of them.
+ * the ids of the events that moved. Events must be distinct; at most MAX_RECORD_BATCH of them
+ * (the SQLite fallback binds 10 parameters per attempt).
  * The common case (no `within`) is one synchronous transaction of prepared statements on SQLite,
  * and one statement (no BEGIN, no COMMIT) on PostgreSQL.
  */
@@ -350,29 +355,34 @@ function recordDirect(
 
 /**
  * PostgreSQL: the attempts' rows and their events' moves in one statement, the batch passed as
- * arrays (one statement text whatever the batch size). Each attempt's number counts the rows
- * before the statement (its events are distinct).
+ * arrays (one statement text whatever the batch size). Each attempt's number counts its event's
+ * rows before the statement (the events are distinct).
  */
 function recordQueryPg(leaseOwner: string, attempts: readonly ScheduledAttempt[], now: number) {
   const col = <T>(f: (o: ScheduledAttempt) => T): T[] => attempts.map(f);
+  const ids = col((o) => o.eventId);
+  // The numbers come from one grouped read (a correlated count per row would rescan the table it
+  // inserts into); `= ANY(ids)` keeps both reads on their indexes whatever the planner's statistics.
   return sql<{ event_id: string }>`
     WITH v AS (
-      SELECT * FROM unnest(${col((o) => o.eventId)}::text[], ${col((o) => o.state)}::text[],
+      SELECT * FROM unnest(${ids}::text[], ${col((o) => o.state)}::text[],
         ${col((o) => o.nextAttemptAt)}::bigint[], ${col((o) => o.claimedAttempts)}::int[],
         ${col((o) => o.attempt.startedAt)}::bigint[], ${col((o) => Math.max(0, Math.round(o.attempt.durationMs)))}::int[],
         ${col((o) => o.attempt.httpStatus)}::int[], ${col((o) => o.attempt.error)}::text[],
         ${col((o) => (o.attempt.ok ? 1 : 0))}::int[], ${col((o) => (o.attempt.manual ? 1 : 0))}::int[])
         AS v(id, st, nx, att, started, dur, http, err, ok, manual)
+    ), counted AS (
+      SELECT event_id, count(*) AS n FROM webhook_attempts WHERE event_id = ANY(${ids}::text[]) GROUP BY event_id
     ), logged AS (
       INSERT INTO webhook_attempts (event_id, attempt, started_at, duration_ms, http_status, error, ok, manual)
-      SELECT v.id, (SELECT count(*) + 1 FROM webhook_attempts a WHERE a.event_id = v.id),
-        v.started, v.dur, v.http, v.err, v.ok, v.manual
-      FROM v
+      SELECT v.id, coalesce(counted.n, 0) + 1, v.started, v.dur, v.http, v.err, v.ok, v.manual
+      FROM v LEFT JOIN counted ON counted.event_id = v.id
     )
     UPDATE webhook_events e SET state = v.st, next_attempt_at = v.nx, attempts = e.attempts + 1,
       lease_owner = NULL, lease_expires_at = NULL, updated_at = ${now}
     FROM v
-    WHERE e.event_id = v.id AND e.state = 'pending' AND e.lease_owner = ${leaseOwner} AND e.attempts = v.att
+    WHERE e.event_id = ANY(${ids}::text[]) AND e.event_id = v.id AND e.state = 'pending'
+      AND e.lease_owner = ${leaseOwner} AND e.attempts = v.att
     RETURNING e.event_id`;
 }
 

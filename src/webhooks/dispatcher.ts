@@ -76,8 +76,8 @@ interface InFlight {
 interface Destination {
   queue: Claimed[];
   inFlight: number;
-  /** Its last attempt got an answer within FAST_MS: worth claiming ahead for. */
-  fast: boolean;
+  /** Its recent answer time (moving average, ms); undefined until it answers, and after a failure to. */
+  paceMs: number | undefined;
 }
 
 /** What the recorder writes: a finished attempt, or a claimed event handed back unsent. */
@@ -99,9 +99,15 @@ interface Finished extends ScheduledAttempt {
 export const DEFAULT_POLL_MS = 1_000;
 export const LEASE_MARGIN_MS = 30_000;
 export const DEFAULT_DISABLE_AFTER_MS = 5 * 86_400_000;
-/** A destination that answers fast gets up to perDestination × this claimed ahead of its slots. */
-const CLAIM_AHEAD_ROUNDS = 64;
-const FAST_MS = 1_000;
+/**
+ * A destination that answers gets claimed ahead what its slots get through in CLAIM_AHEAD_MS at its
+ * recent pace, at most MAX_AHEAD_ROUNDS × perDestination: enough that a finishing attempt starts the
+ * next at once, however slow the claim's database round trip, and few enough to send within the lease.
+ */
+const CLAIM_AHEAD_MS = 2_000;
+const MAX_AHEAD_ROUNDS = 128;
+/** All destinations together: at most concurrency × this held (queued or in flight). */
+const HELD_ROUNDS = 16;
 /** A claimed event is sent only while its lease has the timeout plus this left; else handed back. */
 const LEASE_RESERVE_MS = 5_000;
 /** Destinations looked at per claim (round robin beyond that). */
@@ -128,7 +134,7 @@ function outcomeLabel(r: AttemptResult): string {
  * dispatcher that dies mid-attempt loses its events only until their leases run out, and
  * dispatchers in other processes never take the same attempt. Keeps at most `concurrency`
  * attempts in flight and at most `perDestination` per URL origin (one slow or dead receiver
- * cannot take every slot); a destination that answers fast gets a few rounds claimed ahead, so a
+ * cannot take every slot); a destination that answers gets rounds claimed ahead by its pace, so a
  * finishing attempt starts the next one at once, without a database round trip. Finished attempts
  * are recorded by the one BatchWriter: one transaction for all that finished while the previous
  * batch was being written, the slot free meanwhile. The claim Loop sleeps until the next due time
@@ -194,7 +200,7 @@ export class WebhookDispatcher {
       // No log: the claim loop's OutageBackoff already says once that the database is down.
       what: 'webhook attempts',
       dependency: DATABASE,
-      maxBatch: MAX_RECORD_BATCH,
+      maxBatch: MAX_RECORD_BATCH[opts.store.dialect],
       // While attempts are in flight more will finish soon: one transaction for several of them.
       lingerMs: () => (this.inFlight.size > 0 && !this.stopping ? RECORD_LINGER_MS : 0),
     });
@@ -244,14 +250,16 @@ export class WebhookDispatcher {
     if (!d) {
       if (this.held.size >= 1_024)
         for (const [k, v] of this.held) if (v.queue.length === 0 && v.inFlight === 0) this.held.delete(k);
-      d = { queue: [], inFlight: 0, fast: false };
+      d = { queue: [], inFlight: 0, paceMs: undefined };
       this.held.set(name, d);
     }
     return d;
   }
 
   private limitFor(d: Destination | undefined): number {
-    return this.perDestination * (d?.fast ? CLAIM_AHEAD_ROUNDS : 1);
+    if (d?.paceMs === undefined) return this.perDestination;
+    const rounds = Math.floor(CLAIM_AHEAD_MS / Math.max(d.paceMs, 0.01));
+    return this.perDestination * Math.max(1, Math.min(MAX_AHEAD_ROUNDS, rounds));
   }
 
   private roomFor(name: string): number {
@@ -274,9 +282,10 @@ export class WebhookDispatcher {
   private async claimPass(): Promise<number> {
     const { store, clock } = this.opts;
     const now = clock.now();
-    const maxHeld = this.opts.concurrency * CLAIM_AHEAD_ROUNDS;
-    // Finished attempts are waiting for the database: do not take more before they are written.
-    if (this.recording >= maxHeld) return this.pollMs;
+    const maxHeld = this.opts.concurrency * HELD_ROUNDS;
+    // Finished attempts are waiting for the database (more than two batches' worth, or an outage):
+    // do not take more before they are written.
+    if (this.recording >= Math.max(maxHeld, 2 * MAX_RECORD_BATCH[store.dialect])) return this.pollMs;
     let candidates: string[];
     if (this.lookAround || now - this.lastLookAround >= LOOK_AROUND_MS) {
       this.lookAround = false;
@@ -410,7 +419,7 @@ export class WebhookDispatcher {
     const { clock, scheduleMs } = this.opts;
     const claimedAttempts = event.attempts;
     const number = claimedAttempts + 1;
-    d.fast = result.httpStatus !== null && result.durationMs < FAST_MS;
+    d.paceMs = result.httpStatus === null ? undefined : 0.8 * (d.paceMs ?? result.durationMs) + 0.2 * result.durationMs;
     this.countAttempt(result);
     const now = clock.now();
     let state: Finished['state'];

@@ -38,7 +38,9 @@ async function claimDueEvent(
 /** Records one attempt as the dispatcher does (a batch of one); true when the event moved. */
 async function finishScheduledAttempt(store: Store, eventId: string, o: ScheduledOutcome): Promise<boolean> {
   const { leaseOwner, ...rest } = o;
-  return (await recordScheduledAttempts(store.db, store.dialect, leaseOwner, [{ ...rest, eventId }], [], o.now)).has(eventId);
+  return (await recordScheduledAttempts(store.db, store.dialect, leaseOwner, [{ ...rest, eventId }], [], o.now)).has(
+    eventId,
+  );
 }
 
 /** Gives a claimed event back as the dispatcher does at shutdown (the release list of a record batch). */
