@@ -362,7 +362,8 @@ function recordQueryPg(leaseOwner: string, attempts: readonly ScheduledAttempt[]
   const col = <T>(f: (o: ScheduledAttempt) => T): T[] => attempts.map(f);
   const ids = col((o) => o.eventId);
   // The numbers come from one grouped read (a correlated count per row would rescan the table it
-  // inserts into); `= ANY(ids)` keeps both reads on their indexes whatever the planner's statistics.
+  // inserts into); `= ANY(ids)` keeps both reads on their indexes whatever the planner's statistics;
+  // the rows go in in the batch's order (the delivery log lists attempts by id).
   return sql<{ event_id: string }>`
     WITH v AS (
       SELECT * FROM unnest(${ids}::text[], ${col((o) => o.state)}::text[],
@@ -370,13 +371,14 @@ function recordQueryPg(leaseOwner: string, attempts: readonly ScheduledAttempt[]
         ${col((o) => o.attempt.startedAt)}::bigint[], ${col((o) => Math.max(0, Math.round(o.attempt.durationMs)))}::int[],
         ${col((o) => o.attempt.httpStatus)}::int[], ${col((o) => o.attempt.error)}::text[],
         ${col((o) => (o.attempt.ok ? 1 : 0))}::int[], ${col((o) => (o.attempt.manual ? 1 : 0))}::int[])
-        AS v(id, st, nx, att, started, dur, http, err, ok, manual)
+        WITH ORDINALITY AS v(id, st, nx, att, started, dur, http, err, ok, manual, ord)
     ), counted AS (
       SELECT event_id, count(*) AS n FROM webhook_attempts WHERE event_id = ANY(${ids}::text[]) GROUP BY event_id
     ), logged AS (
       INSERT INTO webhook_attempts (event_id, attempt, started_at, duration_ms, http_status, error, ok, manual)
       SELECT v.id, coalesce(counted.n, 0) + 1, v.started, v.dur, v.http, v.err, v.ok, v.manual
       FROM v LEFT JOIN counted ON counted.event_id = v.id
+      ORDER BY v.ord
     )
     UPDATE webhook_events e SET state = v.st, next_attempt_at = v.nx, attempts = e.attempts + 1,
       lease_owner = NULL, lease_expires_at = NULL, updated_at = ${now}
