@@ -473,17 +473,19 @@ export class WebhookDispatcher {
   /** Recording is in the background: the slot is already free for the next attempt. */
   private submit(item: Recording): void {
     this.recording++;
-    this.recorder
-      .submit(item)
-      .catch((err: unknown) => {
-        const what = 'attempt' in item ? item.attempt.eventId : item.release;
-        this.opts.log.error(
-          { err, event_id: what },
-          'recording a webhook attempt failed; its event will be sent again when its lease runs out',
-        );
-      })
-      .finally(() => this.recording--);
+    this.recorder.submit(item).then(this.recordedOne, (err: unknown) => {
+      this.recording--;
+      const what = 'attempt' in item ? item.attempt.eventId : item.release;
+      this.opts.log.error(
+        { err, event_id: what },
+        'recording a webhook attempt failed; its event will be sent again when its lease runs out',
+      );
+    });
   }
+
+  private readonly recordedOne = () => {
+    this.recording--;
+  };
 
   /** One transaction: the attempts, the hand-backs and the endpoints' failure records. */
   private async write(items: readonly Recording[]): Promise<Recorded[]> {

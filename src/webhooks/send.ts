@@ -201,10 +201,8 @@ export class WebhookSender {
       secret: event.secret,
       previousSecrets: event.previousSecrets,
     });
-    this.agent.dispatch(
-      { ...target, method: 'POST', headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs },
-      handler,
-    );
+    // No undici timers of its own: the attempt's one timer bounds the whole exchange.
+    this.agent.dispatch({ ...target, method: 'POST', headers, body, headersTimeout: 0, bodyTimeout: 0 }, handler);
     return handler;
   }
 
