@@ -186,23 +186,22 @@ export class WebhookSender {
     const { clock, timeoutMs } = this.opts;
     const startedAt = clock.now();
     const handler = new AttemptHandler(startedAt, performance.now(), timeoutMs);
-    let target: Target;
     try {
-      target = this.target(event.url);
+      const target = this.target(event.url);
+      const body = Buffer.from(event.body, 'utf8');
+      const headers = deliveryHeaders({
+        eventId: event.event_id,
+        timestamp: Math.floor(startedAt / 1000),
+        body,
+        secret: event.secret,
+        previousSecrets: event.previousSecrets,
+      });
+      // No undici timers of its own: the attempt's one timer bounds the whole exchange.
+      this.agent.dispatch({ ...target, method: 'POST', headers, body, headersTimeout: 0, bodyTimeout: 0 }, handler);
     } catch (err) {
+      // A URL that does not parse, or undici refusing the request: a failed attempt, never a throw.
       handler.fail(describeDeliveryError(err));
-      return handler;
     }
-    const body = Buffer.from(event.body, 'utf8');
-    const headers = deliveryHeaders({
-      eventId: event.event_id,
-      timestamp: Math.floor(startedAt / 1000),
-      body,
-      secret: event.secret,
-      previousSecrets: event.previousSecrets,
-    });
-    // No undici timers of its own: the attempt's one timer bounds the whole exchange.
-    this.agent.dispatch({ ...target, method: 'POST', headers, body, headersTimeout: 0, bodyTimeout: 0 }, handler);
     return handler;
   }
 
