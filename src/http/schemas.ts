@@ -395,3 +395,6 @@ export function jobUuid(raw: string): string {
   if (!UUID_RE.test(raw)) throw notFound(JOB_NOT_FOUND);
   return raw.toLowerCase();
 }
+
+/** A path's event uuid, normalised; a malformed one is an event that does not exist ('' matches none). */
+export const eventUuid = (raw: string): string => (UUID_RE.test(raw) ? raw.toLowerCase() : '');
