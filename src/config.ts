@@ -43,6 +43,7 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ACCESS_LOG_SAMPLE: z.coerce.number().min(0).max(1).default(1),
   WORKER_CONCURRENCY: int(Math.max(1, Math.min(4, os.availableParallelism())), 0),
+  WORKER_WARMUP: bool(true),
   JOB_TIMEOUT: duration('10m'),
   JOB_LEASE: duration('30s'),
   JOB_MAX_ATTEMPTS: int(3, 1),
@@ -100,6 +101,8 @@ export interface Config {
   /** The share of successful requests that get an access log line at info (4xx and 5xx always do). */
   accessLogSample: number;
   workerConcurrency: number;
+  /** A worker process warms its job types at start (threads started, models loaded). */
+  workerWarmup: boolean;
   jobTimeoutMs: number;
   jobLeaseMs: number;
   jobMaxAttempts: number;
@@ -218,6 +221,7 @@ function toConfig(e: Env, schedule: number[], resultStore: Config['resultStore']
     logLevel: e.LOG_LEVEL,
     accessLogSample: e.ACCESS_LOG_SAMPLE,
     workerConcurrency: e.WORKER_CONCURRENCY,
+    workerWarmup: e.WORKER_WARMUP,
     jobTimeoutMs: e.JOB_TIMEOUT,
     jobLeaseMs: e.JOB_LEASE,
     jobMaxAttempts: e.JOB_MAX_ATTEMPTS,
