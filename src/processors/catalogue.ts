@@ -32,7 +32,7 @@ export class Catalogue {
    * fails to warm still runs its jobs, paying the cost then).
    */
   async warmup(): Promise<Array<{ type: string; ms: number; error?: unknown }>> {
-    const warmable = this.list().filter((t) => t.warmup);
+    const warmable = this.list().filter((t) => t.warmup !== undefined);
     return Promise.all(
       warmable.map(async (t) => {
         const t0 = performance.now();
