@@ -26,6 +26,7 @@ import {
 } from './mask.js';
 import type { BlendMode } from './options.js';
 import { laplacianVariance, matchDetail } from './detail.js';
+import { removeRedEye } from './redeye.js';
 import { innerMouthHole, mouthGap, OPEN_GAP } from './mouth.js';
 import { fitSkinModel, nonSkinMask, occlusionMask, softenMask, transferLighting } from './skin.js';
 import type { Point, RgbImage } from './types.js';
@@ -517,6 +518,7 @@ function renderFace(
   const n = region.width * region.height;
 
   const { rgb: warped, covered } = warpPiecewiseAffine(src, srcPts, dstPts, triangles, region, tuning.kernel);
+  removeRedEye(warped, dstPts, region);
 
   const inside = rasterizePolygon(convexHull(OUTLINE.map((i) => dstPts[i]!)), region);
   for (let i = 0; i < n; i++) inside[i] = inside[i]! & covered[i]!;
