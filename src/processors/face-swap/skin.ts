@@ -1,13 +1,10 @@
 /**
- * What in the face region is skin, what is an occluder, and how the target's light differs from the
- * source's. Three pieces, all in CIELAB, all on CPU:
+ * What in the face region is skin, and how the target's light differs from the source's (which
+ * non-skin is an occluder: occlusion.ts). All in CIELAB, all on CPU:
  *
  * - A skin-colour model per face (robust mean and covariance of a/b, plus a lenient lightness band),
  *   fitted on the face's cheeks, forehead and chin (eyes, brows and mouth left out).
- * - Occlusion: non-skin pixels of the target face that belong to something entering the face from
- *   outside (hair, a bar, a shoulder, glasses frames, a microphone) are kept. They are told apart from
- *   the face's own non-skin parts (lips, eyes, brows, make-up) by connectivity: an occluder's
- *   connected non-skin component reaches the face outline and covers skin outside the feature zones.
+ * - Occlusion's soft edge (softenMask).
  * - Lighting: a low-order polynomial surface fitted (robustly) to target − source over skin. It
  *   follows a side light or a colour cast across the face, and cannot reproduce the shape of the
  *   target's lips, lids or brows, so none of them is carried into the new face.
@@ -116,155 +113,6 @@ export function nonSkinMask(lab: Float32Array, use: Uint8Array, m: SkinModel): U
     if (d2 > ab2 || Math.abs(dl) > lBand) out[i] = 1;
   }
   return out;
-}
-
-/** Largest colour step (ΔE², between 4-neighbours) inside one non-skin region. */
-const STEP_DELTA_E2 = 12 * 12;
-/** Occluders smaller than this (fraction of the face size squared, outside the feature zones) are ignored. */
-const MIN_OCCLUDER_AREA = 0.004;
-/** An occluder is kept inside the inner face only when it covers this much of it. */
-const INNER_COVER = 0.03;
-/** ...or spans this much of the face size inside it. */
-const INNER_SPAN = 0.5;
-/** An occluder also hides a feature zone when it covers at least this much of the zone... */
-const ZONE_COVER = 0.3;
-/** ...and only its pixels there within this colour distance (ΔE) of the occluder's colour outside the zones. */
-const ZONE_DELTA_E = 14;
-
-/**
- * The occluded pixels of the target face: 1 where something in front of the face must be kept.
- *
- * `nonSkin` is the target's non-skin mask over the face, `edge` marks pixels at the face outline (where
- * anything in front of the face enters it), `zoneOf` gives each pixel's feature zone (0: none, 1..n:
- * eyes, brows, mouth, grown by a margin). A connected non-skin component is an occluder when it
- * reaches the outline and covers enough area outside the zones; it enters the inner face (`inner`: brows
- * to mouth, grown) only when it covers a good part of its core (`innerCore`: the landmarks' hull); inside a
- * zone it hides the zone only
- * where it covers nearly all of it in its own colour (a bar across the mouth), so a brow or an eye
- * that merely touches hair at the temple is still replaced. `anywhere`: wherever such a component
- * reaches, inside zones by colour only (for the source face, whose hair over a brow end must not
- * be carried into the target; a brow left a little short is the lesser harm).
- */
-export function occlusionMask(
-  nonSkin: Uint8Array,
-  edge: Uint8Array,
-  zoneOf: Uint8Array,
-  inner: Uint8Array,
-  innerCore: Uint8Array,
-  lab: Float32Array,
-  w: number,
-  h: number,
-  faceSize: number,
-  anywhere = false,
-): Uint8Array {
-  let innerArea = 0;
-  for (let i = 0; i < innerCore.length; i++) innerArea += innerCore[i]!;
-  const n = w * h;
-  const label = ints(n).fill(-1);
-  const queue = ints(n);
-  const occluded = bytes(n);
-  const zoneArea = new Map<number, number>();
-  for (let i = 0; i < n; i++) if (zoneOf[i]) zoneArea.set(zoneOf[i]!, (zoneArea.get(zoneOf[i]!) ?? 0) + 1);
-  const minArea = MIN_OCCLUDER_AREA * faceSize * faceSize;
-  let comp = 0;
-  for (let s = 0; s < n; s++) {
-    if (!nonSkin[s] || label[s]! >= 0) continue;
-    // Flood fill (4-connected) of one component, remembering its pixels in queue[start..end).
-    let head = 0;
-    let tail = 0;
-    queue[tail++] = s;
-    label[s] = comp;
-    let touches = false;
-    let outside = 0;
-    let ml = 0;
-    let ma = 0;
-    let mb = 0;
-    while (head < tail) {
-      const i = queue[head++]!;
-      // The outline next to a brow or an eye does not count: a brow reaching it is still a brow.
-      if (edge[i] && (anywhere || !zoneOf[i])) touches = true;
-      if (anywhere || !zoneOf[i]) {
-        outside++;
-        ml += lab[i * 3]!;
-        ma += lab[i * 3 + 1]!;
-        mb += lab[i * 3 + 2]!;
-      }
-      const x = i % w;
-      const y = (i - x) / w;
-      // Neighbours join when they are non-skin too and of a similar colour: blue eye shadow touching
-      // dark hair at the temple stays a region of its own.
-      const li = lab[i * 3]!;
-      const ai = lab[i * 3 + 1]!;
-      const bi = lab[i * 3 + 2]!;
-      for (let k = 0; k < 4; k++) {
-        let j: number;
-        if (k === 0) {
-          if (x === 0) continue;
-          j = i - 1;
-        } else if (k === 1) {
-          if (x === w - 1) continue;
-          j = i + 1;
-        } else if (k === 2) {
-          if (y === 0) continue;
-          j = i - w;
-        } else {
-          if (y === h - 1) continue;
-          j = i + w;
-        }
-        if (!nonSkin[j] || label[j]! >= 0) continue;
-        const dl = lab[j * 3]! - li;
-        const da = lab[j * 3 + 1]! - ai;
-        const db = lab[j * 3 + 2]! - bi;
-        if (dl * dl + da * da + db * db >= STEP_DELTA_E2) continue;
-        label[j] = comp;
-        queue[tail++] = j;
-      }
-    }
-    comp++;
-    if (!touches || outside < minArea) continue;
-    ml /= outside;
-    ma /= outside;
-    mb /= outside;
-    // How much of each zone, and of the inner face, this component covers.
-    const cover = new Map<number, number>();
-    let inInner = 0;
-    let x0 = w;
-    let x1 = -1;
-    let y0 = h;
-    let y1 = -1;
-    for (let k = 0; k < tail; k++) {
-      const i = queue[k]!;
-      const z = zoneOf[i]!;
-      if (z) cover.set(z, (cover.get(z) ?? 0) + 1);
-      inInner += innerCore[i]!;
-      if (inner[i]) {
-        const x = i % w;
-        const y = (i - x) / w;
-        if (x < x0) x0 = x;
-        if (x > x1) x1 = x;
-        if (y < y0) y0 = y;
-        if (y > y1) y1 = y;
-      }
-    }
-    // Into the inner face (brows to mouth) only something that really crosses it (covers part of
-    // the landmarks' hull, or spans half the face inside it): a strand of hair that merely touches
-    // a brow's end does not make the brow an occluder.
-    const crosses =
-      anywhere || inInner >= INNER_COVER * innerArea || Math.max(x1 - x0, y1 - y0) >= INNER_SPAN * faceSize;
-    for (let k = 0; k < tail; k++) {
-      const i = queue[k]!;
-      if (inner[i] && !crosses) continue;
-      const z = zoneOf[i]!;
-      if (!z) {
-        occluded[i] = 1;
-        continue;
-      }
-      if (!anywhere && cover.get(z)! < ZONE_COVER * zoneArea.get(z)!) continue;
-      const dE = Math.hypot(lab[i * 3]! - ml, lab[i * 3 + 1]! - ma, lab[i * 3 + 2]! - mb);
-      if (dE < ZONE_DELTA_E) occluded[i] = 1;
-    }
-  }
-  return occluded;
 }
 
 /**

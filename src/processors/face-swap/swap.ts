@@ -28,7 +28,8 @@ import type { BlendMode } from './options.js';
 import { laplacianVariance, matchDetail } from './detail.js';
 import { removeRedEye } from './redeye.js';
 import { innerMouthHole, mouthGap, OPEN_GAP } from './mouth.js';
-import { fitSkinModel, nonSkinMask, occlusionMask, softenMask, transferLighting } from './skin.js';
+import { occlusionMask } from './occlusion.js';
+import { fitSkinModel, nonSkinMask, softenMask, transferLighting } from './skin.js';
 import type { Point, RgbImage } from './types.js';
 import { opaqueExtent, upsampleFace, type Rendered } from './upsample.js';
 import { triangulate, warpPiecewiseAffine } from './warp.js';
@@ -433,7 +434,8 @@ function occludersOf(c: Canvas, o: Outline, f: FacePlanes, anywhere = false): Ui
   const innerHull = convexHull(f.lm.slice(17, 68));
   const inner = rasterizePolygon(grow(innerHull, 2 * c.margin), c.region);
   const innerCore = rasterizePolygon(innerHull, c.region);
-  return occlusionMask(f.nonSkin, edge, f.zones, inner, innerCore, f.lab, w, h, c.size, anywhere);
+  const planes = { width: w, height: h, lab: f.lab, nonSkin: f.nonSkin, edge, zoneOf: f.zones, inner, innerCore };
+  return occlusionMask({ ...planes, size: c.size }, anywhere);
 }
 
 /**
