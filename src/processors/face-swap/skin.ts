@@ -164,6 +164,134 @@ function solve(A: Float64Array, b: Float64Array, n: number): Float64Array {
   return x;
 }
 
+/** Monomials of one polynomial surface over a w × h plane, with per-column and per-row powers (no pow() per pixel). */
+interface PolyBasis {
+  /** Number of terms, and degree + 1. */
+  m: number;
+  d1: number;
+  /** Powers of the normalised x per column, and of y per row (d1 each). */
+  up: Float64Array;
+  vp: Float64Array;
+  /** Exponents of x and of y of each term. */
+  ti: Int32Array;
+  tj: Int32Array;
+  /** The terms at the last `fillBasis` pixel. */
+  basis: Float64Array;
+}
+
+function polyBasis(w: number, h: number, deg: number): PolyBasis {
+  const cx = w / 2;
+  const cy = h / 2;
+  const s = 2 / Math.max(w, h);
+  const T = terms(deg);
+  const d1 = deg + 1;
+  const up = new Float64Array(w * d1);
+  const vp = new Float64Array(h * d1);
+  for (let x = 0; x < w; x++) for (let k = 0; k <= deg; k++) up[x * d1 + k] = ((x - cx) * s) ** k;
+  for (let y = 0; y < h; y++) for (let k = 0; k <= deg; k++) vp[y * d1 + k] = ((y - cy) * s) ** k;
+  const ti = Int32Array.from(T, (t) => t[0]);
+  const tj = Int32Array.from(T, (t) => t[1]);
+  return { m: T.length, d1, up, vp, ti, tj, basis: new Float64Array(T.length) };
+}
+
+/** The basis at (x, y); returns the surface `coef` there (0 when not given). */
+function fillBasis(B: PolyBasis, x: number, y: number, coef?: Float64Array): number {
+  for (let k = 0; k < B.m; k++) B.basis[k] = B.up[x * B.d1 + B.ti[k]!]! * B.vp[y * B.d1 + B.tj[k]!]!;
+  let f = 0;
+  if (coef) for (let k = 0; k < B.m; k++) f += coef[k]! * B.basis[k]!;
+  return f;
+}
+
+/** One channel's difference dst − src and where it is fitted (weight > 0), sampled every `step` px. */
+interface SurfaceData {
+  src: Float32Array;
+  dst: Float32Array;
+  weight: Float32Array;
+  channel: number;
+  w: number;
+  h: number;
+  step: number;
+}
+
+/**
+ * Weighted least-squares fit of the surface to the data's difference, leaving out samples more than
+ * `cut` off `prev` (when given). Returns the coefficients (undefined: nothing to fit) and, on a first
+ * pass, the raw differences of the samples used (for the robust spread).
+ */
+function fitPass(
+  B: PolyBasis,
+  D: SurfaceData,
+  prev?: { coef: Float64Array; cut: number },
+): { coef: Float64Array; diffs: Float64Array } | undefined {
+  const { m } = B;
+  const A = new Float64Array(m * m);
+  const b = new Float64Array(m);
+  const diffs = new Float64Array(prev ? 0 : Math.ceil(D.h / D.step) * Math.ceil(D.w / D.step));
+  let nres = 0;
+  for (let y = 0; y < D.h; y += D.step) {
+    for (let x = 0; x < D.w; x += D.step) {
+      const i = y * D.w + x;
+      const wt = D.weight[i]!;
+      if (wt <= 0) continue;
+      const d = D.dst[i * 3 + D.channel]! - D.src[i * 3 + D.channel]!;
+      const f = fillBasis(B, x, y, prev?.coef);
+      if (prev && Math.abs(d - f) > prev.cut) continue;
+      for (let r = 0; r < m; r++) {
+        const br = B.basis[r]! * wt;
+        b[r] = b[r]! + br * d;
+        for (let k = r; k < m; k++) A[r * m + k] = A[r * m + k]! + br * B.basis[k]!;
+      }
+      if (!prev) diffs[nres++] = d;
+    }
+  }
+  for (let r = 0; r < m; r++) for (let k = 0; k < r; k++) A[r * m + k] = A[k * m + r]!;
+  if (A[0]! <= 0) return undefined;
+  return { coef: solve(A, b, m), diffs: diffs.subarray(0, nres) };
+}
+
+/** Robust fit: once, then again without the samples more than 2.5 robust spreads off the first fit. */
+function fitSurface(B: PolyBasis, D: SurfaceData): Float64Array | undefined {
+  const first = fitPass(B, D);
+  if (!first) return undefined;
+  const res = first.diffs;
+  let k = 0;
+  for (let y = 0; y < D.h; y += D.step) {
+    for (let x = 0; x < D.w; x += D.step) {
+      if (D.weight[y * D.w + x]! <= 0) continue;
+      res[k] = Math.abs(res[k]! - fillBasis(B, x, y, first.coef));
+      k++;
+    }
+  }
+  const cut = Math.max(2.5 * 1.4826 * (res.length ? medianInPlace(res) : 0), 3);
+  return fitPass(B, D, { coef: first.coef, cut })?.coef;
+}
+
+/** Adds the surface to `lab`'s channel where `use` is set. */
+function addSurface(
+  B: PolyBasis,
+  coef: Float64Array,
+  lab: Float32Array,
+  c: number,
+  use: Uint8Array,
+  w: number,
+  h: number,
+) {
+  // f(x, y) = Σ_i u^i (Σ_j c_ij v^j): per row a polynomial in u, so a few multiply-adds per pixel.
+  const { d1, up, vp, ti, tj } = B;
+  const rowCoef = new Float64Array(d1);
+  for (let y = 0; y < h; y++) {
+    rowCoef.fill(0);
+    for (let k = 0; k < B.m; k++) rowCoef[ti[k]!] = rowCoef[ti[k]!]! + coef[k]! * vp[y * d1 + tj[k]!]!;
+    for (let x = 0; x < w; x++) {
+      const i = y * w + x;
+      if (!use[i]) continue;
+      let f = 0;
+      for (let q = 0; q < d1; q++) f += rowCoef[q]! * up[x * d1 + q]!;
+      lab[i * 3 + c] = lab[i * 3 + c]! + f;
+    }
+  }
+}
+
 /**
  * Lighting transfer: adds to `srcLab` (in place, where `use` is set) a smooth surface fitted to
  * dst − src over the pixels with weight > 0: a polynomial of `degrees[c]` in x and y per channel,
@@ -181,86 +309,12 @@ export function transferLighting(
   degrees: readonly [number, number, number],
   step = 2,
 ): void {
-  const cx = w / 2;
-  const cy = h / 2;
-  const s = 2 / Math.max(w, h);
   for (let c = 0; c < 3; c++) {
     if (degrees[c]! < 0) continue; // that channel is not corrected here
-    const T = terms(degrees[c]!);
-    const m = T.length;
-    const deg = degrees[c]!;
-    const basis = new Float64Array(m);
-    // Powers of the normalised coordinates per column and per row, so no pow() per pixel.
-    const up = new Float64Array(w * (deg + 1));
-    const vp = new Float64Array(h * (deg + 1));
-    for (let x = 0; x < w; x++) for (let k = 0; k <= deg; k++) up[x * (deg + 1) + k] = ((x - cx) * s) ** k;
-    for (let y = 0; y < h; y++) for (let k = 0; k <= deg; k++) vp[y * (deg + 1) + k] = ((y - cy) * s) ** k;
-    const ti = Int32Array.from(T, (t) => t[0]);
-    const tj = Int32Array.from(T, (t) => t[1]);
-    const d1 = deg + 1;
-    function fill(x: number, y: number): void {
-      for (let k = 0; k < m; k++) basis[k] = up[x * d1 + ti[k]!]! * vp[y * d1 + tj[k]!]!;
-    }
-    let coef: Float64Array = new Float64Array(m);
-    let cut = Infinity;
-    for (let pass = 0; pass < 2; pass++) {
-      const A = new Float64Array(m * m);
-      const b = new Float64Array(m);
-      const residuals = pass === 0 ? new Float64Array(Math.ceil(h / step) * Math.ceil(w / step)) : undefined;
-      let nres = 0;
-      for (let y = 0; y < h; y += step) {
-        for (let x = 0; x < w; x += step) {
-          const i = y * w + x;
-          const wt = weight[i]!;
-          if (wt <= 0) continue;
-          const d = dstLab[i * 3 + c]! - srcLab[i * 3 + c]!;
-          fill(x, y);
-          if (pass === 1) {
-            let f = 0;
-            for (let k = 0; k < m; k++) f += coef[k]! * basis[k]!;
-            if (Math.abs(d - f) > cut) continue;
-          }
-          for (let r = 0; r < m; r++) {
-            const br = basis[r]! * wt;
-            b[r] = b[r]! + br * d;
-            for (let k = r; k < m; k++) A[r * m + k] = A[r * m + k]! + br * basis[k]!;
-          }
-          if (residuals) residuals[nres++] = d;
-        }
-      }
-      for (let r = 0; r < m; r++) for (let k = 0; k < r; k++) A[r * m + k] = A[k * m + r]!;
-      if (A[0]! <= 0) return;
-      coef = solve(A, b, m);
-      if (pass === 0) {
-        // Robust spread of the residuals of the first fit.
-        const res = residuals!.subarray(0, nres);
-        let k = 0;
-        for (let y = 0; y < h; y += step) {
-          for (let x = 0; x < w; x += step) {
-            const i = y * w + x;
-            if (weight[i]! <= 0) continue;
-            fill(x, y);
-            let f = 0;
-            for (let q = 0; q < m; q++) f += coef[q]! * basis[q]!;
-            res[k] = Math.abs(res[k]! - f);
-            k++;
-          }
-        }
-        cut = Math.max(2.5 * 1.4826 * (res.length ? medianInPlace(res) : 0), 3);
-      }
-    }
-    // f(x, y) = Σ_i u^i (Σ_j c_ij v^j): per row a polynomial in u, so a few multiply-adds per pixel.
-    const rowCoef = new Float64Array(d1);
-    for (let y = 0; y < h; y++) {
-      rowCoef.fill(0);
-      for (let k = 0; k < m; k++) rowCoef[ti[k]!] = rowCoef[ti[k]!]! + coef[k]! * vp[y * d1 + tj[k]!]!;
-      for (let x = 0; x < w; x++) {
-        const i = y * w + x;
-        if (!use[i]) continue;
-        let f = 0;
-        for (let q = 0; q < d1; q++) f += rowCoef[q]! * up[x * d1 + q]!;
-        srcLab[i * 3 + c] = srcLab[i * 3 + c]! + f;
-      }
-    }
+    const B = polyBasis(w, h, degrees[c]!);
+    const coef = fitSurface(B, { src: srcLab, dst: dstLab, weight, channel: c, w, h, step });
+    // Nothing to fit: the original returned here, leaving this and later channels alone.
+    if (!coef) return;
+    addSurface(B, coef, srcLab, c, use, w, h);
   }
 }
