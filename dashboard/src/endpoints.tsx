@@ -6,9 +6,7 @@ import {
   type WebhookEndpoint,
 } from '../../src/contract/webhook.js';
 import { api, when } from './api';
-
-/** An error's message for the page (whatever was thrown). */
-const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+import { errorText } from './common';
 
 /** Checkboxes for the three event types. */
 function EventPicker({
@@ -38,13 +36,125 @@ function EventPicker({
   );
 }
 
+type Act = (what: () => Promise<string | undefined>) => Promise<void>;
+
+/** The endpoint's event filter, saved with PATCH. */
+function EventsForm({ ep, act }: { ep: WebhookEndpoint; act: Act }) {
+  const [events, setEvents] = useState<EventType[]>(ep.events);
+  const save = (e: Event) => {
+    e.preventDefault();
+    void act(async () => {
+      await api(`/webhook-endpoints/${ep.id}`, { method: 'PATCH', body: { events } });
+      return 'events saved';
+    });
+  };
+  return (
+    <form onSubmit={save}>
+      <EventPicker name={`events-${ep.id}`} value={events} onChange={setEvents} />
+      <button type="submit" disabled={events.length === 0}>
+        Save events
+      </button>
+    </form>
+  );
+}
+
+function EndpointActions({ ep, act }: { ep: WebhookEndpoint; act: Act }) {
+  const path = `/webhook-endpoints/${ep.id}`;
+  const rotate = () =>
+    act(async () => {
+      const r = await api<{ secret: string }>(`${path}/rotate-secret`, { method: 'POST' });
+      return `new secret ${r.secret}; the old one also signs for the overlap`;
+    });
+  const enable = () => act(() => api(`${path}/enable`, { method: 'POST' }).then(() => 'enabled'));
+  const remove = () =>
+    confirm(`Delete the endpoint ${ep.url}?`) && void act(() => api(path, { method: 'DELETE' }).then(() => 'deleted'));
+  return (
+    <div class="actions">
+      <button type="button" class="secondary" onClick={() => void rotate()}>
+        Rotate secret
+      </button>
+      {ep.status === 'disabled' && (
+        <button type="button" onClick={() => void enable()}>
+          Enable
+        </button>
+      )}
+      <button type="button" class="secondary" onClick={remove}>
+        Delete
+      </button>
+    </div>
+  );
+}
+
+/** "Recover since T": re-queues each failed or skipped delivery since then. */
+function RecoverForm({ ep, act }: { ep: WebhookEndpoint; act: Act }) {
+  const [since, setSince] = useState('');
+  const recover = (e: Event) => {
+    e.preventDefault();
+    void act(async () => {
+      const r = await api<{ count: number }>(`/webhook-endpoints/${ep.id}/recover`, {
+        method: 'POST',
+        body: { since: new Date(since).toISOString() },
+      });
+      return `${r.count} deliveries queued again`;
+    });
+  };
+  return (
+    <form class="filters" onSubmit={recover}>
+      <div>
+        <label for={`since-${ep.id}`}>Recover failed and skipped deliveries since</label>
+        <input
+          id={`since-${ep.id}`}
+          type="datetime-local"
+          required
+          value={since}
+          onInput={(e) => setSince(e.currentTarget.value)}
+        />
+      </div>
+      <button type="submit">Recover</button>
+    </form>
+  );
+}
+
+function RecentDeliveries({ deliveries }: { deliveries: EndpointDelivery[] }) {
+  if (deliveries.length === 0) return <p>None yet.</p>;
+  return (
+    <table>
+      <thead>
+        <tr>
+          <th scope="col">Created</th>
+          <th scope="col">Event</th>
+          <th scope="col">Job</th>
+          <th scope="col">State</th>
+          <th scope="col">Attempts</th>
+          <th scope="col">Last answer</th>
+        </tr>
+      </thead>
+      <tbody>
+        {deliveries.map((d) => {
+          const last = d.attempts.at(-1);
+          return (
+            <tr>
+              <td>{when(d.created_at)}</td>
+              <td>{d.event_type}</td>
+              <td class="mono">
+                <a href={`#/jobs/${d.job_uuid}`}>{d.job_uuid.slice(0, 8)}</a>
+              </td>
+              <td>{d.state}</td>
+              <td>{d.attempts.length}</td>
+              <td>{last ? (last.http_status ?? last.error ?? '—') : '—'}</td>
+            </tr>
+          );
+        })}
+      </tbody>
+    </table>
+  );
+}
+
 /** One endpoint: its settings, its actions and its recent deliveries. */
 function EndpointCard({ ep, onChange }: { ep: WebhookEndpoint; onChange: () => void }) {
-  const [events, setEvents] = useState<EventType[]>(ep.events);
-  const [since, setSince] = useState('');
   const [note, setNote] = useState<string | null>(null);
   const [deliveries, setDeliveries] = useState<EndpointDelivery[]>([]);
-  const act = async (what: () => Promise<string | undefined>) => {
+  const act: Act = async (what) => {
     try {
       const said = await what();
       setNote(said ?? null);
@@ -58,7 +168,6 @@ function EndpointCard({ ep, onChange }: { ep: WebhookEndpoint; onChange: () => v
       .then((d) => setDeliveries(d.deliveries))
       .catch((err: unknown) => setNote(errorText(err)));
   }, [ep.id, ep.updated_at]);
-  const path = `/webhook-endpoints/${ep.id}`;
   return (
     <article class="endpoint" aria-label={ep.url}>
       <h2 class="mono">{ep.url}</h2>
@@ -70,112 +179,12 @@ function EndpointCard({ ep, onChange }: { ep: WebhookEndpoint; onChange: () => v
       <p>
         Secret: <code>{ep.secret}</code>
       </p>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          void act(async () => {
-            await api(path, { method: 'PATCH', body: { events } });
-            return 'events saved';
-          });
-        }}
-      >
-        <EventPicker name={`events-${ep.id}`} value={events} onChange={setEvents} />
-        <button type="submit" disabled={events.length === 0}>
-          Save events
-        </button>
-      </form>
-      <div class="actions">
-        <button
-          type="button"
-          class="secondary"
-          onClick={() =>
-            void act(async () => {
-              const r = await api<{ secret: string }>(`${path}/rotate-secret`, { method: 'POST' });
-              return `new secret ${r.secret}; the old one also signs for the overlap`;
-            })
-          }
-        >
-          Rotate secret
-        </button>
-        {ep.status === 'disabled' && (
-          <button
-            type="button"
-            onClick={() => void act(() => api(`${path}/enable`, { method: 'POST' }).then(() => 'enabled'))}
-          >
-            Enable
-          </button>
-        )}
-        <button
-          type="button"
-          class="secondary"
-          onClick={() =>
-            confirm(`Delete the endpoint ${ep.url}?`) &&
-            void act(() => api(path, { method: 'DELETE' }).then(() => 'deleted'))
-          }
-        >
-          Delete
-        </button>
-      </div>
-      <form
-        class="filters"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void act(async () => {
-            const r = await api<{ count: number }>(`${path}/recover`, {
-              method: 'POST',
-              body: { since: new Date(since).toISOString() },
-            });
-            return `${r.count} deliveries queued again`;
-          });
-        }}
-      >
-        <div>
-          <label for={`since-${ep.id}`}>Recover failed and skipped deliveries since</label>
-          <input
-            id={`since-${ep.id}`}
-            type="datetime-local"
-            required
-            value={since}
-            onInput={(e) => setSince(e.currentTarget.value)}
-          />
-        </div>
-        <button type="submit">Recover</button>
-      </form>
+      <EventsForm ep={ep} act={act} />
+      <EndpointActions ep={ep} act={act} />
+      <RecoverForm ep={ep} act={act} />
       {note && <p role="status">{note}</p>}
       <h3>Recent deliveries</h3>
-      {deliveries.length === 0 ? (
-        <p>None yet.</p>
-      ) : (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Created</th>
-              <th scope="col">Event</th>
-              <th scope="col">Job</th>
-              <th scope="col">State</th>
-              <th scope="col">Attempts</th>
-              <th scope="col">Last answer</th>
-            </tr>
-          </thead>
-          <tbody>
-            {deliveries.map((d) => {
-              const last = d.attempts.at(-1);
-              return (
-                <tr>
-                  <td>{when(d.created_at)}</td>
-                  <td>{d.event_type}</td>
-                  <td class="mono">
-                    <a href={`#/jobs/${d.job_uuid}`}>{d.job_uuid.slice(0, 8)}</a>
-                  </td>
-                  <td>{d.state}</td>
-                  <td>{d.attempts.length}</td>
-                  <td>{last ? (last.http_status ?? last.error ?? '—') : '—'}</td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-      )}
+      <RecentDeliveries deliveries={deliveries} />
     </article>
   );
 }

@@ -68,12 +68,140 @@ const PICKERS = {
   },
 } as const;
 
+type Kind = (typeof PICKERS)[keyof typeof PICKERS];
+type Face = Detection['faces'][number];
+
+/** What the picker says under its button: the detection's progress, a stale pick, or what was found. */
+function statusLine(p: {
+  slot: string;
+  kind: Kind;
+  busy: boolean;
+  progress: Job | null;
+  stale: boolean;
+  d: Detection | null;
+  minConfidence: number | undefined;
+  selected: Set<number>;
+}): string | null {
+  if (p.busy) {
+    const job = p.progress;
+    const waiting = job?.status === 'queued' ? ` (${WAITING_FOR_WORKER})` : '';
+    return `Finding faces: face-detect job ${job ? `${job.uuid.slice(0, 8)} ${job.status}${waiting}` : 'submitted'}…`;
+  }
+  if (p.stale)
+    return `The ${p.slot} or min_confidence changed since the faces were found (the picks are cleared): find them again.`;
+  if (!p.d) return null;
+  if (p.d.faces.length === 0)
+    return `No face found in the ${p.slot} (min_confidence ${p.minConfidence}). A lower min_confidence finds more.`;
+  const n = p.d.faces.length;
+  const picks = p.selected.size ? `${p.kind.picked} ${[...p.selected].join(', ')}` : p.kind.unset;
+  return `${n} ${n === 1 ? 'face' : 'faces'} found; ${picks}.`;
+}
+
+/** The picture with each face boxed and numbered; a click on a box ticks the face. */
+function FacePreview(props: {
+  d: Detection;
+  url: string;
+  slot: string;
+  selected: Set<number>;
+  toggle: (i: number) => void;
+}) {
+  const { d } = props;
+  // Labels sit above each box, inside the frame even for a face at the top edge.
+  const size = Math.max(d.width, d.height) * 0.055;
+  return (
+    <div class="face-preview">
+      <svg viewBox={`0 0 ${d.width} ${d.height}`} aria-hidden="true">
+        {d.preview && <image href={d.preview} x={0} y={0} width={d.width} height={d.height} />}
+        {d.faces.map((f) => (
+          <g
+            class={props.selected.has(f.index) ? 'face selected' : 'face'}
+            data-index={f.index}
+            onClick={() => props.toggle(f.index)}
+          >
+            <rect x={f.box.x} y={f.box.y} width={f.box.width} height={f.box.height} />
+            <text
+              x={f.box.x + f.box.width / 2}
+              y={Math.max(f.box.y - size * 0.25, size)}
+              font-size={size}
+              stroke-width={size * 0.15}
+            >
+              {f.index}
+            </text>
+          </g>
+        ))}
+      </svg>
+      {!d.preview && (
+        <small class="hint">
+          A map of the picture (this service sent no preview):{' '}
+          <a href={props.url} target="_blank" rel="noreferrer noopener">
+            open the {props.slot} image
+          </a>{' '}
+          to compare.
+        </small>
+      )}
+    </div>
+  );
+}
+
+function FaceList(props: { faces: Face[]; selected: Set<number>; toggle: (i: number) => void }) {
+  return (
+    <div class="face-list">
+      {props.faces.map((f) => (
+        <label class={props.selected.has(f.index) ? 'check face-choice selected' : 'check face-choice'}>
+          <input type="checkbox" checked={props.selected.has(f.index)} onChange={() => props.toggle(f.index)} />
+          {f.thumbnail && <img src={f.thumbnail} alt={`face ${f.index}`} width={64} height={64} />}
+          <span>
+            face {f.index} <span class="hint">score {f.score.toFixed(2)}</span>
+          </span>
+        </label>
+      ))}
+    </div>
+  );
+}
+
+/**
+ * A face-detect run for one picture and one min_confidence (`key`). Indices belong to that pair: when
+ * either changes (also when a detection ends after it changed), the result and the picks are dropped.
+ */
+function useDetection(key: string, url: string, minConfidence: number | undefined, clearPicks: () => void) {
+  const [found, setFound] = useState<{ key: string; detection: Detection } | null>(null);
+  const [busy, setBusy] = useState<AbortController | null>(null);
+  const [progress, setProgress] = useState<Job | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [stale, setStale] = useState(false);
+  useEffect(() => () => busy?.abort(), [busy]);
+  useEffect(() => {
+    if (!found || found.key === key) return;
+    setFound(null);
+    setError(null);
+    clearPicks();
+    setStale(true);
+  }, [key, found]);
+  const run = async () => {
+    const ctl = new AbortController();
+    setBusy(ctl);
+    setError(null);
+    setStale(false);
+    setProgress(null);
+    setFound(null);
+    clearPicks();
+    try {
+      setFound({ key, detection: await detectFaces(url, minConfidence, ctl.signal, setProgress) });
+    } catch (err) {
+      if (!ctl.signal.aborted) setError(err instanceof Error ? err.message : String(err));
+    } finally {
+      setBusy(null);
+    }
+  };
+  const detection = found?.key === key ? found.detection : null;
+  return { detection, busy: busy !== null, progress, error, stale, run };
+}
+
 /**
  * Picks faces of the `target` (`target_face_indices`) or `source` (`source_face_index`) image from a
  * face-detect run on it: the picture (the detection's preview, each face boxed and numbered left to
  * right; the page never loads the submitted URL itself, its CSP forbids that) and one checkbox per
- * face with the face's thumbnail. No face ticked means "not set". Indices belong to one
- * picture and one min_confidence: when either changes, the picks are dropped.
+ * face with the face's thumbnail. No face ticked means "not set".
  */
 export function FacePicker({
   slot,
@@ -93,21 +221,14 @@ export function FacePicker({
   conflict: string | null;
 }) {
   const kind = PICKERS[slot];
-  const key = `${minConfidence} ${url}`;
-  const [found, setFound] = useState<{ key: string; detection: Detection } | null>(null);
-  const [busy, setBusy] = useState<AbortController | null>(null);
-  const [progress, setProgress] = useState<Job | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [stale, setStale] = useState(false);
-  useEffect(() => () => busy?.abort(), [busy]);
-  // Also when a detection ends after its picture or min_confidence changed.
-  useEffect(() => {
-    if (!found || found.key === key) return;
-    setFound(null);
-    setError(null);
-    if (value) onChange(undefined);
-    setStale(true);
-  }, [key, found]);
+  const {
+    detection: d,
+    busy,
+    progress,
+    error,
+    stale,
+    run,
+  } = useDetection(`${minConfidence} ${url}`, url, minConfidence, () => value && onChange(undefined));
   const selected = new Set(value ?? []);
   const toggle = (i: number) => {
     const next = new Set(kind.multiple ? selected : []);
@@ -115,25 +236,7 @@ export function FacePicker({
     else next.add(i);
     onChange(next.size ? [...next].sort((a, b) => a - b) : undefined);
   };
-  const run = async () => {
-    const ctl = new AbortController();
-    setBusy(ctl);
-    setError(null);
-    setStale(false);
-    setProgress(null);
-    setFound(null);
-    onChange(undefined);
-    try {
-      setFound({ key, detection: await detectFaces(url, minConfidence, ctl.signal, setProgress) });
-    } catch (err) {
-      if (!ctl.signal.aborted) setError(err instanceof Error ? err.message : String(err));
-    } finally {
-      setBusy(null);
-    }
-  };
-  const d = found?.key === key ? found.detection : null;
-  // Labels sit above each box, inside the frame even for a face at the top edge.
-  const size = d ? Math.max(d.width, d.height) * 0.055 : 0;
+  const status = statusLine({ slot, kind, busy, progress, stale, d, minConfidence, selected });
   return (
     <div class="field face-picker" data-slot={slot} role="group" aria-labelledby={`face-picker-${slot}-h`}>
       <span id={`face-picker-${slot}-h`} class="label">
@@ -143,24 +246,12 @@ export function FacePicker({
         Runs a face-detect job on the {slot} image, then shows where its faces are, numbered left to right (0 =
         leftmost); tick {kind.multiple ? 'the ones' : 'the one'} to use (this sets {kind.option}).
       </small>
-      <button type="button" class="secondary" onClick={() => void run()} disabled={!url || busy !== null}>
+      <button type="button" class="secondary" onClick={() => void run()} disabled={!url || busy}>
         {busy ? 'Finding faces…' : d ? `Find faces in the ${slot} again` : `Find faces in the ${slot}`}
       </button>
       {!url && <small class="hint">Fill in the {slot} URL first.</small>}
       <p class="face-status" role="status">
-        {busy &&
-          `Finding faces: face-detect job ${progress ? `${progress.uuid.slice(0, 8)} ${progress.status}${progress.status === 'queued' ? ` (${WAITING_FOR_WORKER})` : ''}` : 'submitted'}…`}
-        {!busy &&
-          stale &&
-          `The ${slot} or min_confidence changed since the faces were found (the picks are cleared): find them again.`}
-        {d && d.faces.length === 0 && (
-          <>
-            No face found in the {slot} (min_confidence {minConfidence}). A lower min_confidence finds more.
-          </>
-        )}
-        {d &&
-          d.faces.length > 0 &&
-          `${d.faces.length} ${d.faces.length === 1 ? 'face' : 'faces'} found; ${selected.size ? `${kind.picked} ${[...selected].join(', ')}` : kind.unset}.`}
+        {status}
       </p>
       {error && (
         <p class="error" role="alert">
@@ -169,48 +260,8 @@ export function FacePicker({
       )}
       {d && d.faces.length > 0 && (
         <>
-          <div class="face-preview">
-            <svg viewBox={`0 0 ${d.width} ${d.height}`} aria-hidden="true">
-              {d.preview && <image href={d.preview} x={0} y={0} width={d.width} height={d.height} />}
-              {d.faces.map((f) => (
-                <g
-                  class={selected.has(f.index) ? 'face selected' : 'face'}
-                  data-index={f.index}
-                  onClick={() => toggle(f.index)}
-                >
-                  <rect x={f.box.x} y={f.box.y} width={f.box.width} height={f.box.height} />
-                  <text
-                    x={f.box.x + f.box.width / 2}
-                    y={Math.max(f.box.y - size * 0.25, size)}
-                    font-size={size}
-                    stroke-width={size * 0.15}
-                  >
-                    {f.index}
-                  </text>
-                </g>
-              ))}
-            </svg>
-            {!d.preview && (
-              <small class="hint">
-                A map of the picture (this service sent no preview):{' '}
-                <a href={url} target="_blank" rel="noreferrer noopener">
-                  open the {slot} image
-                </a>{' '}
-                to compare.
-              </small>
-            )}
-          </div>
-          <div class="face-list">
-            {d.faces.map((f) => (
-              <label class={selected.has(f.index) ? 'check face-choice selected' : 'check face-choice'}>
-                <input type="checkbox" checked={selected.has(f.index)} onChange={() => toggle(f.index)} />
-                {f.thumbnail && <img src={f.thumbnail} alt={`face ${f.index}`} width={64} height={64} />}
-                <span>
-                  face {f.index} <span class="hint">score {f.score.toFixed(2)}</span>
-                </span>
-              </label>
-            ))}
-          </div>
+          <FacePreview d={d} url={url} slot={slot} selected={selected} toggle={toggle} />
+          <FaceList faces={d.faces} selected={selected} toggle={toggle} />
           {selected.size > 0 && conflict && (
             <p class="error" role="alert">
               {conflict}

@@ -3,7 +3,10 @@ import { useEffect, useState } from 'preact/hooks';
 import { session } from './api';
 import { Endpoints } from './endpoints';
 import { Operator } from './operator';
-import { JobPage, Jobs, NewJob, SignIn } from './user';
+import { JobPage } from './job-page';
+import { Jobs } from './jobs';
+import { NewJob } from './new-job';
+import { SignIn } from './sign-in';
 import './style.css';
 
 /** Hash routes: #/jobs, #/jobs/<uuid>, #/new, #/endpoints, #/operator. */

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
-import { admin, session, when } from './api';
-import { ErrorNote } from './user';
+import { admin, when } from './api';
+import { ErrorNote } from './common';
+import { OperatorSignIn } from './sign-in';
 
 interface Overview {
   queue: { queued: number; processing: number };
@@ -77,43 +78,6 @@ function Chart({ points }: { points: Array<{ minute: string; finished: number }>
   );
 }
 
-function OperatorSignIn({ onToken }: { onToken: (t: string) => void }) {
-  const [token, setToken] = useState('');
-  const [error, setError] = useState<string | null>(null);
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    session.setAdminToken(token.trim());
-    try {
-      await admin('/overview');
-      onToken(token.trim());
-    } catch (err) {
-      session.setAdminToken(null);
-      setError((err as Error).message);
-    }
-  };
-  return (
-    <section class="narrow">
-      <h1 tabIndex={-1}>Operator sign in</h1>
-      <p>
-        Paste an admin token (<code>media-jobs admin create-token</code>). It stays in this tab only.
-      </p>
-      <form onSubmit={submit}>
-        <label for="admin-token">Admin token</label>
-        <input
-          id="admin-token"
-          type="password"
-          autoComplete="off"
-          required
-          value={token}
-          onInput={(e) => setToken(e.currentTarget.value)}
-        />
-        <button type="submit">Sign in</button>
-      </form>
-      <ErrorNote error={error} />
-    </section>
-  );
-}
-
 interface Disabled {
   id: string;
   owner: string;
@@ -122,30 +86,27 @@ interface Disabled {
   disabled_at: string | null;
 }
 
-export function Operator({ token, onToken }: { token: string | null; onToken: (t: string | null) => void }) {
-  const [overview, setOverview] = useState<Overview | null>(null);
-  const [workers, setWorkers] = useState<Workers | null>(null);
-  const [keys, setKeys] = useState<Key[]>([]);
-  const [failed, setFailed] = useState<Failed[]>([]);
-  const [disabled, setDisabled] = useState<Disabled[]>([]);
-  const [owner, setOwner] = useState('');
-  const [created, setCreated] = useState<{ id: string; owner: string; key: string } | null>(null);
-  const [error, setError] = useState<string | null>(null);
+interface OperatorData {
+  overview: Overview | null;
+  workers: Workers | null;
+  keys: Key[];
+  failed: Failed[];
+  disabled: Disabled[];
+}
 
+/** Everything the page shows, read together, and again every 5 s while the tab is visible. */
+function useOperatorData(token: string | null, setError: (e: string | null) => void) {
+  const [data, setData] = useState<OperatorData>({ overview: null, workers: null, keys: [], failed: [], disabled: [] });
   const load = async () => {
     try {
-      const [o, w, k, f, d] = await Promise.all([
+      const [overview, workers, k, f, d] = await Promise.all([
         admin<Overview>('/overview'),
         admin<Workers>('/workers'),
         admin<{ keys: Key[] }>('/keys'),
         admin<{ deliveries: Failed[] }>('/failed-deliveries'),
         admin<{ endpoints: Disabled[] }>('/webhook-endpoints/disabled'),
       ]);
-      setDisabled(d.endpoints);
-      setOverview(o);
-      setWorkers(w);
-      setKeys(k.keys);
-      setFailed(f.deliveries);
+      setData({ overview, workers, keys: k.keys, failed: f.deliveries, disabled: d.endpoints });
       setError(null);
     } catch (err) {
       setError((err as Error).message);
@@ -157,223 +118,247 @@ export function Operator({ token, onToken }: { token: string | null; onToken: (t
     const t = setInterval(() => document.visibilityState === 'visible' && void load(), 5000);
     return () => clearInterval(t);
   }, [token]);
+  return { data, load };
+}
 
-  if (!token) return <OperatorSignIn onToken={onToken} />;
+function QueueStats({ overview }: { overview: Overview | null }) {
+  return (
+    <div class="grid">
+      <section aria-labelledby="queue-h">
+        <h2 id="queue-h">Queue</h2>
+        <dl class="stats">
+          <div>
+            <dt>Queued</dt>
+            <dd id="queued">{overview?.queue.queued ?? '…'}</dd>
+          </div>
+          <div>
+            <dt>Processing</dt>
+            <dd id="processing">{overview?.queue.processing ?? '…'}</dd>
+          </div>
+          <div>
+            <dt>Finished, last hour</dt>
+            <dd id="finished-hour">{overview?.throughput.finished_last_hour ?? '…'}</dd>
+          </div>
+        </dl>
+      </section>
+      <section aria-labelledby="tp-h">
+        <h2 id="tp-h">Throughput (finished jobs per minute)</h2>
+        {overview && <Chart points={overview.throughput.per_minute} />}
+        {overview && <small class="hint">All processes of the service, from the database's counters.</small>}
+      </section>
+    </div>
+  );
+}
 
-  const createKey = async (e: Event) => {
+function WorkersTable({ workers }: { workers: Workers | null }) {
+  return (
+    <section aria-labelledby="workers-h">
+      <h2 id="workers-h">Workers</h2>
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Worker</th>
+            <th scope="col">Kind</th>
+            <th scope="col">Busy</th>
+            <th scope="col">Job types</th>
+            <th scope="col">Last seen</th>
+          </tr>
+        </thead>
+        <tbody>
+          {workers?.local.map((w) => (
+            <tr>
+              <td class="mono">{w.id}</td>
+              <td>in-process</td>
+              <td>
+                {w.active_jobs} / {w.concurrency}
+              </td>
+              <td>{w.job_types.join(', ')}</td>
+              <td>now</td>
+            </tr>
+          ))}
+          {workers?.remote.map((w) => (
+            <tr>
+              <td class="mono">{w.name}</td>
+              <td>remote{w.revoked_at ? ' (revoked)' : ''}</td>
+              <td>—</td>
+              <td>{w.job_types.join(', ')}</td>
+              <td>{when(w.last_seen_at)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {workers && workers.local.length + workers.remote.length === 0 && (
+        <p>No workers in this process and no remote workers.</p>
+      )}
+    </section>
+  );
+}
+
+function KeyRow({ k, onRevoke }: { k: Key; onRevoke: () => void }) {
+  return (
+    <tr data-key={k.id}>
+      <td class="mono">{k.id}</td>
+      <td>{k.owner}</td>
+      <td class="mono">{k.prefix}…</td>
+      <td>{when(k.created_at)}</td>
+      <td>{k.revoked_at ? `revoked ${when(k.revoked_at)}` : 'active'}</td>
+      <td>
+        {!k.revoked_at && (
+          <button type="button" class="danger" onClick={onRevoke} aria-label={`Revoke key ${k.id} of ${k.owner}`}>
+            Revoke
+          </button>
+        )}
+      </td>
+    </tr>
+  );
+}
+
+/** API keys: create one (its secret shown once), revoke one. */
+function Keys(props: { keys: Key[]; reload: () => Promise<void>; setError: (e: string | null) => void }) {
+  const [owner, setOwner] = useState('');
+  const [created, setCreated] = useState<{ id: string; owner: string; key: string } | null>(null);
+  const attempt = async (action: () => Promise<void>) => {
+    try {
+      await action();
+      await props.reload();
+    } catch (err) {
+      props.setError((err as Error).message);
+    }
+  };
+  const createKey = (e: Event) => {
     e.preventDefault();
-    try {
-      setCreated(
-        await admin<{ id: string; owner: string; key: string }>('/keys', {
-          method: 'POST',
-          body: { owner: owner.trim() },
-        }),
-      );
+    void attempt(async () => {
+      setCreated(await admin('/keys', { method: 'POST', body: { owner: owner.trim() } }));
       setOwner('');
-      await load();
-    } catch (err) {
-      setError((err as Error).message);
-    }
+    });
   };
-  const revoke = async (id: string) => {
+  const revoke = (id: string) => {
     if (!confirm(`Revoke key ${id}? Clients using it get 401 at once.`)) return;
-    try {
+    void attempt(async () => {
       await admin(`/keys/${id}/revoke`, { method: 'POST' });
-      await load();
-    } catch (err) {
-      setError((err as Error).message);
-    }
+    });
   };
+  return (
+    <section aria-labelledby="keys-h">
+      <h2 id="keys-h">API keys</h2>
+      <form class="inline" onSubmit={createKey}>
+        <label for="key-owner">Owner</label>
+        <input id="key-owner" required maxLength={200} value={owner} onInput={(e) => setOwner(e.currentTarget.value)} />
+        <button type="submit">Create key</button>
+      </form>
+      {created && (
+        <p class="notice" role="status">
+          Key {created.id} for {created.owner}, shown only this once: <code id="new-key">{created.key}</code>
+        </p>
+      )}
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Id</th>
+            <th scope="col">Owner</th>
+            <th scope="col">Prefix</th>
+            <th scope="col">Created</th>
+            <th scope="col">State</th>
+            <th scope="col">
+              <span class="visually-hidden">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.keys.map((k) => (
+            <KeyRow k={k} onRevoke={() => revoke(k.id)} />
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
 
+function DisabledEndpoints({ disabled }: { disabled: Disabled[] }) {
+  return (
+    <section aria-labelledby="disabled-h">
+      <h2 id="disabled-h">Disabled webhook endpoints</h2>
+      {disabled.length === 0 ? (
+        <p>None.</p>
+      ) : (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Disabled</th>
+              <th scope="col">Owner</th>
+              <th scope="col">Endpoint</th>
+              <th scope="col">URL</th>
+              <th scope="col">Why</th>
+            </tr>
+          </thead>
+          <tbody>
+            {disabled.map((e) => (
+              <tr>
+                <td>{when(e.disabled_at)}</td>
+                <td>{e.owner}</td>
+                <td class="mono">{e.id}</td>
+                <td class="mono">{e.url}</td>
+                <td>{e.disabled_reason ?? '—'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+function FailedDeliveries({ failed }: { failed: Failed[] }) {
+  return (
+    <section aria-labelledby="failed-h">
+      <h2 id="failed-h">Failed webhook deliveries</h2>
+      {failed.length === 0 ? (
+        <p>None.</p>
+      ) : (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Failed</th>
+              <th scope="col">Owner</th>
+              <th scope="col">Job</th>
+              <th scope="col">Event</th>
+              <th scope="col">URL</th>
+              <th scope="col">Attempts</th>
+              <th scope="col">Last answer</th>
+            </tr>
+          </thead>
+          <tbody>
+            {failed.map((f) => (
+              <tr>
+                <td>{when(f.failed_at)}</td>
+                <td>{f.owner}</td>
+                <td class="mono">{f.job_uuid.slice(0, 8)}</td>
+                <td>{f.event_type}</td>
+                <td class="mono">{f.url}</td>
+                <td>{f.attempts}</td>
+                <td>{f.last_status ?? f.last_error ?? '—'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+export function Operator({ token, onToken }: { token: string | null; onToken: (t: string | null) => void }) {
+  const [error, setError] = useState<string | null>(null);
+  const { data, load } = useOperatorData(token, setError);
+  if (!token) return <OperatorSignIn onToken={onToken} />;
   return (
     <section>
       <h1 tabIndex={-1}>Operator</h1>
       <ErrorNote error={error} />
-      <div class="grid">
-        <section aria-labelledby="queue-h">
-          <h2 id="queue-h">Queue</h2>
-          <dl class="stats">
-            <div>
-              <dt>Queued</dt>
-              <dd id="queued">{overview?.queue.queued ?? '…'}</dd>
-            </div>
-            <div>
-              <dt>Processing</dt>
-              <dd id="processing">{overview?.queue.processing ?? '…'}</dd>
-            </div>
-            <div>
-              <dt>Finished, last hour</dt>
-              <dd id="finished-hour">{overview?.throughput.finished_last_hour ?? '…'}</dd>
-            </div>
-          </dl>
-        </section>
-        <section aria-labelledby="tp-h">
-          <h2 id="tp-h">Throughput (finished jobs per minute)</h2>
-          {overview && <Chart points={overview.throughput.per_minute} />}
-          {overview && <small class="hint">All processes of the service, from the database's counters.</small>}
-        </section>
-      </div>
-
-      <section aria-labelledby="workers-h">
-        <h2 id="workers-h">Workers</h2>
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Worker</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Busy</th>
-              <th scope="col">Job types</th>
-              <th scope="col">Last seen</th>
-            </tr>
-          </thead>
-          <tbody>
-            {workers?.local.map((w) => (
-              <tr>
-                <td class="mono">{w.id}</td>
-                <td>in-process</td>
-                <td>
-                  {w.active_jobs} / {w.concurrency}
-                </td>
-                <td>{w.job_types.join(', ')}</td>
-                <td>now</td>
-              </tr>
-            ))}
-            {workers?.remote.map((w) => (
-              <tr>
-                <td class="mono">{w.name}</td>
-                <td>remote{w.revoked_at ? ' (revoked)' : ''}</td>
-                <td>—</td>
-                <td>{w.job_types.join(', ')}</td>
-                <td>{when(w.last_seen_at)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-        {workers && workers.local.length + workers.remote.length === 0 && (
-          <p>No workers in this process and no remote workers.</p>
-        )}
-      </section>
-
-      <section aria-labelledby="keys-h">
-        <h2 id="keys-h">API keys</h2>
-        <form class="inline" onSubmit={createKey}>
-          <label for="key-owner">Owner</label>
-          <input
-            id="key-owner"
-            required
-            maxLength={200}
-            value={owner}
-            onInput={(e) => setOwner(e.currentTarget.value)}
-          />
-          <button type="submit">Create key</button>
-        </form>
-        {created && (
-          <p class="notice" role="status">
-            Key {created.id} for {created.owner}, shown only this once: <code id="new-key">{created.key}</code>
-          </p>
-        )}
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Id</th>
-              <th scope="col">Owner</th>
-              <th scope="col">Prefix</th>
-              <th scope="col">Created</th>
-              <th scope="col">State</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {keys.map((k) => (
-              <tr data-key={k.id}>
-                <td class="mono">{k.id}</td>
-                <td>{k.owner}</td>
-                <td class="mono">{k.prefix}…</td>
-                <td>{when(k.created_at)}</td>
-                <td>{k.revoked_at ? `revoked ${when(k.revoked_at)}` : 'active'}</td>
-                <td>
-                  {!k.revoked_at && (
-                    <button
-                      type="button"
-                      class="danger"
-                      onClick={() => revoke(k.id)}
-                      aria-label={`Revoke key ${k.id} of ${k.owner}`}
-                    >
-                      Revoke
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </section>
-
-      <section aria-labelledby="disabled-h">
-        <h2 id="disabled-h">Disabled webhook endpoints</h2>
-        {disabled.length === 0 ? (
-          <p>None.</p>
-        ) : (
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Disabled</th>
-                <th scope="col">Owner</th>
-                <th scope="col">Endpoint</th>
-                <th scope="col">URL</th>
-                <th scope="col">Why</th>
-              </tr>
-            </thead>
-            <tbody>
-              {disabled.map((e) => (
-                <tr>
-                  <td>{when(e.disabled_at)}</td>
-                  <td>{e.owner}</td>
-                  <td class="mono">{e.id}</td>
-                  <td class="mono">{e.url}</td>
-                  <td>{e.disabled_reason ?? '—'}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-      </section>
-
-      <section aria-labelledby="failed-h">
-        <h2 id="failed-h">Failed webhook deliveries</h2>
-        {failed.length === 0 ? (
-          <p>None.</p>
-        ) : (
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Failed</th>
-                <th scope="col">Owner</th>
-                <th scope="col">Job</th>
-                <th scope="col">Event</th>
-                <th scope="col">URL</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">Last answer</th>
-              </tr>
-            </thead>
-            <tbody>
-              {failed.map((f) => (
-                <tr>
-                  <td>{when(f.failed_at)}</td>
-                  <td>{f.owner}</td>
-                  <td class="mono">{f.job_uuid.slice(0, 8)}</td>
-                  <td>{f.event_type}</td>
-                  <td class="mono">{f.url}</td>
-                  <td>{f.attempts}</td>
-                  <td>{f.last_status ?? f.last_error ?? '—'}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-      </section>
+      <QueueStats overview={data.overview} />
+      <WorkersTable workers={data.workers} />
+      <Keys keys={data.keys} reload={load} setError={setError} />
+      <DisabledEndpoints disabled={data.disabled} />
+      <FailedDeliveries failed={data.failed} />
     </section>
   );
 }
