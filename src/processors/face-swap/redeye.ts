@@ -13,9 +13,13 @@ const EYES: readonly (readonly [number, number])[] = [
   [36, 42],
   [42, 48],
 ];
-/** Red over max(green, blue) that marks a red pupil (the source's lids reach about 1.2). */
+/** Red over max(green, blue) that marks a red pupil (the sheet source's lids reach about 1.2)... */
 const RED = 1.3;
-/** Within the pupil's disc the correction ramps from this ratio (its pink rim) up to RED. */
+/** ...and at least this much above the median ratio around the eye. */
+const RED_OVER_SKIN = 0.2;
+/** At most this share of the search box may be red for it to be a pupil. */
+const MAX_SHARE = 0.15;
+/** Within the pupil's disc the correction ramps from this ratio (its pink rim; at least the skin's) up to the red one. */
 const RIM = 1.05;
 /** Search area: the eye's box grown by this share of the eye's width (the pupil can sit on a corner). */
 const REACH = 0.2;
@@ -46,18 +50,27 @@ function fixEye(rgb: Float32Array, eye: readonly Point[], region: Region): numbe
   const x1 = Math.min(region.width - 1, Math.ceil(Math.max(...xs) + g));
   const y0 = Math.max(0, Math.floor(Math.min(...ys) - g));
   const y1 = Math.min(region.height - 1, Math.ceil(Math.max(...ys) + g));
+  // Red as against this face's own skin and lids around the eye (a face under a warm or pink light
+  // has skin as red as the contact sheet's pupils): the box's median ratio is mostly theirs.
+  const ratios: number[] = [];
+  for (let y = y0; y <= y1; y++) for (let x = x0; x <= x1; x++) ratios.push(ratioAt(rgb, (y * region.width + x) * 3));
+  ratios.sort((a, b) => a - b);
+  const skin = ratios[ratios.length >> 1] ?? 1;
+  const red = Math.max(RED, skin + RED_OVER_SKIN);
+  const rim = Math.max(RIM, skin);
   let n = 0;
   let cx = 0;
   let cy = 0;
   for (let y = y0; y <= y1; y++) {
     for (let x = x0; x <= x1; x++) {
-      if (ratioAt(rgb, (y * region.width + x) * 3) < RED) continue;
+      if (ratioAt(rgb, (y * region.width + x) * 3) < red) continue;
       n++;
       cx += x;
       cy += y;
     }
   }
-  if (n < 3) return 0;
+  // A pupil is a small part of the box; more red than that is a red light or make-up, not red-eye.
+  if (n < 3 || n > MAX_SHARE * ratios.length) return 0;
   cx /= n;
   cy /= n;
   const r = Math.min(DISC_MAX * width, DISC_GROW * Math.sqrt(n / Math.PI));
@@ -66,7 +79,7 @@ function fixEye(rgb: Float32Array, eye: readonly Point[], region: Region): numbe
     for (let x = Math.max(0, Math.floor(cx - r - 1)); x <= Math.min(region.width - 1, cx + r + 1); x++) {
       const edge = Math.min(1, Math.max(0, r + 1 - Math.hypot(x - cx, y - cy)));
       const o = (y * region.width + x) * 3;
-      const t = edge * Math.min(1, Math.max(0, (ratioAt(rgb, o) - RIM) / (RED - RIM)));
+      const t = edge * Math.min(1, Math.max(0, (ratioAt(rgb, o) - rim) / (red - rim)));
       if (t <= 0) continue;
       // Towards a neutral grey at the green-blue level, darkened: a pupil, not a red one.
       const grey = PUPIL_DARKEN * Math.min(rgb[o + 1]!, rgb[o + 2]!);
