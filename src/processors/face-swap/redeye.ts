@@ -16,7 +16,7 @@ const EYES: readonly (readonly [number, number])[] = [
 /** Red over max(green, blue) that marks a red pupil (the sheet source's lids reach about 1.2)... */
 const RED = 1.3;
 /** ...and at least this much above the median ratio around the eye. */
-const RED_OVER_SKIN = 0.2;
+const RED_OVER_SKIN = 0.1;
 /** At most this share of the search box may be red for it to be a pupil. */
 const MAX_SHARE = 0.15;
 /** Within the pupil's disc the correction ramps from this ratio (its pink rim; at least the skin's) up to the red one. */

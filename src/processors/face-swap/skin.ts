@@ -297,8 +297,7 @@ function addSurface(
  * dst − src over the pixels with weight > 0: a polynomial of `degrees[c]` in x and y per channel,
  * fitted by weighted least squares, twice (the second time without pixels more than 2.5 robust
  * spreads off the first fit: a spot of make-up or a shadow edge the skin model let through). Pixels
- * are sampled on a grid `step` apart, which is plenty for a handful of coefficients (3 rather than 2:
- * the same identity on the contact sheet, and it pays for round 3's larger forehead).
+ * are sampled on a grid `step` apart, which is plenty for a handful of coefficients.
  */
 export function transferLighting(
   srcLab: Float32Array,
@@ -308,7 +307,7 @@ export function transferLighting(
   w: number,
   h: number,
   degrees: readonly [number, number, number],
-  step = 3,
+  step = 2,
 ): void {
   for (let c = 0; c < 3; c++) {
     if (degrees[c]! < 0) continue; // that channel is not corrected here
