@@ -10,6 +10,9 @@ const integration = [
   'test/scale/**/*.test.ts',
   'test/remote/**/*.test.ts',
 ];
+// Test services do not warm the face and video types at start (models loaded by each of hundreds of
+// services); the tests of the warm-up turn it on themselves.
+const quiet = { WORKER_WARMUP: 'false' };
 const common = {
   testTimeout: 60_000,
   hookTimeout: 60_000,
@@ -36,7 +39,7 @@ export default defineConfig(async () => {
             name: 'sqlite',
             include: ['test/**/*.test.ts'],
             exclude: ['test/scale/**', 'node_modules/**'],
-            env: { TEST_DB: 'sqlite' },
+            env: { TEST_DB: 'sqlite', ...quiet },
           },
         },
         ...(pgUp
@@ -46,7 +49,7 @@ export default defineConfig(async () => {
                   ...common,
                   name: 'postgres',
                   include: integration,
-                  env: { TEST_DB: 'postgres', TEST_PG_URL: ADMIN_URL },
+                  env: { TEST_DB: 'postgres', TEST_PG_URL: ADMIN_URL, ...quiet },
                 },
               },
             ]

@@ -1,78 +1,242 @@
 /**
- * CPU of the webhook dispatcher alone, in this process: N pending events to a local receiver that
- * answers 200, delivered by one WebhookDispatcher on SQLite; prints CPU ms per delivery. Run with
- * `node --cpu-prof --import tsx bench/dispatch-profile.ts` to see where the time goes.
+ * CPU of the webhook dispatcher alone, in this process, against raw undici in the same process:
+ * the A/B tool of the dispatch speed (issue 30). The receiver (bench/helper-server.ts) runs in a
+ * child process, so this process's CPU is the sender's only.
+ *
+ *   DB=sqlite|postgres N=3000 WARM=3000 ROUNDS=3 [PROFILE=file.cpuprofile] [PROFILE_RAW=file] [LOG_LEVEL=warn]
+ *   node --import tsx bench/dispatch-profile.ts
+ *
+ * Each round: WARM events delivered first (JIT warm-up, not measured), then N due events written
+ * in one statement and delivered by the running dispatcher; then the same N bodies posted by raw
+ * undici (a Pool of 4, 4 in flight, fresh signatures per attempt, as bench/scenarios/webhooks.ts).
+ * Prints CPU µs per delivery (user + system of this process over the burst, the recording of its
+ * attempts included) and deliveries/s at the receiver, for both. PROFILE writes a CPU profile of
+ * the last round's dispatcher burst only.
  */
-import { createServer } from 'node:http';
+import fs from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
-import fs from 'node:fs';
 import pino from 'pino';
+import { Pool } from 'undici';
 import { systemClock } from '../src/clock.js';
+import { Metrics } from '../src/metrics.js';
 import { Signals } from '../src/signals.js';
 import { openStore } from '../src/store/db.js';
-import { WebhookDispatcher } from '../src/webhooks/dispatcher.js';
+import { WAKE_SIGNAL, WebhookDispatcher } from '../src/webhooks/dispatcher.js';
 import { WebhookSender } from '../src/webhooks/send.js';
+import { deliveryHeaders } from '../src/webhooks/sign.js';
+import { createPgDatabase, dropPgDatabase, freePort, httpClient, inParallel, spawnChild } from './lib.js';
 
 const N = Number(process.env.N ?? 3000);
-let delivered = 0;
-const server = createServer((req, res) => {
-  req.resume();
-  req.on('end', () => {
-    delivered++;
-    res.end();
-  });
-});
-await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-const origin = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+const WARM = Number(process.env.WARM ?? 3000);
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const IN_FLIGHT = 4;
+const SECRET = 'whsec_bench_secret';
+
+interface Stats {
+  delivered: number;
+  firstAt: number;
+  lastOkAt: number;
+  connections: number;
+}
+
+const port = await freePort();
+const origin = `http://127.0.0.1:${port}`;
+const receiver = await spawnChild('receiver', 'helper-server.ts', [], { PORT: String(port) });
+const rc = httpClient(origin, '', 1);
+const stats = async () => (await rc.call<Stats>('GET', '/stats')).json;
+const reset = () => rc.call('POST', '/reset?mode=ok');
+
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mj-dprof-'));
-const store = await openStore(process.env.DB ?? `sqlite:${path.join(dir, 'db.sqlite')}`);
-const now = Date.now();
-const body = JSON.stringify({ event_id: 'x', event_type: 'job.completed', job: { uuid: 'u', status: 'completed' } });
-for (let i = 0; i < N; i += 500)
-  await store.db
-    .insertInto('webhook_events')
-    .values(
-      Array.from({ length: Math.min(500, N - i) }, (_, j) => ({
-        event_id: `ev-${i + j}`,
-        job_uuid: `job-${i + j}`,
-        owner: 'o',
-        event_type: 'job.completed',
-        url: `${origin}/hook`,
-        destination: origin,
-        secret: 'whsec_bench_secret',
-        body,
-        state: 'pending' as const,
-        next_attempt_at: now,
-        lease_owner: null,
-        lease_expires_at: null,
-        created_at: now,
-        updated_at: now,
-      })),
-    )
-    .execute();
-const log = pino({ level: 'info' }, fs.createWriteStream('/dev/null'));
+const url = process.env.DB === 'postgres' ? await createPgDatabase() : `sqlite:${path.join(dir, 'db.sqlite')}`;
+const store = await openStore(url);
+
+let serial = 0;
+/** Writes `n` due events in one statement; returns their ids and bodies. */
+async function insertEvents(n: number): Promise<Array<{ id: string; body: string }>> {
+  const now = Date.now();
+  const rows = Array.from({ length: n }, () => {
+    const id = `ev-${serial++}`;
+    const job = `00000000-0000-4000-8000-${String(serial).padStart(12, '0')}`;
+    const body = JSON.stringify({
+      event_id: id,
+      event_type: 'job.cancelled',
+      occurred_at: new Date(now).toISOString(),
+      job: {
+        uuid: job,
+        status: 'cancelled',
+        status_detail: 'cancelled by the client',
+        error_message: null,
+        error_type: null,
+        result_ready: false,
+      },
+    });
+    return {
+      event_id: id,
+      job_uuid: job,
+      owner: 'o',
+      event_type: 'job.cancelled',
+      url: `${origin}/hook`,
+      destination: origin,
+      secret: SECRET,
+      body,
+      state: 'pending' as const,
+      next_attempt_at: now,
+      lease_owner: null,
+      lease_expires_at: null,
+      created_at: now,
+      updated_at: now,
+    };
+  });
+  await store.db.transaction().execute(async (trx) => {
+    for (let i = 0; i < rows.length; i += 500)
+      await trx
+        .insertInto('webhook_events')
+        .values(rows.slice(i, i + 500))
+        .execute();
+  });
+  return rows.map((r) => ({ id: r.event_id, body: r.body }));
+}
+
+async function until(what: string, fn: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  while (!(await fn())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const pending = async () =>
+  Number(
+    (
+      await store.db
+        .selectFrom('webhook_events')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('state', '=', 'pending')
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
+
+const log = pino({ level: process.env.LOG_LEVEL ?? 'warn' }, fs.createWriteStream('/dev/null'));
+const signals = new Signals();
 const sender = new WebhookSender({ allowPrivate: true, timeoutMs: 10_000, clock: systemClock });
 const d = new WebhookDispatcher({
   store,
   clock: systemClock,
-  signals: new Signals(),
+  signals,
   log,
   sender,
-  scheduleMs: [0, 60_000],
+  metrics: new Metrics(store),
+  scheduleMs: [0, 60_000, 300_000, 1_800_000, 21_600_000],
   timeoutMs: 10_000,
   concurrency: 64,
 });
-const cpu0 = process.cpuUsage();
-const t0 = performance.now();
 d.start();
-while (delivered < N) await new Promise((r) => setTimeout(r, 20));
-const wall = performance.now() - t0;
-const cpu = process.cpuUsage(cpu0);
-await d.stop();
-console.log(
-  `${N} deliveries in ${wall.toFixed(0)} ms: ${((cpu.user + cpu.system) / 1000 / N).toFixed(3)} CPU ms each (receiver in the same process)`,
-);
-await sender.close();
-await store.close();
-server.close();
+
+interface Burst {
+  cpuUs: number;
+  rate: number;
+  connections: number;
+}
+
+/** Delivers `n` fresh events through the running dispatcher; CPU until all are recorded. */
+async function startProfile(file?: string): Promise<() => Promise<void>> {
+  if (!file) return async () => undefined;
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 50 });
+  await session.post('Profiler.start');
+  return async () => {
+    const { profile } = await session.post('Profiler.stop');
+    fs.writeFileSync(file, JSON.stringify(profile));
+    session.disconnect();
+  };
+}
+
+async function dispatcherBurst(n: number, profile?: string): Promise<Burst> {
+  await reset();
+  const stopProfile = await startProfile(profile);
+  const cpu0 = process.cpuUsage();
+  await insertEvents(n);
+  signals.deliver(WAKE_SIGNAL, '');
+  await until('delivered', async () => (await stats()).delivered >= n);
+  await until('recorded', async () => d.unrecorded === 0 && (await pending()) === 0);
+  const cpu = process.cpuUsage(cpu0);
+  await stopProfile();
+  const s = await stats();
+  return {
+    cpuUs: (cpu.user + cpu.system) / n,
+    rate: s.delivered / ((s.lastOkAt - s.firstAt) / 1000),
+    connections: s.connections,
+  };
+}
+
+/** The same bodies by raw undici, as the bench's ceiling. */
+async function rawBurst(events: Array<{ id: string; body: string }>, profile?: string): Promise<Burst> {
+  await reset();
+  const stopProfile = await startProfile(profile);
+  const cpu0 = process.cpuUsage();
+  const pool = new Pool(origin, { connections: IN_FLIGHT });
+  await inParallel(events.length, IN_FLIGHT, async (i) => {
+    const e = events[i]!;
+    const headers = deliveryHeaders({
+      eventId: e.id,
+      timestamp: Math.floor(Date.now() / 1000),
+      body: e.body,
+      secret: SECRET,
+    });
+    const res = await pool.request({
+      method: 'POST',
+      path: '/hook',
+      headers,
+      body: e.body,
+      headersTimeout: 10_000,
+      bodyTimeout: 10_000,
+    });
+    await res.body.dump();
+  });
+  await pool.close();
+  const cpu = process.cpuUsage(cpu0);
+  await stopProfile();
+  const s = await stats();
+  return {
+    cpuUs: (cpu.user + cpu.system) / events.length,
+    rate: s.delivered / ((s.lastOkAt - s.firstAt) / 1000),
+    connections: s.connections,
+  };
+}
+
+try {
+  if (WARM > 0) {
+    const warm = await insertEvents(WARM);
+    signals.deliver(WAKE_SIGNAL, '');
+    await until('warm-up', async () => (await pending()) === 0);
+    await rawBurst(warm);
+  }
+  for (let r = 1; r <= ROUNDS; r++) {
+    const profile = r === ROUNDS ? process.env.PROFILE : undefined;
+    const disp = await dispatcherBurst(N, profile);
+    const bodies = await store.db
+      .selectFrom('webhook_events')
+      .select(['event_id as id', 'body'])
+      .orderBy('created_at', 'desc')
+      .limit(N)
+      .execute();
+    const ref = await rawBurst(bodies, r === ROUNDS ? process.env.PROFILE_RAW : undefined);
+    console.log(
+      `round ${r} ${process.env.DB ?? 'sqlite'}: dispatcher ${disp.cpuUs.toFixed(0)} µs CPU/delivery, ${disp.rate.toFixed(0)}/s ` +
+        `(${disp.connections} connections); raw undici ${ref.cpuUs.toFixed(0)} µs, ${ref.rate.toFixed(0)}/s; ` +
+        `rate ${((100 * disp.rate) / ref.rate).toFixed(0)} %, CPU ${((100 * ref.cpuUs) / disp.cpuUs).toFixed(0)} %`,
+    );
+  }
+} finally {
+  await d.stop();
+  await sender.close();
+  await store.close();
+  await rc.close();
+  await receiver.stop();
+  if (process.env.DB === 'postgres') await dropPgDatabase(url);
+  fs.rmSync(dir, { recursive: true, force: true });
+}

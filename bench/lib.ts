@@ -338,6 +338,8 @@ export function serviceEnv(store: BenchStore, extra: Record<string, string> = {}
     RATE_LIMIT_SUBMIT: '0',
     MEDIA_ALLOW_PRIVATE_NETWORKS: 'true',
     SHUTDOWN_GRACE: '2s',
+    // These scenarios run no face or video job: loading their models would only add CPU to the run.
+    WORKER_WARMUP: 'false',
     ...extra,
   };
 }

@@ -135,6 +135,7 @@ console.log('--- record');
   const t = performance.now();
   const applied = await recordScheduledAttempts(
     db,
+    store.dialect,
     'X',
     rows.map((r) => ({
       eventId: r.event_id,

@@ -67,9 +67,61 @@ export interface App {
   stop(graceMs?: number): Promise<void>;
 }
 
+/** What the steps of createApp build and pass on. */
+interface Core {
+  config: Config;
+  opts: AppOptions;
+  role: Role;
+  clock: Clock;
+  log: Logger;
+  store: Store;
+  signals: Signals;
+  unbridge: (() => Promise<void>) | undefined;
+  catalogue: Catalogue;
+  results: ResultStore;
+  /** The local result store and its URL secret (downloads on signed URLs), when results are local. */
+  local: { store: LocalResultStore; secret: string } | undefined;
+}
+
+interface Parts extends Core {
+  storageHealth: StorageHealth;
+  metrics: Metrics;
+  lifecycle: JobLifecycle;
+  service: JobService;
+  webhookSender: WebhookSender;
+  remote: RemoteWork;
+}
+
+interface Background {
+  workers: WorkerPool | undefined;
+  webhooks: WebhookDispatcher | undefined;
+  housekeeping: Housekeeping;
+}
+
 /** Wires store, catalogue, service, HTTP, workers and housekeeping for one process. */
 export async function createApp(config: Config, opts: AppOptions = {}): Promise<App> {
-  const role = opts.role ?? 'all';
+  const core = await openCore(config, opts);
+  const parts = services(core);
+  const background = backgroundWork(parts);
+  const server = httpServer(parts, () => background.workers);
+  const { store, signals, metrics, log, service, lifecycle, remote } = parts;
+  return {
+    config,
+    store,
+    server,
+    service,
+    lifecycle,
+    remote,
+    signals,
+    metrics,
+    log,
+    ...background,
+    ...startAndStop(parts, background, server),
+  };
+}
+
+/** The log, the store (migrated), the cross-process signals, the catalogue and the result store. */
+async function openCore(config: Config, opts: AppOptions): Promise<Core> {
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger(config.logLevel);
   if (config.mediaAllowPrivateNetworks) {
@@ -91,6 +143,16 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     ...(opts.jobTypes ?? defaultJobTypes({ threads: config.workerConcurrency, video: config.video })),
     ...declared,
   ]);
+  const { results, local } = await openResults(config, store, clock, opts);
+  return { config, opts, role: opts.role ?? 'all', clock, log, store, signals, unbridge, catalogue, results, local };
+}
+
+async function openResults(
+  config: Config,
+  store: Store,
+  clock: Clock,
+  opts: AppOptions,
+): Promise<Pick<Core, 'results' | 'local'>> {
   const urlSecret = await sharedSecret(store.db, 'result_url_secret');
   const rs = config.resultStore;
   const local =
@@ -104,9 +166,12 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
       clockMs: () => clock.now(),
     });
   const results = opts.wrapResults ? opts.wrapResults(store0) : store0;
+  return { results, local: local ? { store: local, secret: urlSecret } : undefined };
+}
 
-  const storageHealth = new StorageHealth(results, log);
-
+/** The job service on the one write path, the webhook sender and the remote worker protocol. */
+function services(core: Core): Parts {
+  const { config, opts, clock, log, store, signals, catalogue, results } = core;
   const metrics = new Metrics(store);
   const lifecycle = new JobLifecycle({ store, clock, config, signals, log, metrics });
   const service = new JobService({
@@ -140,10 +205,17 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     lookup: opts.lookup,
     isPublic: opts.isPublic,
   });
-  const server = buildServer({
+  const storageHealth = new StorageHealth(results, log);
+  return { ...core, storageHealth, metrics, lifecycle, service, webhookSender, remote };
+}
+
+/** The Fastify server; `workers` is read at request time (the admin view of this process's pool). */
+function httpServer(parts: Parts, workers: () => WorkerPool | undefined): FastifyInstance {
+  const { config, opts, clock, log, store, signals, catalogue, service, metrics, remote } = parts;
+  return buildServer({
     store,
     service,
-    webhooks: new WebhookService({ store, clock, sender: webhookSender }),
+    webhooks: new WebhookService({ store, clock, sender: parts.webhookSender }),
     endpoints: new EndpointService({
       store,
       clock,
@@ -158,7 +230,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     clock,
     maxBodyBytes: config.maxBodyBytes,
     connections: config.http,
-    storageHealth,
+    storageHealth: parts.storageHealth,
     allowPrivate: config.mediaAllowPrivateNetworks,
     webhookRetryScheduleMs: config.webhookRetryScheduleMs,
     webhookTimeoutMs: config.webhookTimeoutMs,
@@ -172,25 +244,26 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     },
     signals,
     // A worker-only process answers /healthz, /readyz and /metrics on its PORT, nothing else.
-    routes: role === 'worker' ? 'ops' : 'all',
-    localResults: local ? { store: local, secret: urlSecret } : undefined,
+    routes: parts.role === 'worker' ? 'ops' : 'all',
+    localResults: parts.local,
     remote: { work: remote, maxOutputBytes: config.remote.maxOutputBytes },
-    // Read at request time (the pool is made below).
-    localWorkers: () =>
-      workers
-        ? [
-            {
-              id: workers.id,
-              concurrency: config.workerConcurrency,
-              active_jobs: workers.activeJobs,
-              job_types: catalogue
-                .list()
-                .filter((t) => !t.remote)
-                .map((t) => t.name),
-            },
-          ]
-        : [],
+    localWorkers: () => {
+      const pool = workers();
+      if (!pool) return [];
+      const jobTypes = catalogue
+        .list()
+        .filter((t) => !t.remote)
+        .map((t) => t.name);
+      return [
+        { id: pool.id, concurrency: config.workerConcurrency, active_jobs: pool.activeJobs, job_types: jobTypes },
+      ];
+    },
   });
+}
+
+/** The worker pool and the webhook dispatcher (not in an API-only process), and housekeeping (every role). */
+function backgroundWork(parts: Parts): Background {
+  const { config, opts, role, clock, log, store, signals, catalogue, results, lifecycle, metrics, remote } = parts;
   const runsWorkers = role !== 'api' && config.workerConcurrency > 0;
   const workers = runsWorkers
     ? new WorkerPool({
@@ -200,7 +273,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
         config,
         clock,
         results,
-        storageHealth,
+        storageHealth: parts.storageHealth,
         signals,
         log,
         lookup: opts.lookup,
@@ -214,7 +287,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
           clock,
           signals,
           log,
-          sender: webhookSender,
+          sender: parts.webhookSender,
           metrics,
           scheduleMs: config.webhookRetryScheduleMs,
           timeoutMs: config.webhookTimeoutMs,
@@ -231,61 +304,88 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     sweepStaged: () => remote.sweep(),
     log,
   });
-  const pending = new Set<string>();
+  return { workers, webhooks, housekeeping };
+}
 
+/**
+ * Warms the job types in the background (the first face swap of a cold process would otherwise
+ * start its threads, load the models and run the swap's code unoptimised: seconds, not 0.5 s). A job
+ * claimed meanwhile waits in its type's thread queue behind the warm-up, as it would have waited for
+ * the same work anyway.
+ */
+async function warmJobTypes({ catalogue, log }: Parts, stopped: AbortSignal): Promise<void> {
+  const t0 = performance.now();
+  const warmed = await catalogue.warmup();
+  if (stopped.aborted) return; // stopped meanwhile: the threads were closed under it
+  for (const w of warmed)
+    if (w.error)
+      log.warn({ err: w.error, job_type: w.type }, 'job type warm-up failed; its first job pays the start-up');
+  const ms = Object.fromEntries(warmed.filter((w) => !w.error).map((w) => [w.type, w.ms]));
+  if (warmed.length) log.info({ ms, total_ms: Math.round(performance.now() - t0) }, 'job types warmed');
+}
+
+/**
+ * Started from the bottom up (the store and the NOTIFY bridge are already open), stopped from
+ * the top down: nothing is stopped while something started after it still uses it.
+ */
+function startAndStop(
+  parts: Parts,
+  { workers, webhooks, housekeeping }: Background,
+  server: FastifyInstance,
+): Pick<App, 'start' | 'stop' | 'pendingShutdownPhases'> {
+  const { config, log, remote } = parts;
+  const pending = new Set<string>();
+  const stopped = new AbortController();
+  // Each phase is logged, so a slow shutdown says where it waits.
+  const phase = async (name: string, work: Promise<unknown> | undefined) => {
+    const t0 = performance.now();
+    pending.add(name);
+    await work;
+    pending.delete(name);
+    log.debug({ phase: name, ms: Math.round(performance.now() - t0) }, 'shutdown phase done');
+  };
   return {
-    config,
-    store,
-    server,
-    service,
-    lifecycle,
-    workers,
-    remote,
-    housekeeping,
-    webhooks,
-    signals,
-    metrics,
-    log,
-    // Started from the bottom up (the store and the NOTIFY bridge are already open), stopped from
-    // the top down: nothing is stopped while something started after it still uses it.
     async start() {
       housekeeping.start();
       remote.start();
       workers?.start();
+      if (workers && config.workerWarmup) void warmJobTypes(parts, stopped.signal);
       webhooks?.start();
       // Every role listens: the API, or (worker role) only health, readiness and metrics.
       await server.listen({ host: config.host, port: config.port });
     },
     pendingShutdownPhases: () => [...pending],
     async stop(graceMs = 10_000) {
-      // Each phase is logged, so a slow shutdown says where it waits.
-      const phase = async (name: string, work: Promise<unknown> | undefined) => {
-        const t0 = performance.now();
-        pending.add(name);
-        await work;
-        pending.delete(name);
-        log.debug({ phase: name, ms: Math.round(performance.now() - t0) }, 'shutdown phase done');
-      };
-      // Node closes idle keep-alive connections once, when close() is called; a connection busy at
-      // that moment would then idle for keepAliveTimeout (72 s) and hold the close open. Sweep idle
-      // connections until it is done, and cut whatever is left after the grace period.
-      const sweep = setInterval(() => server.server.closeIdleConnections(), 100);
-      const cut = setTimeout(() => server.server.closeAllConnections(), graceMs);
-      await phase('http', server.close());
-      clearInterval(sweep);
-      clearTimeout(cut);
+      stopped.abort();
+      await phase('http', closeServer(server, graceMs));
       await Promise.all([
         phase('workers', workers?.stop(graceMs)),
         phase('webhooks', webhooks?.stop(Math.min(graceMs, config.webhookTimeoutMs))),
       ]);
-      await phase('webhook-sender', webhookSender.close());
+      await phase('webhook-sender', parts.webhookSender.close());
       await phase('remote', remote.stop());
       await phase('housekeeping', housekeeping.stop());
-      await phase('job-finishes', lifecycle.drain());
-      await phase('processors', catalogue.close());
-      await phase('notify', unbridge?.());
-      await phase('store', store.close());
+      await phase('job-finishes', parts.lifecycle.drain());
+      await phase('processors', parts.catalogue.close());
+      await phase('notify', parts.unbridge?.());
+      await phase('store', parts.store.close());
       log.info('stopped');
     },
   };
+}
+
+/**
+ * Node closes idle keep-alive connections once, when close() is called; a connection busy at
+ * that moment would then idle for keepAliveTimeout (72 s) and hold the close open. Sweep idle
+ * connections until it is done, and cut whatever is left after the grace period.
+ */
+async function closeServer(server: FastifyInstance, graceMs: number): Promise<void> {
+  const sweep = setInterval(() => server.server.closeIdleConnections(), 100);
+  const cut = setTimeout(() => server.server.closeAllConnections(), graceMs);
+  try {
+    await server.close();
+  } finally {
+    clearInterval(sweep);
+    clearTimeout(cut);
+  }
 }

@@ -43,6 +43,7 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ACCESS_LOG_SAMPLE: z.coerce.number().min(0).max(1).default(1),
   WORKER_CONCURRENCY: int(Math.max(1, Math.min(4, os.availableParallelism())), 0),
+  WORKER_WARMUP: bool(true),
   JOB_TIMEOUT: duration('10m'),
   JOB_LEASE: duration('30s'),
   JOB_MAX_ATTEMPTS: int(3, 1),
@@ -100,6 +101,8 @@ export interface Config {
   /** The share of successful requests that get an access log line at info (4xx and 5xx always do). */
   accessLogSample: number;
   workerConcurrency: number;
+  /** A worker process warms its job types at start (threads started, models loaded). */
+  workerWarmup: boolean;
   jobTimeoutMs: number;
   jobLeaseMs: number;
   jobMaxAttempts: number;
@@ -149,42 +152,63 @@ export const CONFIG_VARIABLES: readonly string[] = Object.keys(envSchema.shape);
 
 export class ConfigError extends Error {}
 
+type Env = z.infer<typeof envSchema>;
+
 /** Reads and validates the environment; throws ConfigError with one clear line. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const e = parseEnv(env);
+  const schedule = retrySchedule(e.WEBHOOK_RETRY_SCHEDULE);
+  checkTimes(e);
+  return toConfig(e, schedule, resultStoreOf(e));
+}
+
+function parseEnv(env: NodeJS.ProcessEnv): Env {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = envSchema.safeParse(cleaned);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new ConfigError(`invalid configuration: ${issue.path.join('.')}: ${issue.message}`);
   }
-  const e = parsed.data;
+  return parsed.data;
+}
+
+function retrySchedule(text: string): number[] {
   let schedule: number[];
   try {
-    schedule = e.WEBHOOK_RETRY_SCHEDULE.split(',').map(parseDuration);
+    schedule = text.split(',').map(parseDuration);
   } catch (err) {
     throw new ConfigError(`invalid configuration: WEBHOOK_RETRY_SCHEDULE: ${(err as Error).message}`);
   }
   if (schedule.length === 0) throw new ConfigError('invalid configuration: WEBHOOK_RETRY_SCHEDULE is empty');
+  return schedule;
+}
+
+/** The rules between variables that the schema cannot state one variable at a time. */
+function checkTimes(e: Env): void {
   if (e.JOB_LEASE < 1000) throw new ConfigError('invalid configuration: JOB_LEASE must be at least 1s');
   if (e.HTTP_HEADERS_TIMEOUT < 100 || e.HTTP_HEADERS_TIMEOUT > e.HTTP_REQUEST_TIMEOUT)
     throw new ConfigError(
       'invalid configuration: HTTP_HEADERS_TIMEOUT must be at least 100ms and at most HTTP_REQUEST_TIMEOUT',
     );
-  const dataDir = path.resolve(e.DATA_DIR);
-  let resultStore: Config['resultStore'] = { kind: 'local' };
-  if (e.RESULT_STORE !== 'local') {
-    try {
-      resultStore = {
-        kind: 's3',
-        ...parseS3Url(e.RESULT_STORE),
-        endpoint: e.S3_ENDPOINT,
-        region: e.S3_REGION,
-        forcePathStyle: e.S3_FORCE_PATH_STYLE,
-      };
-    } catch (err) {
-      throw new ConfigError(`invalid configuration: ${(err as Error).message}`);
-    }
+}
+
+function resultStoreOf(e: Env): Config['resultStore'] {
+  if (e.RESULT_STORE === 'local') return { kind: 'local' };
+  try {
+    return {
+      kind: 's3',
+      ...parseS3Url(e.RESULT_STORE),
+      endpoint: e.S3_ENDPOINT,
+      region: e.S3_REGION,
+      forcePathStyle: e.S3_FORCE_PATH_STYLE,
+    };
+  } catch (err) {
+    throw new ConfigError(`invalid configuration: ${(err as Error).message}`);
   }
+}
+
+function toConfig(e: Env, schedule: number[], resultStore: Config['resultStore']): Config {
+  const dataDir = path.resolve(e.DATA_DIR);
   return {
     port: e.PORT,
     host: e.HOST,
@@ -197,6 +221,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     accessLogSample: e.ACCESS_LOG_SAMPLE,
     workerConcurrency: e.WORKER_CONCURRENCY,
+    workerWarmup: e.WORKER_WARMUP,
     jobTimeoutMs: e.JOB_TIMEOUT,
     jobLeaseMs: e.JOB_LEASE,
     jobMaxAttempts: e.JOB_MAX_ATTEMPTS,

@@ -2,6 +2,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Store } from './store/store.js';
 import { countActive } from './store/jobs.js';
 import { readJobTotals, type JobTotal } from './store/totals.js';
+import { SeriesHistogram } from './series-histogram.js';
 
 /**
  * Prometheus metrics of one app (its own registry, so several apps can share a process in tests).
@@ -47,13 +48,14 @@ export class Metrics {
     labelNames: ['reason'],
     registers: [this.registry],
   });
-  readonly httpSeconds = new Histogram({
-    name: 'media_jobs_http_request_duration_seconds',
-    help: 'HTTP request latency of this process by route.',
-    labelNames: ['method', 'route', 'status_code'],
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
-    registers: [this.registry],
-  });
+  /** Observed on every request (http/access-log.ts): series held by the hook, no label hashing per request. */
+  readonly httpSeconds = new SeriesHistogram(
+    'media_jobs_http_request_duration_seconds',
+    'HTTP request latency of this process by route.',
+    ['method', 'route', 'status_code'],
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
+    this.registry,
+  );
 
   constructor(store: Store) {
     collectDefaultMetrics({ register: this.registry, prefix: 'media_jobs_' });

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { MediaJobsClient, MediaJobsError, WaitTimeoutError } from '../client/index.js';
 import { JOB_STATUSES, isTerminalStatus, type ApiJob, type JobStatus, type ResultLink } from '../contract/api.js';
-import { EVENT_TYPES, type EventType, type WebhookEndpoint } from '../contract/webhook.js';
+import { EVENT_TYPES, type EndpointDelivery, type EventType, type WebhookEndpoint } from '../contract/webhook.js';
 
 /**
  * The client commands of the `media-jobs` CLI: they talk to a running service over HTTP, like any
@@ -623,8 +623,6 @@ function printEndpoint(ctx: Ctx, e: WebhookEndpoint): void {
   ctx.out(`${lines.join('\n')}\n`);
 }
 
-const ENDPOINT_ACTIONS = ['list', 'add', 'show', 'edit', 'delete', 'rotate', 'enable', 'recover', 'deliveries'];
-
 function endpointEvents(values: Record<string, unknown>): EventType[] | undefined {
   const events = values.event as string[] | undefined;
   for (const e of events ?? [])
@@ -632,11 +630,69 @@ function endpointEvents(values: Record<string, unknown>): EventType[] | undefine
   return events as EventType[] | undefined;
 }
 
+/** One action of `endpoints`: `id` is its positional (the URL for `add`), `values` its options. */
+type EndpointAction = (ctx: Ctx, id: string, values: Record<string, unknown>) => Promise<void>;
+
+const description = (values: Record<string, unknown>) => values.description as string | undefined;
+
+const ENDPOINT_ACTIONS: Record<string, EndpointAction> = {
+  list: async (ctx) => {
+    const list = await ctx.client.listWebhookEndpoints();
+    if (ctx.json) ctx.out(`${JSON.stringify({ endpoints: list }, null, 2)}\n`);
+    else if (list.length === 0) ctx.err('no webhook endpoints\n');
+    else
+      ctx.out(
+        table([['ID', 'STATUS', 'EVENTS', 'URL'], ...list.map((e) => [e.id, e.status, e.events.join(','), e.url])]),
+      );
+  },
+  add: async (ctx, url, values) => {
+    const events = endpointEvents(values);
+    printEndpoint(ctx, await ctx.client.createWebhookEndpoint({ url, events, description: description(values) }));
+  },
+  show: async (ctx, id) => {
+    printEndpoint(ctx, await ctx.client.getWebhookEndpoint(id));
+  },
+  edit: async (ctx, id, values) => {
+    const url = values['endpoint-url'] as string | undefined;
+    const events = endpointEvents(values);
+    printEndpoint(ctx, await ctx.client.updateWebhookEndpoint(id, { url, events, description: description(values) }));
+  },
+  delete: async (ctx, id) => {
+    await ctx.client.deleteWebhookEndpoint(id);
+    ctx.err(`deleted ${id}\n`);
+  },
+  rotate: async (ctx, id) => {
+    const secret = await ctx.client.rotateWebhookEndpointSecret(id);
+    ctx.out(ctx.json ? `${JSON.stringify({ secret })}\n` : `${secret}\n`);
+  },
+  enable: async (ctx, id) => {
+    printEndpoint(ctx, await ctx.client.enableWebhookEndpoint(id));
+  },
+  recover: async (ctx, id, values) => {
+    if (typeof values.since !== 'string') throw new UsageError('recover needs --since TIME (ISO 8601)');
+    const count = await ctx.client.recoverWebhookEndpoint(id, values.since);
+    ctx.out(ctx.json ? `${JSON.stringify({ count })}\n` : `${count} deliveries queued again\n`);
+  },
+  deliveries: async (ctx, id, values) => {
+    const limit = values.limit === undefined ? undefined : Number(values.limit);
+    const page = await ctx.client.webhookEndpointDeliveries(id, { limit, cursor: values.cursor as string | undefined });
+    if (ctx.json) ctx.out(`${JSON.stringify(page, null, 2)}\n`);
+    else ctx.out(table([['EVENT', 'TYPE', 'JOB', 'STATE', 'ATTEMPTS', 'LAST'], ...page.deliveries.map(deliveryRow)]));
+    if (page.next_cursor && !ctx.json)
+      ctx.err(`more: media-jobs endpoints deliveries ${id} --cursor ${page.next_cursor}\n`);
+  },
+};
+
+function deliveryRow(d: EndpointDelivery): string[] {
+  const last = d.attempts[d.attempts.length - 1];
+  return [d.event_id, d.event_type, d.job_uuid, d.state, String(d.attempts.length), last?.error ?? (last ? 'ok' : '-')];
+}
+
 /** `endpoints ACTION …`: one action per call of the endpoint API. */
 async function runEndpoints(base: Omit<Ctx, 'client' | 'json'>, args: string[]): Promise<number> {
   const action = args[0] && !args[0].startsWith('-') ? args[0] : 'list';
-  if (!ENDPOINT_ACTIONS.includes(action))
-    throw new UsageError(`unknown action "${action}": one of ${ENDPOINT_ACTIONS.join(', ')}`);
+  const run = Object.hasOwn(ENDPOINT_ACTIONS, action) ? ENDPOINT_ACTIONS[action] : undefined;
+  if (!run) throw new UsageError(`unknown action "${action}": one of ${Object.keys(ENDPOINT_ACTIONS).join(', ')}`);
   const rest = args[0] === action ? args.slice(1) : args;
   const positional = action === 'list' ? [] : action === 'add' ? ['URL'] : ['ID'];
   const { values, pos, help } = parse(
@@ -653,75 +709,8 @@ async function runEndpoints(base: Omit<Ctx, 'client' | 'json'>, args: string[]):
   );
   if (help) return usage(base, 'endpoints');
   const ctx = { ...base, client: makeClient(base.io, values.url), json: values.json === true };
-  const c = ctx.client;
-  const id = pos[0]!;
-  const description = values.description as string | undefined;
-  switch (action) {
-    case 'list': {
-      const list = await c.listWebhookEndpoints();
-      if (ctx.json) ctx.out(`${JSON.stringify({ endpoints: list }, null, 2)}\n`);
-      else if (list.length === 0) ctx.err('no webhook endpoints\n');
-      else
-        ctx.out(
-          table([['ID', 'STATUS', 'EVENTS', 'URL'], ...list.map((e) => [e.id, e.status, e.events.join(','), e.url])]),
-        );
-      return 0;
-    }
-    case 'add':
-      printEndpoint(ctx, await c.createWebhookEndpoint({ url: id, events: endpointEvents(values), description }));
-      return 0;
-    case 'show':
-      printEndpoint(ctx, await c.getWebhookEndpoint(id));
-      return 0;
-    case 'edit': {
-      const url = values['endpoint-url'] as string | undefined;
-      printEndpoint(ctx, await c.updateWebhookEndpoint(id, { url, events: endpointEvents(values), description }));
-      return 0;
-    }
-    case 'delete':
-      await c.deleteWebhookEndpoint(id);
-      ctx.err(`deleted ${id}\n`);
-      return 0;
-    case 'rotate': {
-      const secret = await c.rotateWebhookEndpointSecret(id);
-      ctx.out(ctx.json ? `${JSON.stringify({ secret })}\n` : `${secret}\n`);
-      return 0;
-    }
-    case 'enable':
-      printEndpoint(ctx, await c.enableWebhookEndpoint(id));
-      return 0;
-    case 'recover': {
-      if (typeof values.since !== 'string') throw new UsageError('recover needs --since TIME (ISO 8601)');
-      const count = await c.recoverWebhookEndpoint(id, values.since);
-      ctx.out(ctx.json ? `${JSON.stringify({ count })}\n` : `${count} deliveries queued again\n`);
-      return 0;
-    }
-    default: {
-      const limit = values.limit === undefined ? undefined : Number(values.limit);
-      const page = await c.webhookEndpointDeliveries(id, { limit, cursor: values.cursor as string | undefined });
-      if (ctx.json) ctx.out(`${JSON.stringify(page, null, 2)}\n`);
-      else
-        ctx.out(
-          table([
-            ['EVENT', 'TYPE', 'JOB', 'STATE', 'ATTEMPTS', 'LAST'],
-            ...page.deliveries.map((d) => {
-              const last = d.attempts[d.attempts.length - 1];
-              return [
-                d.event_id,
-                d.event_type,
-                d.job_uuid,
-                d.state,
-                String(d.attempts.length),
-                last?.error ?? (last ? 'ok' : '-'),
-              ];
-            }),
-          ]),
-        );
-      if (page.next_cursor && !ctx.json)
-        ctx.err(`more: media-jobs endpoints deliveries ${id} --cursor ${page.next_cursor}\n`);
-      return 0;
-    }
-  }
+  await run(ctx, pos[0]!, values);
+  return 0;
 }
 
 function usage(base: Omit<Ctx, 'client' | 'json'>, cmd: ClientCommand): number {

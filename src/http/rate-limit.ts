@@ -145,40 +145,53 @@ export async function registerRateLimits(api: FastifyInstance, opts: RateLimitOp
 
   // What was left when a weighted request was refused, by the request's mark (read once, in its hook).
   const refused = new Map<string, number>();
-  const marks = new WeakMap<FastifyRequest, string>();
-  let seq = 0;
-
-  let redis: Redis | undefined;
-  if (opts.redisUrl) {
-    // Fail fast at start-up on a bad REDIS_URL; later outages skip limiting (skipOnError) rather than fail requests.
-    redis = new Redis(opts.redisUrl, {
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 1,
-      connectTimeout: 5_000,
-    });
-    let down = false;
-    redis.on('error', (err) => {
-      if (!down) log.warn({ err }, 'Redis (rate limits) unreachable: requests are not rate limited until it is back');
-      down = true;
-    });
-    redis.on('ready', () => {
-      if (down) log.info('Redis (rate limits) reachable again');
-      down = false;
-    });
-    await redis.connect();
-    api.addHook('onClose', async () => {
-      await redis!.quit().catch(() => redis!.disconnect());
-    });
-  }
-
+  const redis = opts.redisUrl ? await connectRedis(api, opts.redisUrl, log) : undefined;
   await api.register(rateLimit, {
     global: false,
     enableDraftSpec: true,
     skipOnError: true,
     store: weightedStore(redis, opts.redisPrefix ?? 'media-jobs:rate:', 10_000, refused),
   });
+  const handlers = limitHandlers(api, limits, refused);
+  api.addHook('onRoute', (route) => {
+    const method = [route.method].flat()[0]!;
+    const handler = handlers[ratePolicyOf(method, route.url)] as (typeof handlers)[keyof typeof handlers] | undefined;
+    if (!handler) return;
+    // A batch is counted by its items, so its limit runs once the body is parsed and validated.
+    if (isBatch(method, route.url)) route.preHandler = [...[route.preHandler ?? []].flat(), handler];
+    else route.onRequest = [...[route.onRequest ?? []].flat(), handler];
+  });
+}
 
+/** The shared counters' Redis client, closed with the scope. */
+async function connectRedis(api: FastifyInstance, url: string, log: Logger): Promise<Redis> {
+  // Fail fast at start-up on a bad REDIS_URL; later outages skip limiting (skipOnError) rather than fail requests.
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 5_000,
+  });
+  let down = false;
+  redis.on('error', (err) => {
+    if (!down) log.warn({ err }, 'Redis (rate limits) unreachable: requests are not rate limited until it is back');
+    down = true;
+  });
+  redis.on('ready', () => {
+    if (down) log.info('Redis (rate limits) reachable again');
+    down = false;
+  });
+  await redis.connect();
+  api.addHook('onClose', async () => {
+    await redis.quit().catch(() => redis.disconnect());
+  });
+  return redis;
+}
+
+/** One hook per policy with a limit: the plugin's check, then the structured headers. */
+function limitHandlers(api: FastifyInstance, limits: Record<RatePolicy, number>, refused: Map<string, number>) {
+  const marks = new WeakMap<FastifyRequest, string>();
+  let seq = 0;
   const handlers = {} as Record<RatePolicy, onRequestAsyncHookHandler>;
   for (const policy of ['submit', 'read', 'write'] as const) {
     const max = limits[policy];
@@ -221,15 +234,7 @@ export async function registerRateLimits(api: FastifyInstance, opts: RateLimitOp
       }
     };
   }
-
-  api.addHook('onRoute', (route) => {
-    const method = [route.method].flat()[0]!;
-    const handler = handlers[ratePolicyOf(method, route.url)] as (typeof handlers)[keyof typeof handlers] | undefined;
-    if (!handler) return;
-    // A batch is counted by its items, so its limit runs once the body is parsed and validated.
-    if (isBatch(method, route.url)) route.preHandler = [...[route.preHandler ?? []].flat(), handler];
-    else route.onRequest = [...[route.onRequest ?? []].flat(), handler];
-  });
+  return handlers;
 }
 
 /** `RateLimit-Policy: "submit";q=60;w=60` and `RateLimit: "submit";r=57;t=42`, from the plugin's draft fields. */

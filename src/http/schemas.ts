@@ -12,6 +12,7 @@ import {
 } from '../contract/api.js';
 import { DELIVERY_STATES, ENDPOINT_STATUSES, EVENT_TYPES } from '../contract/webhook.js';
 import { notFound } from '../errors.js';
+import { withFastCheck } from './validation.js';
 
 /**
  * Zod schemas of the response data shapes (docs/api.md). They are the source of the OpenAPI
@@ -386,7 +387,9 @@ export const COMMON_ERRORS: ErrorStatus[] = [401, 429, 500];
 export const uuidParam = (description: string) => z.string().meta({ format: 'uuid', description });
 
 /** The `{uuid}` of every job route. */
-export const jobParams = z.object({ uuid: uuidParam("The job's uuid.") });
+export const jobParams = withFastCheck(z.object({ uuid: uuidParam("The job's uuid.") }), (params) =>
+  typeof (params as { uuid?: unknown } | null)?.uuid === 'string' ? (params as { uuid: string }) : undefined,
+);
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -395,3 +398,6 @@ export function jobUuid(raw: string): string {
   if (!UUID_RE.test(raw)) throw notFound(JOB_NOT_FOUND);
   return raw.toLowerCase();
 }
+
+/** A path's event uuid, normalised; a malformed one is an event that does not exist ('' matches none). */
+export const eventUuid = (raw: string): string => (UUID_RE.test(raw) ? raw.toLowerCase() : '');

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import fastifySwagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
-import type { z } from 'zod';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { JobService } from '../jobs/service.js';
@@ -16,7 +16,8 @@ import { ApiError, STATUS_OF_KIND } from './api-error.js';
 import { authHook } from './auth.js';
 import { fail } from './envelope.js';
 import { jobTypeRoutes } from './routes/job-types.js';
-import { jobRoutes, validationMessage } from './routes/jobs.js';
+import { jobRoutes } from './routes/jobs.js';
+import { validatorCompiler } from './validation.js';
 import { swaggerOptions, type OpenApiDeps } from './openapi.js';
 import { docsRoutes } from './routes/docs.js';
 import { opsRoutes } from './routes/ops.js';
@@ -103,6 +104,37 @@ function describeFastifyError(err: FastifyError, maxBodyBytes: number): [number,
 }
 
 export function buildServer(deps: HttpDeps): FastifyInstance {
+  const app = createFastify(deps);
+  parseJsonBodies(app);
+  app.setValidatorCompiler(validatorCompiler);
+  // Responses are not re-validated on the way out (the hot path); test/openapi checks real ones against the document.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  const docs: OpenApiDeps = {
+    catalogue: deps.catalogue,
+    allowPrivate: deps.allowPrivate,
+    webhookRetryScheduleMs: deps.webhookRetryScheduleMs,
+    webhookTimeoutMs: deps.webhookTimeoutMs,
+    maxStreamsPerOwner: deps.eventStreams?.maxPerOwner ?? MAX_STREAMS_PER_OWNER,
+  };
+  const opsOnly = deps.routes === 'ops';
+  if (!opsOnly) app.register(fastifySwagger, swaggerOptions(docs));
+  addRequestHooks(app, deps);
+  answerErrors(app, deps.maxBodyBytes);
+  answerUnknownRoutes(app);
+  // A worker-only process: health, readiness and metrics on its port, nothing else.
+  if (opsOnly) {
+    app.register(async (root) => {
+      opsRoutes(root, deps.store, deps.metrics);
+    });
+    return app;
+  }
+  apiRoutes(app, deps);
+  otherRoutes(app, deps, docs);
+  return app;
+}
+
+/** The Fastify instance: logging, request ids, router, timeouts and connection limits, framework errors as envelopes. */
+function createFastify(deps: HttpDeps): FastifyInstance {
   const limits = deps.connections;
   const app = Fastify({
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- without it Fastify infers pino's Logger and the instance no longer fits FastifyInstance
@@ -134,30 +166,36 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
       else void reply.code(400).send(fail('the path is not valid percent-encoding'));
     },
     // Requests the HTTP parser rejects: answer with the envelope, then close.
-    clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {
-      if (err.code === 'ECONNRESET' || socket.destroyed) return;
-      const [status, message] =
-        err.code === 'HPE_HEADER_OVERFLOW'
-          ? [431, 'request headers are too large']
-          : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-            ? [408, 'request timed out']
-            : [400, 'malformed HTTP request'];
-      const body = JSON.stringify(fail(message));
-      if (socket.writable) {
-        socket.write(
-          `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
-        );
-      }
-      socket.destroy(err);
-    },
+    clientErrorHandler: answerClientError,
   });
   if (limits.maxConnections > 0) app.server.maxConnections = limits.maxConnections;
   app.server.on('checkExpectation', (_req, res) => {
     res.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'x-request-id': randomUUID() });
     res.end(JSON.stringify(fail('Expect: only 100-continue is supported')));
   });
+  return app;
+}
 
-  // JSON only. An empty body parses as undefined (cancel takes none); submit rejects it itself.
+/** Requests the HTTP parser rejects: answer with the envelope, then close. */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'request headers are too large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'request timed out']
+        : [400, 'malformed HTTP request'];
+  const body = JSON.stringify(fail(message));
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
+}
+
+/** JSON only. An empty body parses as undefined (cancel takes none); submit rejects it itself. */
+function parseJsonBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(/^application\/([^;]+\+)?json(;|$)/, { parseAs: 'string' }, (_req, body, done) => {
     const text = body as string;
@@ -179,28 +217,10 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     }
     done(null, value);
   });
+}
 
-  // Route schemas are zod (fastify-type-provider-zod's convention): they validate requests here,
-  // with the envelope's words, and build the OpenAPI document (openapi.ts). Responses are not
-  // re-validated on the way out (the hot path); test/openapi checks real ones against the document.
-  app.setValidatorCompiler(({ schema }) => {
-    const zod = schema as unknown as z.ZodType;
-    return (data: unknown) => {
-      const r = zod.safeParse(data ?? {});
-      return r.success ? { value: r.data } : { error: new ApiError(400, validationMessage(r.error.issues, data)) };
-    };
-  });
-  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  const docs: OpenApiDeps = {
-    catalogue: deps.catalogue,
-    allowPrivate: deps.allowPrivate,
-    webhookRetryScheduleMs: deps.webhookRetryScheduleMs,
-    webhookTimeoutMs: deps.webhookTimeoutMs,
-    maxStreamsPerOwner: deps.eventStreams?.maxPerOwner ?? MAX_STREAMS_PER_OWNER,
-  };
-  const opsOnly = deps.routes === 'ops';
-  if (!opsOnly) app.register(fastifySwagger, swaggerOptions(docs));
-
+/** Every request: its X-Request-Id on the answer, HTTP/1.1's Host rule, then the access log and latency histogram. */
+function addRequestHooks(app: FastifyInstance, deps: HttpDeps): void {
   // Callback hooks (no promise per request) on the hottest path.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
@@ -209,7 +229,10 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     else done();
   });
   app.addHook('onResponse', accessLogHook(deps.metrics, deps.log, deps.accessLogSample ?? 1));
+}
 
+/** Every error as the envelope, with the status its kind calls for. */
+function answerErrors(app: FastifyInstance, maxBodyBytes: number): void {
   app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
     if (err instanceof ApiError) {
       return reply.code(err.statusCode).headers(err.headers).send(fail(err.message));
@@ -225,7 +248,7 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
       const [status, message] = describeFastifyError(
         err,
         // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- unset when no route matched
-        request.routeOptions.bodyLimit ?? deps.maxBodyBytes,
+        request.routeOptions.bodyLimit ?? maxBodyBytes,
       );
       return reply.code(status).send(fail(message));
     }
@@ -236,7 +259,10 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     request.log.error({ err }, 'unhandled error');
     return reply.code(500).send(fail('internal error'));
   });
+}
 
+/** Unknown routes: 405 with Allow when the path exists under another method, else 404 (both enveloped). */
+function answerUnknownRoutes(app: FastifyInstance): void {
   const known: Array<{ method: string; re: RegExp }> = [];
   app.addHook('onRoute', (route) => {
     const re = new RegExp(`^${route.url.replace(/:[^/]+/g, '[^/]+')}/?$`);
@@ -253,15 +279,10 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     }
     return reply.code(404).send(fail(`no route ${request.method} ${path}`));
   });
+}
 
-  // A worker-only process: health, readiness and metrics on its port, nothing else.
-  if (opsOnly) {
-    app.register(async (root) => {
-      opsRoutes(root, deps.store, deps.metrics);
-    });
-    return app;
-  }
-
+/** /api/v1: API-key auth (a key cache that revocations clear), rate limits, and the public routes. */
+function apiRoutes(app: FastifyInstance, deps: HttpDeps): void {
   const keys = new KeyCache(deps.store.db);
   const dropKeys = () => keys.clear();
   deps.signals?.on(KEY_REVOKED_SIGNAL, dropKeys);
@@ -285,7 +306,10 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     },
     { prefix: '/api/v1' },
   );
+}
 
+/** The remote workers' and the operator's scopes (each with its own auth), then the unauthenticated routes. */
+function otherRoutes(app: FastifyInstance, deps: HttpDeps, docs: OpenApiDeps): void {
   // Remote workers: their own scope and auth hook (worker tokens), beside the public API's.
   const remote = deps.remote;
   if (remote) {
@@ -319,5 +343,4 @@ export function buildServer(deps: HttpDeps): FastifyInstance {
     if (deps.localResults) resultRoutes(root, deps.localResults.store, deps.localResults.secret, deps.clock);
     await dashboardRoutes(root);
   });
-  return app;
 }

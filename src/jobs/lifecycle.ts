@@ -111,7 +111,7 @@ export class JobLifecycle {
       what: 'job changes (finishes are kept and written later)',
       dependency: DATABASE,
       isConflict: isTransactionConflict,
-      gatherTurn: true,
+      gather: 'turn',
     });
   }
 

@@ -12,7 +12,7 @@ import { wakeOn, type Signals } from '../signals.js';
 import type { ResultStore } from '../storage/types.js';
 import type { Store } from '../store/store.js';
 import { findIdempotencyKey, findIdempotencyKeys, type IdempotencyRow } from '../store/idempotency.js';
-import { getJobView, jobsAhead, listJobs, type NewJob } from '../store/jobs.js';
+import { getJobView, getJobViewNow, jobsAhead, listJobs, type NewJob } from '../store/jobs.js';
 import { parseSubmitDuration } from './durations.js';
 import { purgeJob } from './purge.js';
 import type { Database } from '../store/schema.js';
@@ -355,18 +355,31 @@ export class JobService {
   }
 
   /**
+   * The job as it is now (status without a long poll): without a promise when the store reads
+   * synchronously and the job needs no queue position (SQLite, the hot path).
+   */
+  statusNow(owner: string, uuid: string): ApiJob | Promise<ApiJob> {
+    const row = getJobViewNow(this.db, uuid, owner);
+    if (row === null) return this.status(owner, uuid);
+    if (!row) throw notFound(JOB_NOT_FOUND);
+    return this.view(row);
+  }
+
+  /**
    * The public job; a queued job's detail tells its place in the queue (claim order), exact up
    * to POSITION_CAP jobs ahead, so a status read costs the same at any backlog.
    */
-  private async view(row: JobView): Promise<ApiJob> {
+  private view(row: JobView): ApiJob | Promise<ApiJob> {
+    return row.status === 'queued' ? this.queuedView(row) : toApiJob(row);
+  }
+
+  private async queuedView(row: JobView): Promise<ApiJob> {
     const job = toApiJob(row);
-    if (row.status === 'queued') {
-      const ahead = await jobsAhead(this.db, row, POSITION_CAP);
-      job.status_detail =
-        ahead < POSITION_CAP
-          ? `${row.status_detail} (position ${ahead + 1} in the queue)`
-          : `${row.status_detail} (more than ${POSITION_CAP.toLocaleString('en-US')} jobs ahead in the queue)`;
-    }
+    const ahead = await jobsAhead(this.db, row, POSITION_CAP);
+    job.status_detail =
+      ahead < POSITION_CAP
+        ? `${row.status_detail} (position ${ahead + 1} in the queue)`
+        : `${row.status_detail} (more than ${POSITION_CAP.toLocaleString('en-US')} jobs ahead in the queue)`;
     return job;
   }
 

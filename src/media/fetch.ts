@@ -53,7 +53,6 @@ export interface FetchedMedia {
 }
 
 export async function fetchMedia(url: string, opts: FetchMediaOptions): Promise<FetchedMedia> {
-  const maxRedirects = opts.maxRedirects ?? 5;
   const external = opts.signal;
   external?.throwIfAborted();
 
@@ -71,81 +70,12 @@ export async function fetchMedia(url: string, opts: FetchMediaOptions): Promise<
     ? undefined
     : createGuardedAgent({ allowPrivate: opts.allowPrivate, lookup: opts.lookup, isPublic: opts.isPublic });
   const dispatcher = opts.dispatcher ?? ownDispatcher!;
-
-  let current = url;
-  let hop = 0;
   try {
-    for (;;) {
-      const checked = checkUrlSyntax(current, { allowPrivate: opts.allowPrivate, isPublic: opts.isPublic });
-      if (!checked.ok) {
-        if (hop === 0) throw fail(checked.reason);
-        throw fail(
-          checked.reason === REASON_PRIVATE
-            ? 'redirect to a private address is not allowed'
-            : `redirect target is not allowed (${checked.reason})`,
-        );
-      }
-
-      let res: Dispatcher.ResponseData;
-      try {
-        res = await request(checked.url, {
-          method: 'GET',
-          dispatcher,
-          signal: controller.signal,
-          // identity: the bytes counted against maxBytes are the bytes we keep.
-          headers: { accept: '*/*', 'accept-encoding': 'identity', 'user-agent': 'media-jobs' },
-        });
-      } catch (err) {
-        if (controller.signal.aborted) throw err; // mapped below
-        throw fail(describeFetchError(err, hop > 0));
-      }
-
-      if (REDIRECT_STATUSES.has(res.statusCode) && res.headers.location !== undefined) {
-        await res.body.dump();
-        if (hop >= maxRedirects) throw fail('too many redirects');
-        const location = res.headers.location;
-        try {
-          current = new URL(Array.isArray(location) ? location[0]! : location, checked.url).href;
-        } catch {
-          throw fail('invalid redirect location');
-        }
-        hop++;
-        continue;
-      }
-
-      if (res.statusCode < 200 || res.statusCode > 299) {
-        await res.body.dump();
-        throw fail(`HTTP ${res.statusCode}`);
-      }
-
-      const tooLarge = `larger than ${opts.maxBytes} bytes`;
-      const declared = Number(res.headers['content-length']);
-      if (Number.isFinite(declared) && declared > opts.maxBytes) {
-        res.body.destroy();
-        throw fail(tooLarge);
-      }
-
-      const chunks: Buffer[] = [];
-      let total = 0;
-      try {
-        for await (const chunk of res.body) {
-          total += (chunk as Buffer).length;
-          if (total > opts.maxBytes) {
-            res.body.destroy();
-            throw fail(tooLarge);
-          }
-          chunks.push(chunk as Buffer);
-        }
-      } catch (err) {
-        if (err instanceof JobError || controller.signal.aborted) throw err;
-        throw fail(describeFetchError(err, false));
-      }
-
-      const bytes = Buffer.concat(chunks, total);
-      const type = await fileTypeFromBuffer(bytes);
-      // `url` is the URL as given (what the client knows), not the final redirect target.
-      return { url, bytes, mime: type?.mime };
-    }
+    const res = await followRedirects(url, opts, dispatcher, controller.signal);
+    const bytes = await readBody(res, opts.maxBytes, controller.signal);
+    const type = await fileTypeFromBuffer(bytes);
+    // `url` is the URL as given (what the client knows), not the final redirect target.
+    return { url, bytes, mime: type?.mime };
   } catch (err) {
     // A cancel wins over everything and keeps its own reason; the deadline becomes a JobError.
     if (external?.aborted) throw external.reason;
@@ -156,4 +86,88 @@ export async function fetchMedia(url: string, opts: FetchMediaOptions): Promise<
     external?.removeEventListener('abort', onExternalAbort);
     if (ownDispatcher) void ownDispatcher.destroy().catch(() => {});
   }
+}
+
+/** GETs `url`, following redirects by hand (each hop checked), to a 2xx answer. */
+async function followRedirects(
+  url: string,
+  opts: FetchMediaOptions,
+  dispatcher: Dispatcher,
+  signal: AbortSignal,
+): Promise<Dispatcher.ResponseData> {
+  const maxRedirects = opts.maxRedirects ?? 5;
+  let current = url;
+  for (let hop = 0; ; hop++) {
+    const checked = checkHop(current, hop, opts);
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(checked, {
+        method: 'GET',
+        dispatcher,
+        signal,
+        // identity: the bytes counted against maxBytes are the bytes we keep.
+        headers: { accept: '*/*', 'accept-encoding': 'identity', 'user-agent': 'media-jobs' },
+      });
+    } catch (err) {
+      if (signal.aborted) throw err; // mapped by fetchMedia
+      throw fail(describeFetchError(err, hop > 0));
+    }
+    if (REDIRECT_STATUSES.has(res.statusCode) && res.headers.location !== undefined) {
+      await res.body.dump();
+      if (hop >= maxRedirects) throw fail('too many redirects');
+      current = redirectTarget(res.headers.location, checked);
+      continue;
+    }
+    if (res.statusCode < 200 || res.statusCode > 299) {
+      await res.body.dump();
+      throw fail(`HTTP ${res.statusCode}`);
+    }
+    return res;
+  }
+}
+
+/** The URL policy for one hop: the first names the client's URL, later ones the redirect. */
+function checkHop(current: string, hop: number, opts: FetchMediaOptions): URL {
+  const checked = checkUrlSyntax(current, { allowPrivate: opts.allowPrivate, isPublic: opts.isPublic });
+  if (checked.ok) return checked.url;
+  if (hop === 0) throw fail(checked.reason);
+  throw fail(
+    checked.reason === REASON_PRIVATE
+      ? 'redirect to a private address is not allowed'
+      : `redirect target is not allowed (${checked.reason})`,
+  );
+}
+
+function redirectTarget(location: string | string[], base: URL): string {
+  try {
+    return new URL(Array.isArray(location) ? location[0]! : location, base).href;
+  } catch {
+    throw fail('invalid redirect location');
+  }
+}
+
+/** The body, bounded by `maxBytes` (the declared length first, then the bytes as they come). */
+async function readBody(res: Dispatcher.ResponseData, maxBytes: number, signal: AbortSignal): Promise<Buffer> {
+  const tooLarge = `larger than ${maxBytes} bytes`;
+  const declared = Number(res.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    res.body.destroy();
+    throw fail(tooLarge);
+  }
+  const chunks: Buffer[] = [];
+  let total = 0;
+  try {
+    for await (const chunk of res.body) {
+      total += (chunk as Buffer).length;
+      if (total > maxBytes) {
+        res.body.destroy();
+        throw fail(tooLarge);
+      }
+      chunks.push(chunk as Buffer);
+    }
+  } catch (err) {
+    if (err instanceof JobError || signal.aborted) throw err;
+    throw fail(describeFetchError(err, false));
+  }
+  return Buffer.concat(chunks, total);
 }

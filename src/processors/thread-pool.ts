@@ -46,6 +46,7 @@ export function lazyThreadPool<T, R>(
   opts: { resourceLimits?: ResourceLimits } = {},
 ) {
   let pool: Piscina<T, R> | undefined;
+  let warmed: Promise<void> | undefined;
   const get = (): Piscina<T, R> =>
     (pool ??= new Piscina<T, R>({
       ...location,
@@ -58,13 +59,15 @@ export function lazyThreadPool<T, R>(
   return {
     get,
     /** Starts every thread and lets it load its models (before the first job, not during it). */
-    async warmup(): Promise<void> {
+    /** Once per pool, however many job types share it (face-detect and image-face-swap do). */
+    warmup(): Promise<void> {
       const p = get();
-      await Promise.all(Array.from({ length: threads }, () => p.run(warmupTask)));
+      return (warmed ??= Promise.all(Array.from({ length: threads }, () => p.run(warmupTask))).then(() => undefined));
     },
     async close(): Promise<void> {
       const p = pool;
       pool = undefined;
+      warmed = undefined;
       await p?.destroy();
     },
   };

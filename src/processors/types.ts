@@ -69,6 +69,11 @@ export interface JobType<S extends z.ZodObject = z.ZodObject> {
    * `downloading media`). A report without a measure then carries that percent.
    */
   stages?: Readonly<Record<string, number>>;
+  /**
+   * Optional: start threads and load models before the first job, so that job does not pay for
+   * them (a worker process calls it once at start, unless WORKER_WARMUP=false).
+   */
+  warmup?(): Promise<void>;
   /** Optional release of resources (worker threads) at shutdown. */
   close?(): Promise<void>;
 }

@@ -20,16 +20,13 @@ export interface BatchWriterOptions<I, O> {
   isConflict?(err: unknown): boolean;
   maxBatch?: number;
   /**
-   * An idle writer waits for the end of the current event-loop turn before its first write, so
-   * everything that arrives in one turn (the requests of one poll of the sockets) shares a
-   * transaction. Off: an idle writer writes the first arrival at once.
+   * How a batch waits for more items before it is written (default: it does not; natural batching
+   * only). `'turn'`: an idle writer waits for the end of the current event-loop turn before its
+   * first write, so everything that arrives in one turn (the requests of one poll of the sockets)
+   * shares a transaction. `{ ms }`: every batch waits `ms()` (asked afresh for each batch, so a
+   * writer lingers only while more is coming: Kafka's linger.ms) unless it is full already.
    */
-  gatherTurn?: boolean;
-  /**
-   * How long a batch may wait for more items before it is written (ms; default 0: natural batching
-   * only). Asked afresh for each batch, so a writer lingers only while more is coming (Kafka's linger.ms).
-   */
-  lingerMs?(): number;
+  gather?: 'turn' | { ms(): number };
 }
 
 interface Pending<I, O> {
@@ -74,7 +71,7 @@ export class BatchWriter<I, O> {
 
   private kick(): void {
     if (this.flushing || this.gathering || this.pending.length === 0) return;
-    if (this.opts.gatherTurn) {
+    if (this.opts.gather === 'turn') {
       this.gathering = true;
       setImmediate(() => {
         this.gathering = false;
@@ -96,7 +93,8 @@ export class BatchWriter<I, O> {
 
   private async flush(): Promise<void> {
     const max = this.opts.maxBatch ?? 200;
-    const linger = this.opts.lingerMs?.() ?? 0;
+    const { gather } = this.opts;
+    const linger = typeof gather === 'object' ? gather.ms() : 0;
     if (linger > 0 && this.pending.length < max) await Wakeable.sleep(linger);
     const batch = this.pending.splice(0, max);
     for (;;) {

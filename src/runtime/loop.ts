@@ -33,6 +33,11 @@ export class Loop {
     this.done = this.run();
   }
 
+  /** Settles when the loop has ended (it ends only by stop(); start() first). */
+  get finished(): Promise<void> {
+    return this.done;
+  }
+
   /** Stops the loop; resolves once its current pass has returned. */
   async stop(reason?: unknown): Promise<void> {
     this.stopper.abort(reason);

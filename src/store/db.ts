@@ -4,7 +4,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, SqliteDialect, type Driver } from 'kysely';
 import type { Logger } from 'pino';
 import type { Database } from './schema.js';
-import { migrateToLatest } from './migrations.js';
+import { migrateToLatest } from './migrate.js';
 import { CONNECTION_ERROR_CODES } from '../connection-errors.js';
 import { DatabaseOpenError } from './errors.js';
 import type { Store } from './store.js';

@@ -105,36 +105,88 @@ export async function bridgeSignals(
   log: Logger,
   opts: BridgeOptions = {},
 ): Promise<() => Promise<void>> {
-  const { backoffMs = 250, maxBackoffMs = 10_000, heartbeatMs = 15_000, connectTimeoutMs = 5_000 } = opts;
   const origin = randomBytes(6).toString('hex');
-  let client: pg.Client | undefined;
-  let closed = false;
-  let retry: NodeJS.Timeout | undefined;
-  const backoff = new Backoff({ firstMs: backoffMs, maxMs: maxBackoffMs, jitter: 'half' });
-  let lostAt: number | undefined;
+  const listen = new ListenConnection(store, signals, log, origin, opts);
+  await listen.open();
+  signals.transport = notifyTransport(store, origin, log);
+  return async () => {
+    signals.transport = undefined;
+    await listen.close();
+  };
+}
 
-  const lost = (c: pg.Client, err: unknown) => {
-    if (c !== client) return; // a stale client, already replaced or never adopted
-    client = undefined;
-    c.end().catch(() => {});
-    if (lostAt === undefined) {
-      lostAt = performance.now();
-      log.warn({ err }, 'LISTEN connection lost; reconnecting with backoff (polling covers the gap)');
+/** The one LISTEN connection of a process: reopened with backoff when lost, probed by a heartbeat. */
+class ListenConnection {
+  private client: pg.Client | undefined;
+  private closed = false;
+  private retry: NodeJS.Timeout | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private readonly backoff: Backoff;
+  /** When the connection was lost (undefined while it is up): one line when lost, one when back. */
+  private lostAt: number | undefined;
+  private readonly heartbeatMs: number;
+  private readonly connectTimeoutMs: number;
+
+  constructor(
+    private readonly store: Store,
+    private readonly signals: Signals,
+    private readonly log: Logger,
+    private readonly origin: string,
+    opts: BridgeOptions,
+  ) {
+    const { backoffMs = 250, maxBackoffMs = 10_000, heartbeatMs = 15_000, connectTimeoutMs = 5_000 } = opts;
+    this.backoff = new Backoff({ firstMs: backoffMs, maxMs: maxBackoffMs, jitter: 'half' });
+    this.heartbeatMs = heartbeatMs;
+    this.connectTimeoutMs = connectTimeoutMs;
+  }
+
+  /** Connects; a failure is logged and retried in the background (the service works without it: workers poll). */
+  async open(): Promise<void> {
+    // A peer that vanished without RST/FIN is only noticed by talking to it.
+    this.heartbeat = setInterval(() => {
+      if (this.client) probe(this.client, this.connectTimeoutMs, this.lost);
+    }, this.heartbeatMs);
+    this.heartbeat.unref();
+    try {
+      await this.connect();
+    } catch (err) {
+      this.lostAt = performance.now();
+      this.log.warn({ err }, 'LISTEN connection failed; retrying with backoff (polling covers the gap)');
+      this.schedule();
     }
-    schedule();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.retry);
+    clearInterval(this.heartbeat);
+    const c = this.client;
+    this.client = undefined;
+    await c?.end().catch(() => {});
+  }
+
+  private readonly lost = (c: pg.Client, err: unknown): void => {
+    if (c !== this.client) return; // a stale client, already replaced or never adopted
+    this.client = undefined;
+    c.end().catch(() => {});
+    if (this.lostAt === undefined) {
+      this.lostAt = performance.now();
+      this.log.warn({ err }, 'LISTEN connection lost; reconnecting with backoff (polling covers the gap)');
+    }
+    this.schedule();
   };
 
-  const connect = async () => {
+  private async connect(): Promise<void> {
     const c = new pg.Client({
-      connectionString: store.url,
-      connectionTimeoutMillis: connectTimeoutMs,
+      connectionString: this.store.url,
+      connectionTimeoutMillis: this.connectTimeoutMs,
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,
     });
     // Permanent: an 'error' without a listener would kill the process.
-    c.on('error', (err) => lost(c, err));
-    c.on('end', () => lost(c, new Error('LISTEN connection ended')));
-    c.on('notification', (msg) => deliverPayload(signals, origin, msg.payload ?? ''));
+    c.on('error', (err) => this.lost(c, err));
+    c.on('end', () => this.lost(c, new Error('LISTEN connection ended')));
+    c.on('notification', (msg) => deliverPayload(this.signals, this.origin, msg.payload ?? ''));
     try {
       await c.connect();
       await c.query(`LISTEN ${CHANNEL}`);
@@ -142,56 +194,30 @@ export async function bridgeSignals(
       c.end().catch(() => {});
       throw err;
     }
-    if (closed) return void c.end().catch(() => {});
-    client = c;
-    backoff.reset();
-    if (lostAt !== undefined) {
-      log.info({ down_ms: Math.round(performance.now() - lostAt) }, 'LISTEN connection restored');
-      lostAt = undefined;
+    if (this.closed) return void c.end().catch(() => {});
+    this.client = c;
+    this.backoff.reset();
+    if (this.lostAt !== undefined) {
+      this.log.info({ down_ms: Math.round(performance.now() - this.lostAt) }, 'LISTEN connection restored');
+      this.lostAt = undefined;
       // Whatever was submitted meanwhile sent no notification we heard: look now, not at the next poll.
-      signals.deliver('job-queued', '');
+      this.signals.deliver('job-queued', '');
     }
-  };
-
-  const schedule = () => {
-    if (closed || retry) return;
-    const delay = backoff.next();
-    retry = setTimeout(() => {
-      retry = undefined;
-      connect().catch((err: unknown) => {
-        if (lostAt === undefined) {
-          lostAt = performance.now();
-          log.warn({ err }, 'LISTEN connection failed; retrying with backoff (polling covers the gap)');
-        }
-        schedule();
-      });
-    }, delay);
-    retry.unref();
-  };
-
-  // A peer that vanished without RST/FIN is only noticed by talking to it.
-  const heartbeat = setInterval(() => {
-    if (client) probe(client, connectTimeoutMs, lost);
-  }, heartbeatMs);
-  heartbeat.unref();
-
-  try {
-    await connect();
-  } catch (err) {
-    // The service works without it (workers poll); keep trying in the background.
-    lostAt = performance.now();
-    log.warn({ err }, 'LISTEN connection failed; retrying with backoff (polling covers the gap)');
-    schedule();
   }
 
-  signals.transport = notifyTransport(store, origin, log);
-  return async () => {
-    closed = true;
-    clearTimeout(retry);
-    clearInterval(heartbeat);
-    signals.transport = undefined;
-    const c = client;
-    client = undefined;
-    await c?.end().catch(() => {});
-  };
+  private schedule(): void {
+    if (this.closed || this.retry) return;
+    const delay = this.backoff.next();
+    this.retry = setTimeout(() => {
+      this.retry = undefined;
+      this.connect().catch((err: unknown) => {
+        if (this.lostAt === undefined) {
+          this.lostAt = performance.now();
+          this.log.warn({ err }, 'LISTEN connection failed; retrying with backoff (polling covers the gap)');
+        }
+        this.schedule();
+      });
+    }, delay);
+    this.retry.unref();
+  }
 }

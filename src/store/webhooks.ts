@@ -1,4 +1,6 @@
+import type SQLite from 'better-sqlite3';
 import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
+import { sqliteHandle } from './db.js';
 import type { Dialect } from './store.js';
 import type { Database, WebhookAttemptsTable, WebhookEventsTable } from './schema.js';
 
@@ -10,6 +12,71 @@ import type { Database, WebhookAttemptsTable, WebhookEventsTable } from './schem
 
 export type WebhookEventRow = Selectable<WebhookEventsTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
+
+/** The columns a claim returns: what an attempt sends and what recording it needs. */
+const CLAIMED_COLUMNS = [
+  'event_id',
+  'job_uuid',
+  'event_type',
+  'url',
+  'destination',
+  'secret',
+  'body',
+  'attempts',
+  'endpoint_id',
+  'next_attempt_at',
+  'lease_owner',
+  'lease_expires_at',
+] as const;
+export type ClaimedEventRow = Pick<WebhookEventRow, (typeof CLAIMED_COLUMNS)[number]>;
+const claimedColumns = (t: string) => sql.raw(CLAIMED_COLUMNS.map((c) => `${t}.${c}`).join(', '));
+
+/**
+ * The dispatcher's SQLite statements, prepared once per connection and run directly inside one
+ * synchronous transaction: the claims and the recording of attempts run for every delivery, and
+ * building a statement costs more than running it. Only while no Kysely transaction is open on
+ * the connection (a direct statement would join it); otherwise the Kysely form runs.
+ */
+interface DirectStatements {
+  claim: SQLite.Statement<[Record<string, string | number>], ClaimedEventRow>;
+  insertAttempt: SQLite.Statement<[Record<string, string | number | null>]>;
+  moveOn: SQLite.Statement<[Record<string, string | number | null>]>;
+  release: SQLite.Statement<[Record<string, string | number>]>;
+}
+const directStatements = new WeakMap<SQLite.Database, DirectStatements>();
+
+function direct(db: Kysely<Database>): { conn: SQLite.Database; st: DirectStatements } | undefined {
+  const conn = sqliteHandle(db);
+  if (!conn || conn.inTransaction) return undefined;
+  let st = directStatements.get(conn);
+  if (!st) {
+    st = {
+      claim: conn.prepare(`
+        UPDATE webhook_events SET lease_owner = @owner, lease_expires_at = @lease, updated_at = @now
+        WHERE event_id IN (
+          SELECT w.event_id FROM webhook_events w
+          WHERE w.destination = @destination AND w.state = 'pending' AND w.next_attempt_at <= @now
+            AND (w.lease_expires_at IS NULL OR w.lease_expires_at < @now)
+          ORDER BY w.next_attempt_at LIMIT @limit)
+        AND (state || '') = 'pending' AND (next_attempt_at + 0) <= @now
+        AND (lease_expires_at IS NULL OR lease_expires_at < @now)
+        RETURNING ${CLAIMED_COLUMNS.join(', ')}`),
+      insertAttempt: conn.prepare(`
+        INSERT INTO webhook_attempts (event_id, attempt, started_at, duration_ms, http_status, error, ok, manual)
+        VALUES (@id, (SELECT count(*) + 1 FROM webhook_attempts WHERE event_id = @id),
+          @started, @duration, @http, @error, @ok, @manual)`),
+      moveOn: conn.prepare(`
+        UPDATE webhook_events SET state = @state, next_attempt_at = @next, attempts = attempts + 1,
+          lease_owner = NULL, lease_expires_at = NULL, updated_at = @now
+        WHERE event_id = @id AND (state || '') = 'pending' AND lease_owner = @owner AND attempts = @claimed`),
+      release: conn.prepare(`
+        UPDATE webhook_events SET lease_owner = NULL, lease_expires_at = NULL, updated_at = @now
+        WHERE event_id = @id AND lease_owner = @owner`),
+    };
+    directStatements.set(conn, st);
+  }
+  return { conn, st };
+}
 
 /**
  * Due deliveries are found through the partial index `webhook_events_pending_destination`
@@ -79,7 +146,19 @@ export async function claimDueEvents(
   db: Kysely<Database>,
   dialect: Dialect,
   spec: ClaimSpec,
-): Promise<WebhookEventRow[]> {
+): Promise<ClaimedEventRow[]> {
+  const d = dialect === 'sqlite' ? direct(db) : undefined;
+  if (d) {
+    const { leaseOwner: owner, now } = spec;
+    const lease = now + spec.leaseMs;
+    return d.conn
+      .transaction(() =>
+        spec.destinations.flatMap(({ destination, limit }) =>
+          limit > 0 ? d.st.claim.all({ owner, lease, now, destination, limit }) : [],
+        ),
+      )
+      .immediate();
+  }
   const query = claimDueEventsQuery(dialect, spec);
   return query ? (await query.execute(db)).rows : [];
 }
@@ -97,7 +176,7 @@ export function claimDueEventsQuery(dialect: Dialect, spec: ClaimSpec) {
   const stillClaimable = (t: string) =>
     sql`(${sql.ref(`${t}.state`)} || '') = 'pending' AND (${sql.ref(`${t}.next_attempt_at`)} + 0) <= ${now} AND (${sql.ref(`${t}.lease_expires_at`)} IS NULL OR ${sql.ref(`${t}.lease_expires_at`)} < ${now})`;
   if (dialect === 'postgres') {
-    return sql<WebhookEventRow>`
+    return sql<ClaimedEventRow>`
       WITH picked AS MATERIALIZED (
         SELECT c.event_id FROM unnest(${wanted.map((d) => d.destination)}::text[], ${wanted.map((d) => d.limit)}::int[]) AS d(destination, room)
         CROSS JOIN LATERAL (
@@ -110,17 +189,17 @@ export function claimDueEventsQuery(dialect: Dialect, spec: ClaimSpec) {
       UPDATE webhook_events e SET lease_owner = ${spec.leaseOwner}, lease_expires_at = ${lease}, updated_at = ${now}
       FROM picked
       WHERE e.event_id = picked.event_id AND ${stillClaimable('e')}
-      RETURNING e.*`;
+      RETURNING ${claimedColumns('e')}`;
   }
   const picks = wanted.map(
     (d) => sql`SELECT event_id FROM (
       SELECT w.event_id FROM webhook_events w WHERE w.destination = ${d.destination} AND ${claimable('w')}
       ORDER BY w.next_attempt_at LIMIT ${d.limit})`,
   );
-  return sql<WebhookEventRow>`
+  return sql<ClaimedEventRow>`
     UPDATE webhook_events SET lease_owner = ${spec.leaseOwner}, lease_expires_at = ${lease}, updated_at = ${now}
     WHERE event_id IN (${sql.join(picks, sql` UNION ALL `)}) AND ${stillClaimable('webhook_events')}
-    RETURNING *`;
+    RETURNING ${claimedColumns('webhook_events')}`;
 }
 
 /** When the next pending event falls due after `now` (for the dispatcher's sleep), if any: one index seek. */
@@ -190,18 +269,26 @@ export interface ScheduledAttempt extends Omit<ScheduledOutcome, 'leaseOwner'> {
   eventId: string;
 }
 
-/** At most this many outcomes per recording statement (bound parameters stay far below the limits). */
-export const MAX_RECORD_BATCH = 200;
+/**
+ * At most this many outcomes per recording transaction. SQLite's runs synchronously on the event
+ * loop, so it stays short; PostgreSQL's is one statement whatever its size (the batch travels as
+ * arrays), and each commit waits for a WAL flush: large batches keep up with fast receivers.
+ */
+export const MAX_RECORD_BATCH: Readonly<Record<Dialect, number>> = { sqlite: 200, postgres: 1_000 };
 
 /**
  * Records finished scheduled attempts of one dispatcher and moves their events on, and gives
  * back the events in `release` (claimed, never sent), all in one transaction. An event changes
  * only if this dispatcher still holds its lease and it is still pending (a manual redelivery may
  * have delivered it meanwhile); its attempt is recorded either way, because it happened. Returns
- * the ids of the events that moved. Events must be distinct; at most MAX_RECORD_BATCH of them.
+ * the ids of the events that moved. Events must be distinct; at most MAX_RECORD_BATCH of them
+ * (the SQLite fallback binds 10 parameters per attempt).
+ * The common case (no `within`) is one synchronous transaction of prepared statements on SQLite,
+ * and one statement (no BEGIN, no COMMIT) on PostgreSQL.
  */
 export async function recordScheduledAttempts(
   db: Kysely<Database>,
+  dialect: Dialect,
   leaseOwner: string,
   attempts: readonly ScheduledAttempt[],
   release: readonly string[],
@@ -210,36 +297,121 @@ export async function recordScheduledAttempts(
   within?: (trx: Kysely<Database>) => Promise<void>,
 ): Promise<Set<string>> {
   if (attempts.length === 0 && release.length === 0) return new Set();
+  const d = dialect === 'sqlite' && !within ? direct(db) : undefined;
+  if (d) return recordDirect(d, leaseOwner, attempts, release, now);
+  if (dialect === 'postgres' && !within && release.length === 0)
+    return movedIds(await recordQueryPg(leaseOwner, attempts, now).execute(db));
   return db.transaction().execute(async (trx) => {
-    const applied = new Set<string>();
-    if (attempts.length > 0) {
-      await insertAttempts(
-        trx,
-        attempts.map((o) => ({ eventId: o.eventId, attempt: o.attempt })),
-      );
-      // PostgreSQL types a VALUES list from its first row, so that row carries casts (SQLite accepts
-      // them). Correlated lookups rather than UPDATE … FROM: SQLite plans a join with a VALUES list
-      // as a scan of the whole table; this form is primary-key seeks on both databases.
-      const values = attempts.map((o, i) =>
-        i === 0
-          ? sql`(CAST(${o.eventId} AS TEXT), CAST(${o.state} AS TEXT), CAST(${o.nextAttemptAt} AS BIGINT), CAST(${o.claimedAttempts} AS INTEGER))`
-          : sql`(${o.eventId}, ${o.state}, ${o.nextAttemptAt}, ${o.claimedAttempts})`,
-      );
-      const { rows } = await sql<{ event_id: string }>`
-        WITH v(id, st, nx, att) AS (VALUES ${sql.join(values)})
-        UPDATE webhook_events SET
-          state = (SELECT st FROM v WHERE v.id = webhook_events.event_id),
-          next_attempt_at = (SELECT nx FROM v WHERE v.id = webhook_events.event_id),
-          attempts = attempts + 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = ${now}
-        WHERE event_id IN (SELECT id FROM v) AND (state || '') = 'pending' AND lease_owner = ${leaseOwner}
-          AND attempts = (SELECT att FROM v WHERE v.id = webhook_events.event_id)
-        RETURNING event_id`.execute(trx);
-      for (const r of rows) applied.add(r.event_id);
-    }
+    let applied = new Set<string>();
+    if (attempts.length > 0)
+      applied =
+        dialect === 'postgres'
+          ? movedIds(await recordQueryPg(leaseOwner, attempts, now).execute(trx))
+          : await recordKysely(trx, leaseOwner, attempts, now);
     if (release.length > 0) await releaseEvents(trx, release, leaseOwner, now);
     await within?.(trx);
     return applied;
   });
+}
+
+const movedIds = (r: { rows: Array<{ event_id: string }> }) => new Set(r.rows.map((x) => x.event_id));
+
+function recordDirect(
+  d: { conn: SQLite.Database; st: DirectStatements },
+  owner: string,
+  attempts: readonly ScheduledAttempt[],
+  release: readonly string[],
+  now: number,
+): Set<string> {
+  return d.conn
+    .transaction(() => {
+      const applied = new Set<string>();
+      for (const o of attempts) {
+        const a = o.attempt;
+        d.st.insertAttempt.run({
+          id: o.eventId,
+          started: a.startedAt,
+          duration: Math.max(0, Math.round(a.durationMs)),
+          http: a.httpStatus,
+          error: a.error,
+          ok: a.ok ? 1 : 0,
+          manual: a.manual ? 1 : 0,
+        });
+        const moved = d.st.moveOn.run({
+          id: o.eventId,
+          state: o.state,
+          next: o.nextAttemptAt,
+          now,
+          owner,
+          claimed: o.claimedAttempts,
+        });
+        if (moved.changes > 0) applied.add(o.eventId);
+      }
+      for (const id of release) d.st.release.run({ id, owner, now });
+      return applied;
+    })
+    .immediate();
+}
+
+/**
+ * PostgreSQL: the attempts' rows and their events' moves in one statement, the batch passed as
+ * arrays (one statement text whatever the batch size). Each attempt's number counts its event's
+ * rows before the statement (the events are distinct).
+ */
+function recordQueryPg(leaseOwner: string, attempts: readonly ScheduledAttempt[], now: number) {
+  const col = <T>(f: (o: ScheduledAttempt) => T): T[] => attempts.map(f);
+  const ids = col((o) => o.eventId);
+  // The numbers come from one grouped read (a correlated count per row would rescan the table it
+  // inserts into); `= ANY(ids)` keeps both reads on their indexes whatever the planner's statistics;
+  // the rows go in in the batch's order (the delivery log lists attempts by id).
+  return sql<{ event_id: string }>`
+    WITH v AS (
+      SELECT * FROM unnest(${ids}::text[], ${col((o) => o.state)}::text[],
+        ${col((o) => o.nextAttemptAt)}::bigint[], ${col((o) => o.claimedAttempts)}::int[],
+        ${col((o) => o.attempt.startedAt)}::bigint[], ${col((o) => Math.max(0, Math.round(o.attempt.durationMs)))}::int[],
+        ${col((o) => o.attempt.httpStatus)}::int[], ${col((o) => o.attempt.error)}::text[],
+        ${col((o) => (o.attempt.ok ? 1 : 0))}::int[], ${col((o) => (o.attempt.manual ? 1 : 0))}::int[])
+        WITH ORDINALITY AS v(id, st, nx, att, started, dur, http, err, ok, manual, ord)
+    ), counted AS (
+      SELECT event_id, count(*) AS n FROM webhook_attempts WHERE event_id = ANY(${ids}::text[]) GROUP BY event_id
+    ), logged AS (
+      INSERT INTO webhook_attempts (event_id, attempt, started_at, duration_ms, http_status, error, ok, manual)
+      SELECT v.id, coalesce(counted.n, 0) + 1, v.started, v.dur, v.http, v.err, v.ok, v.manual
+      FROM v LEFT JOIN counted ON counted.event_id = v.id
+      ORDER BY v.ord
+    )
+    UPDATE webhook_events e SET state = v.st, next_attempt_at = v.nx, attempts = e.attempts + 1,
+      lease_owner = NULL, lease_expires_at = NULL, updated_at = ${now}
+    FROM v
+    WHERE e.event_id = ANY(${ids}::text[]) AND e.event_id = v.id AND e.state = 'pending'
+      AND e.lease_owner = ${leaseOwner} AND e.attempts = v.att
+    RETURNING e.event_id`;
+}
+
+/** SQLite inside a Kysely transaction (an endpoint's failure record is written beside). */
+async function recordKysely(
+  trx: Kysely<Database>,
+  leaseOwner: string,
+  attempts: readonly ScheduledAttempt[],
+  now: number,
+): Promise<Set<string>> {
+  await insertAttempts(
+    trx,
+    attempts.map((o) => ({ eventId: o.eventId, attempt: o.attempt })),
+  );
+  // Correlated lookups rather than UPDATE … FROM: SQLite plans a join with a VALUES list as a
+  // scan of the whole table; this form is primary-key seeks.
+  const values = attempts.map((o) => sql`(${o.eventId}, ${o.state}, ${o.nextAttemptAt}, ${o.claimedAttempts})`);
+  const { rows } = await sql<{ event_id: string }>`
+    WITH v(id, st, nx, att) AS (VALUES ${sql.join(values)})
+    UPDATE webhook_events SET
+      state = (SELECT st FROM v WHERE v.id = webhook_events.event_id),
+      next_attempt_at = (SELECT nx FROM v WHERE v.id = webhook_events.event_id),
+      attempts = attempts + 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = ${now}
+    WHERE event_id IN (SELECT id FROM v) AND (state || '') = 'pending' AND lease_owner = ${leaseOwner}
+      AND attempts = (SELECT att FROM v WHERE v.id = webhook_events.event_id)
+    RETURNING event_id`.execute(trx);
+  return movedIds({ rows });
 }
 
 /** Gives claimed events back untouched (never sent): due again at once. */

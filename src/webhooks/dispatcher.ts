@@ -16,9 +16,9 @@ import {
   nextDueAt,
   pendingDestinations,
   recordScheduledAttempts,
+  type ClaimedEventRow,
   type DestinationClaim,
   type ScheduledAttempt,
-  type WebhookEventRow,
 } from '../store/webhooks.js';
 import {
   endpointsByIds,
@@ -27,7 +27,7 @@ import {
   type EndpointOutcome,
 } from '../store/webhook-endpoints.js';
 import { destinationOf } from './events.js';
-import type { AttemptResult, Deliverable, WebhookSender } from './send.js';
+import type { Attempt, AttemptResult, Deliverable, WebhookSender } from './send.js';
 
 /** The signal that means "new deliveries may be due" (the poll is the backstop). */
 export const WAKE_SIGNAL: SignalName = 'webhooks-due';
@@ -56,7 +56,7 @@ export interface DispatcherOptions {
 }
 
 /** A claimed event, with its owner endpoint's secrets when it has one. */
-type Claimed = WebhookEventRow & Pick<Deliverable, 'previousSecrets'>;
+type Claimed = ClaimedEventRow & Pick<Deliverable, 'previousSecrets'>;
 
 /** Thrown into an in-flight attempt when the dispatcher stops; the event is handed back. */
 class Shutdown extends Error {
@@ -68,7 +68,7 @@ class Shutdown extends Error {
 
 interface InFlight {
   destination: string;
-  controller: AbortController;
+  attempt: Attempt;
   done: Promise<void>;
 }
 
@@ -76,8 +76,8 @@ interface InFlight {
 interface Destination {
   queue: Claimed[];
   inFlight: number;
-  /** Its last attempt got an answer within FAST_MS: worth claiming ahead for. */
-  fast: boolean;
+  /** Its recent answer time (moving average, ms); undefined until it answers, and after a failure to. */
+  paceMs: number | undefined;
 }
 
 /** What the recorder writes: a finished attempt, or a claimed event handed back unsent. */
@@ -99,9 +99,15 @@ interface Finished extends ScheduledAttempt {
 export const DEFAULT_POLL_MS = 1_000;
 export const LEASE_MARGIN_MS = 30_000;
 export const DEFAULT_DISABLE_AFTER_MS = 5 * 86_400_000;
-/** A destination that answers fast gets up to perDestination × this claimed ahead of its slots. */
-const CLAIM_AHEAD_ROUNDS = 16;
-const FAST_MS = 1_000;
+/**
+ * A destination that answers gets claimed ahead what its slots get through in CLAIM_AHEAD_MS at its
+ * recent pace, at most MAX_AHEAD_ROUNDS × perDestination: enough that a finishing attempt starts the
+ * next at once, however slow the claim's database round trip, and few enough to send within the lease.
+ */
+const CLAIM_AHEAD_MS = 2_000;
+const MAX_AHEAD_ROUNDS = 128;
+/** All destinations together: at most concurrency × this held (queued or in flight). */
+const HELD_ROUNDS = 16;
 /** A claimed event is sent only while its lease has the timeout plus this left; else handed back. */
 const LEASE_RESERVE_MS = 5_000;
 /** Destinations looked at per claim (round robin beyond that). */
@@ -128,7 +134,7 @@ function outcomeLabel(r: AttemptResult): string {
  * dispatcher that dies mid-attempt loses its events only until their leases run out, and
  * dispatchers in other processes never take the same attempt. Keeps at most `concurrency`
  * attempts in flight and at most `perDestination` per URL origin (one slow or dead receiver
- * cannot take every slot); a destination that answers fast gets a few rounds claimed ahead, so a
+ * cannot take every slot); a destination that answers gets rounds claimed ahead by its pace, so a
  * finishing attempt starts the next one at once, without a database round trip. Finished attempts
  * are recorded by the one BatchWriter: one transaction for all that finished while the previous
  * batch was being written, the slot free meanwhile. The claim Loop sleeps until the next due time
@@ -143,6 +149,7 @@ export class WebhookDispatcher {
   readonly leaseMs: number;
   readonly disableAfterMs: number;
   private readonly inFlight = new Map<string, InFlight>();
+  private readonly attemptCounters = new Map<string, { inc(): void }>();
   private readonly held = new Map<string, Destination>();
   /** Destinations the last claim left with due events (they get another claim when room frees up). */
   private readonly knownDue = new Set<string>();
@@ -193,9 +200,9 @@ export class WebhookDispatcher {
       // No log: the claim loop's OutageBackoff already says once that the database is down.
       what: 'webhook attempts',
       dependency: DATABASE,
-      maxBatch: MAX_RECORD_BATCH,
+      maxBatch: MAX_RECORD_BATCH[opts.store.dialect],
       // While attempts are in flight more will finish soon: one transaction for several of them.
-      lingerMs: () => (this.inFlight.size > 0 && !this.stopping ? RECORD_LINGER_MS : 0),
+      gather: { ms: () => (this.inFlight.size > 0 && !this.stopping ? RECORD_LINGER_MS : 0) },
     });
   }
 
@@ -218,7 +225,7 @@ export class WebhookDispatcher {
     const graceOver = new AbortController();
     await Promise.race([all, Wakeable.sleep(graceMs, graceOver.signal)]);
     graceOver.abort();
-    for (const f of this.inFlight.values()) f.controller.abort(new Shutdown());
+    for (const f of this.inFlight.values()) f.attempt.abort(new Shutdown());
     await all;
     this.drainBy = this.opts.clock.now() + FINAL_FLUSH_MS;
     await this.recorder.drain();
@@ -243,14 +250,16 @@ export class WebhookDispatcher {
     if (!d) {
       if (this.held.size >= 1_024)
         for (const [k, v] of this.held) if (v.queue.length === 0 && v.inFlight === 0) this.held.delete(k);
-      d = { queue: [], inFlight: 0, fast: false };
+      d = { queue: [], inFlight: 0, paceMs: undefined };
       this.held.set(name, d);
     }
     return d;
   }
 
   private limitFor(d: Destination | undefined): number {
-    return this.perDestination * (d?.fast ? CLAIM_AHEAD_ROUNDS : 1);
+    if (d?.paceMs === undefined) return this.perDestination;
+    const rounds = Math.floor(CLAIM_AHEAD_MS / Math.max(d.paceMs, 0.01));
+    return this.perDestination * Math.max(1, Math.min(MAX_AHEAD_ROUNDS, rounds));
   }
 
   private roomFor(name: string): number {
@@ -273,9 +282,10 @@ export class WebhookDispatcher {
   private async claimPass(): Promise<number> {
     const { store, clock } = this.opts;
     const now = clock.now();
-    const maxHeld = this.opts.concurrency * CLAIM_AHEAD_ROUNDS;
-    // Finished attempts are waiting for the database: do not take more before they are written.
-    if (this.recording >= maxHeld) return this.pollMs;
+    const maxHeld = this.opts.concurrency * HELD_ROUNDS;
+    // Finished attempts are waiting for the database (more than two batches' worth, or an outage):
+    // do not take more before they are written.
+    if (this.recording >= Math.max(maxHeld, 2 * MAX_RECORD_BATCH[store.dialect])) return this.pollMs;
     let candidates: string[];
     if (this.lookAround || now - this.lastLookAround >= LOOK_AROUND_MS) {
       this.lookAround = false;
@@ -326,7 +336,7 @@ export class WebhookDispatcher {
    * read for the claim): a rotation applies to retries too. A delivery whose endpoint is gone or
    * disabled meanwhile is handed back unsent (its row was skipped with the endpoint).
    */
-  private async withEndpointSecrets(rows: WebhookEventRow[], now: number): Promise<Claimed[]> {
+  private async withEndpointSecrets(rows: ClaimedEventRow[], now: number): Promise<Claimed[]> {
     const ids = [...new Set(rows.flatMap((r) => (r.endpoint_id ? [r.endpoint_id] : [])))];
     if (ids.length === 0) return rows;
     const endpoints = new Map((await endpointsByIds(this.opts.store.db, ids)).map((e) => [e.id, e]));
@@ -369,44 +379,48 @@ export class WebhookDispatcher {
   }
 
   private launch(name: string, d: Destination, event: Claimed): void {
-    const controller = new AbortController();
     d.inFlight++;
-    const done = this.attempt(event, d, controller)
-      .catch((err: unknown) =>
-        this.opts.log.error(
-          { err, event_id: event.event_id, job_uuid: event.job_uuid },
-          'webhook delivery bookkeeping failed',
-        ),
-      )
-      .finally(() => {
-        this.inFlight.delete(event.event_id);
-        d.inFlight--;
-        this.startReady();
-        if (this.knownDue.size > 0 && (!this.knownDue.has(name) || this.worthClaiming(name))) this.poke();
-      });
-    this.inFlight.set(event.event_id, { destination: name, controller, done });
+    const attempt = this.opts.sender.start(event);
+    const done = attempt.result.then(
+      (result) => this.settled(name, d, event, () => this.finished(event, d, result)),
+      (err: unknown) => this.settled(name, d, event, () => this.abandoned(event, err)),
+    );
+    this.inFlight.set(event.event_id, { destination: name, attempt, done });
   }
 
-  private async attempt(event: Claimed, d: Destination, controller: AbortController): Promise<void> {
-    const { clock, sender, scheduleMs, metrics } = this.opts;
+  /** An attempt ended: its bookkeeping, then its slot goes to the next queued event. */
+  private settled(name: string, d: Destination, event: Claimed, bookkeeping: () => void): void {
+    try {
+      bookkeeping();
+    } catch (err) {
+      this.opts.log.error(
+        { err, event_id: event.event_id, job_uuid: event.job_uuid },
+        'webhook delivery bookkeeping failed',
+      );
+    }
+    this.inFlight.delete(event.event_id);
+    d.inFlight--;
+    this.startReady();
+    if (this.knownDue.size > 0 && (!this.knownDue.has(name) || this.worthClaiming(name))) this.poke();
+  }
+
+  /** Aborted at shutdown: handed back, no attempt recorded. */
+  private abandoned(event: Claimed, err: unknown): void {
+    if (!(err instanceof Shutdown)) throw err;
+    this.release(event.event_id);
+    this.opts.log.info(
+      { event_id: event.event_id, job_uuid: event.job_uuid, attempt: event.attempts + 1 },
+      'webhook attempt abandoned at shutdown; it will be retried',
+    );
+  }
+
+  /** The attempt's outcome: delivered, failed for good, or the next attempt scheduled. */
+  private finished(event: Claimed, d: Destination, result: AttemptResult): void {
+    const { clock, scheduleMs } = this.opts;
     const claimedAttempts = event.attempts;
     const number = claimedAttempts + 1;
-    let result: AttemptResult;
-    try {
-      result = await sender.send(event, controller);
-    } catch (err) {
-      if (err instanceof Shutdown) {
-        this.release(event.event_id);
-        this.opts.log.info(
-          { event_id: event.event_id, job_uuid: event.job_uuid, attempt: number },
-          'webhook attempt abandoned at shutdown; it will be retried',
-        );
-        return;
-      }
-      throw err;
-    }
-    d.fast = result.httpStatus !== null && result.durationMs < FAST_MS;
-    metrics?.webhookAttempts.inc({ outcome: outcomeLabel(result) });
+    d.paceMs = result.httpStatus === null ? undefined : 0.8 * (d.paceMs ?? result.durationMs) + 0.2 * result.durationMs;
+    this.countAttempt(result);
     const now = clock.now();
     let state: Finished['state'];
     let nextAttemptAt: number | null = null;
@@ -434,6 +448,19 @@ export class WebhookDispatcher {
     });
   }
 
+  /** The attempts metric, its labelled child looked up once per outcome. */
+  private countAttempt(result: AttemptResult): void {
+    const counter = this.opts.metrics?.webhookAttempts;
+    if (!counter) return;
+    const outcome = outcomeLabel(result);
+    let child = this.attemptCounters.get(outcome);
+    if (!child) {
+      child = counter.labels({ outcome });
+      this.attemptCounters.set(outcome, child);
+    }
+    child.inc();
+  }
+
   /** Hands a claimed event back unsent: due again at once. */
   private release(eventId: string): void {
     this.submit({ release: eventId, at: this.opts.clock.now() });
@@ -446,17 +473,19 @@ export class WebhookDispatcher {
   /** Recording is in the background: the slot is already free for the next attempt. */
   private submit(item: Recording): void {
     this.recording++;
-    this.recorder
-      .submit(item)
-      .catch((err: unknown) => {
-        const what = 'attempt' in item ? item.attempt.eventId : item.release;
-        this.opts.log.error(
-          { err, event_id: what },
-          'recording a webhook attempt failed; its event will be sent again when its lease runs out',
-        );
-      })
-      .finally(() => this.recording--);
+    this.recorder.submit(item).then(this.recordedOne, (err: unknown) => {
+      this.recording--;
+      const what = 'attempt' in item ? item.attempt.eventId : item.release;
+      this.opts.log.error(
+        { err, event_id: what },
+        'recording a webhook attempt failed; its event will be sent again when its lease runs out',
+      );
+    });
   }
+
+  private readonly recordedOne = () => {
+    this.recording--;
+  };
 
   /** One transaction: the attempts, the hand-backs and the endpoints' failure records. */
   private async write(items: readonly Recording[]): Promise<Recorded[]> {
@@ -465,9 +494,14 @@ export class WebhookDispatcher {
     const outcomes = attempts.flatMap((f) => (f.endpoint ? [f.endpoint] : []));
     const now = this.opts.clock.now();
     let disabled: DisabledEndpoint[] = [];
-    const applied = await recordScheduledAttempts(this.opts.store.db, this.id, attempts, release, now, async (trx) => {
-      if (outcomes.length > 0) disabled = await recordEndpointHealth(trx, outcomes, this.disableAfterMs, now);
-    });
+    const { db, dialect } = this.opts.store;
+    const endpointHealth =
+      outcomes.length > 0
+        ? async (trx: typeof db) => {
+            disabled = await recordEndpointHealth(trx, outcomes, this.disableAfterMs, now);
+          }
+        : undefined;
+    const applied = await recordScheduledAttempts(db, dialect, this.id, attempts, release, now, endpointHealth);
     return items.map((i, n) => ({
       applied: 'attempt' in i ? applied.has(i.attempt.eventId) : true,
       ...(n === 0 ? { disabled } : {}),
@@ -483,9 +517,13 @@ export class WebhookDispatcher {
     }
     for (const e of out[0]?.disabled ?? []) this.endpointDisabled(e);
     const { log } = this.opts;
+    // Built only for lines the log level lets through: a delivery's info line is the common case.
+    const info = log.isLevelEnabled('info');
     items.forEach((item, n) => {
       if (!('attempt' in item)) return;
       const f = item.attempt;
+      const applied = out[n]!.applied;
+      if (applied && f.state !== 'failed' && !info) return;
       const fields = {
         event_id: f.eventId,
         job_uuid: f.jobUuid,
@@ -495,7 +533,7 @@ export class WebhookDispatcher {
         error: f.attempt.error,
         duration_ms: Math.round(f.attempt.durationMs),
       };
-      if (!out[n]!.applied)
+      if (!applied)
         log.warn(fields, 'webhook attempt recorded, but the event had moved on (lease lost or delivered by hand)');
       else if (f.state === 'delivered') log.info(fields, 'webhook delivered');
       else if (f.state === 'failed') log.warn(fields, `webhook delivery failed after ${f.number} attempts`);

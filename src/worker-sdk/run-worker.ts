@@ -1,6 +1,7 @@
 import { ERROR_TYPES, SLOT_NAMES, type ErrorType, type SlotName } from '../contract/api.js';
 import { heartbeatEveryMs, type ClaimedJob } from '../contract/worker.js';
 import { Backoff, OUTAGE_BACKOFF } from '../runtime/backoff.js';
+import { Loop } from '../runtime/loop.js';
 import { Wakeable } from '../runtime/wake.js';
 import { isTransient, WorkerClient, WorkerHttpError, type Claim } from './client.js';
 
@@ -9,7 +10,7 @@ export type MediaSlot = SlotName;
 
 /** Progress goes out at once, but not more often than this (a chatty model must not flood the service). */
 const PROGRESS_GAP_MS = 250;
-/** With `waitSeconds: 0` an empty claim is not a long poll: pause before the next one. */
+/** The pause after an empty claim when `waitSeconds` is 0. */
 const IDLE_PAUSE_MS = 1_000;
 /** A stopping worker tries this long to hand its jobs back; then their leases expire instead. */
 const RELEASE_WITHIN_MS = 10_000;
@@ -210,8 +211,8 @@ class WorkerRun {
   readonly client: WorkerClient;
   readonly log: NonNullable<RunWorkerOptions['log']>;
   readonly wait: number;
-  /** Aborted by stop() or a fatal answer: no more claims. */
-  readonly stopping = new AbortController();
+  /** One claim loop per slot; stopped by stop() or a fatal answer: no more claims. */
+  readonly slots: Loop[];
   /** Aborted when a stop's grace is over: running handlers are aborted, retries end. */
   readonly graceOver = new AbortController();
   readonly running = new Map<string, AbortController>();
@@ -221,6 +222,7 @@ class WorkerRun {
     this.client = new WorkerClient(opts.url, opts.token);
     this.log = opts.log ?? (() => {});
     this.wait = Math.min(30, Math.max(0, opts.waitSeconds ?? 30));
+    this.slots = Array.from({ length: Math.max(1, Math.floor(opts.concurrency ?? 1)) }, () => this.slot());
   }
 
   /** Retries `call` on transient errors (backoff 100 ms doubling to 5 s) until it succeeds, fails for good, or `until` aborts. */
@@ -238,45 +240,53 @@ class WorkerRun {
     }
   }
 
-  async loop(): Promise<void> {
+  /** One slot's claim loop: a claim (a long poll) while the slot is free, then its job; a failed claim backs off. */
+  private slot(): Loop {
     const backoff = new Backoff(OUTAGE_BACKOFF);
-    const stopping = this.stopping.signal;
-    while (!stopping.aborted) {
-      const claim = await this.claim(backoff);
-      if (claim === 'stop') return;
-      if (!claim) continue;
-      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- stop() may abort it during the awaited claim
-      if (stopping.aborted) {
-        // The answer raced the stop: hand the job straight back.
-        await this.release(claim.job);
-        return;
-      }
-      await this.runJob(claim);
-    }
+    const loop: Loop = new Loop({
+      step: (signal) => this.claimAndRun(backoff, signal),
+      failed: (err) => this.claimFailed(loop, backoff, err),
+    });
+    return loop;
   }
 
-  /** One claim: a job, null (none, or a transient error waited out), or 'stop' (stopping, or refused for good). */
-  async claim(backoff: Backoff): Promise<Claim | null | 'stop'> {
-    const stopping = this.stopping.signal;
-    let claim: Claim | null;
-    try {
-      claim = await this.client.claim(this.opts.jobTypes, this.wait, stopping);
-      backoff.reset();
-    } catch (err) {
-      if (stopping.aborted) return 'stop';
-      if (!isTransient(err)) {
-        this.fatal ??= err as Error;
-        this.log('worker stopping: the service refused it', { error: (err as Error).message });
-        this.stopping.abort();
-        return 'stop';
-      }
-      const ms = backoff.next();
-      this.log('claim failed; retrying', { error: (err as Error).message, retry_in_ms: ms });
-      await pause(ms, stopping);
-      return null;
+  /** Resolves when every slot's loop has ended (after its last job's handler returned). */
+  start(): Promise<void> {
+    for (const loop of this.slots) loop.start();
+    return Promise.all(this.slots.map((loop) => loop.finished)).then(() => undefined);
+  }
+
+  /** No more claims: each slot's loop ends once its claim is abandoned or its job is over. */
+  stopClaiming(): void {
+    for (const loop of this.slots) void loop.stop();
+  }
+
+  private async claimAndRun(backoff: Backoff, signal: AbortSignal): Promise<number> {
+    const claim = await this.client.claim(this.opts.jobTypes, this.wait, signal);
+    backoff.reset();
+    // With `waitSeconds: 0` an empty claim is not a long poll: pause before the next one.
+    if (!claim) return this.wait === 0 ? IDLE_PAUSE_MS : 0;
+    if (signal.aborted) {
+      // The answer raced the stop: hand the job straight back.
+      await this.release(claim.job);
+      return 0;
     }
-    if (!claim && this.wait === 0) await pause(IDLE_PAUSE_MS, stopping);
-    return claim;
+    await this.runJob(claim);
+    return 0;
+  }
+
+  /** A claim failed: wait (a transient error), stop the worker (refused for good), or nothing (stopping). */
+  private claimFailed(loop: Loop, backoff: Backoff, err: unknown): number {
+    if (loop.stopping) return 0;
+    if (!isTransient(err)) {
+      this.fatal ??= err as Error;
+      this.log('worker stopping: the service refused it', { error: (err as Error).message });
+      this.stopClaiming();
+      return 0;
+    }
+    const ms = backoff.next();
+    this.log('claim failed; retrying', { error: (err as Error).message, retry_in_ms: ms });
+    return ms;
   }
 
   async release(job: ClaimedJob): Promise<void> {
@@ -430,7 +440,7 @@ class WorkerRun {
   }
 
   async stop(done: Promise<void>, graceMs: number): Promise<void> {
-    this.stopping.abort();
+    this.stopClaiming();
     const deadline = Date.now() + Math.max(0, graceMs);
     while (this.running.size > 0 && Date.now() < deadline && !this.graceOver.signal.aborted)
       await pause(Math.min(50, deadline - Date.now()), this.graceOver.signal);
@@ -451,10 +461,8 @@ type Heartbeats = ReturnType<typeof heartbeats>;
 export function runWorker(opts: RunWorkerOptions): RemoteWorker {
   checkOptions(opts);
   const worker = new WorkerRun(opts);
-  const slots = Math.max(1, Math.floor(opts.concurrency ?? 1));
-  const loops = Promise.all(Array.from({ length: slots }, () => worker.loop()));
-  // Each loop returns only after its job's handler has: when they all have, nothing runs.
-  const done = loops.then(() => {
+  // Each loop ends only after its job's handler has returned: when they all have, nothing runs.
+  const done = worker.start().then(() => {
     if (worker.fatal) throw worker.fatal;
   });
   done.catch(() => {}); // observed through `done` by the caller; never an unhandled rejection here

@@ -173,119 +173,175 @@ export class WorkerPool {
   }
 
   private async execute(job: JobRow, controller: AbortController): Promise<void> {
-    const { config, clock, log, results, lifecycle } = this.deps;
+    const { config, clock, log, lifecycle } = this.deps;
     const jlog = log.child({ job_uuid: job.uuid, job_type: job.job_type });
     const signal = controller.signal;
     const startedAt = clock.now();
     const held: Held = { uuid: job.uuid, lease: job.lease_owner!, job_type: job.job_type, startedAt };
     jlog.info({ attempt: job.attempts }, 'job started');
-
-    // Lease upkeep doubles as the cross-process cancel check: a failed renewal means the job
-    // is no longer ours (cancelled, or our lease lapsed and another worker took it).
-    let pending: ReturnType<typeof toProgress> | undefined;
-    /** Set while the result waits for the storage: a timeout then says so. */
-    const storage = { down: false };
-    let renewing: Promise<void> = Promise.resolve();
-    let lastWrite = -Infinity;
-    let lastStage: string | undefined;
-    let flush: NodeJS.Timeout | undefined;
-    const renew = () => {
-      const p = pending;
-      pending = undefined;
-      lastWrite = performance.now();
-      renewing = renewing
-        .then(() => lifecycle.progress(held, p?.detail, p?.progress))
-        .then((ours) => {
-          if (!ours && !signal.aborted) controller.abort(new Stop('cancelled'));
-        })
-        .catch((err: unknown) => {
-          if (!isDatabaseUnavailable(err)) jlog.warn({ err }, 'lease renewal failed');
-        });
-    };
-    const heartbeat = setInterval(renew, heartbeatEveryMs(config.jobLeaseMs));
+    const upkeep = new LeaseUpkeep(lifecycle, held, controller, jlog, heartbeatEveryMs(config.jobLeaseMs));
     const timeout = setTimeout(() => controller.abort(new Stop('timeout')), config.jobTimeoutMs);
-
+    const run: Attempt = { job, held, signal, upkeep, jlog, startedAt, storageDown: false };
     try {
-      const type = this.deps.catalogue.get(job.job_type);
-      if (!type) throw new JobError('internal_error', `job type ${job.job_type} is not available on this worker`);
-      const input = JSON.parse(job.input) as Record<string, unknown>;
-      // A new stage is written at once; reports within a stage (every frame) at most every 500 ms.
-      const progress = (stage: string, at?: ProgressAt) => {
-        if (signal.aborted) return;
-        pending = toProgress(stage, at ?? { percent: type.stages?.[stage] ?? null });
-        const since = performance.now() - lastWrite;
-        if (stage !== lastStage || since >= PROGRESS_WRITE_MS) {
-          lastStage = stage;
-          clearTimeout(flush);
-          flush = undefined;
-          renew();
-        } else {
-          flush ??= setTimeout(() => {
-            flush = undefined;
-            if (pending && !signal.aborted) renew();
-          }, PROGRESS_WRITE_MS - since);
-        }
-      };
-      if (hasMedia(type, input)) progress('downloading media');
-      const media = await fetchInputs(type, input, {
-        config,
-        signal,
-        dispatcher: this.dispatcher,
-        lookup: this.deps.lookup,
-        isPublic: this.deps.isPublic,
-      });
-      const options = Object.fromEntries(
-        Object.entries(input).filter(([k]) => !(SLOT_NAMES as readonly string[]).includes(k)),
-      );
-      const out = await type.run({ model: job.model, options, media, signal, progress });
-      signal.throwIfAborted();
-
-      const key = `${job.uuid}.${job.attempts}.${out.extension}`;
-      await storeResult(key, out, {
-        results,
-        health: this.deps.storageHealth,
-        signal,
-        onWait: () => {
-          storage.down = true;
-          progress('waiting for result storage');
-        },
-      });
-      await renewing;
-      const row = await lifecycle.complete(held, { key, contentType: out.contentType, size: out.bytes.length });
-      if (!row) {
-        // Cancelled (or taken over) while we stored: the late result is discarded.
-        await results.delete(key);
-        jlog.info('job result discarded: the job is no longer ours');
-      } else {
-        jlog.info({ duration_ms: clock.now() - startedAt, size_bytes: out.bytes.length }, 'job completed');
-      }
+      await this.runAndFinish(run);
     } catch (err) {
-      await renewing;
-      const why = signal.aborted && signal.reason instanceof Stop ? signal.reason.why : undefined;
-      if (why === 'cancelled' || why === 'lease-lost') {
-        jlog.info({ why }, 'job stopped');
-      } else if (why === 'shutdown') {
-        // Handed back; this attempt does not count against JOB_MAX_ATTEMPTS.
-        await lifecycle.handBack(held, 'handed back at shutdown');
-        jlog.info('job handed back at shutdown');
-      } else if (why === 'timeout') {
-        await lifecycle.fail(held, {
-          errorType: 'timeout',
-          message: `job ran longer than the ${formatDuration(config.jobTimeoutMs)} limit${storage.down ? ' (the result storage was unavailable)' : ''}`,
-          detail: 'timed out',
-        });
-        jlog.warn('job timed out');
-      } else if (err instanceof JobError) {
-        await lifecycle.fail(held, { errorType: err.errorType, message: err.message });
-        jlog.info({ error_type: err.errorType, error_message: err.message }, 'job failed');
-      } else {
-        await lifecycle.fail(held, { errorType: 'internal_error', message: 'internal error while processing the job' });
-        jlog.error({ err }, 'job failed with an unexpected error');
-      }
+      await upkeep.settled();
+      await this.finishFailed(run, err);
     } finally {
-      clearInterval(heartbeat);
+      upkeep.stop();
       clearTimeout(timeout);
-      clearTimeout(flush);
     }
+  }
+
+  /** Downloads the media, runs the job type, stores the result and completes the job if still ours. */
+  private async runAndFinish(run: Attempt): Promise<void> {
+    const { config, clock, results, lifecycle } = this.deps;
+    const { job, held, signal, upkeep, jlog } = run;
+    const type = this.deps.catalogue.get(job.job_type);
+    if (!type) throw new JobError('internal_error', `job type ${job.job_type} is not available on this worker`);
+    const input = JSON.parse(job.input) as Record<string, unknown>;
+    const progress = (stage: string, at?: ProgressAt) => {
+      upkeep.report(stage, at ?? { percent: type.stages?.[stage] ?? null });
+    };
+    if (hasMedia(type, input)) progress('downloading media');
+    const media = await fetchInputs(type, input, {
+      config,
+      signal,
+      dispatcher: this.dispatcher,
+      lookup: this.deps.lookup,
+      isPublic: this.deps.isPublic,
+    });
+    const options = Object.fromEntries(
+      Object.entries(input).filter(([k]) => !(SLOT_NAMES as readonly string[]).includes(k)),
+    );
+    const out = await type.run({ model: job.model, options, media, signal, progress });
+    signal.throwIfAborted();
+
+    const key = `${job.uuid}.${job.attempts}.${out.extension}`;
+    await storeResult(key, out, {
+      results,
+      health: this.deps.storageHealth,
+      signal,
+      onWait: () => {
+        run.storageDown = true; // a timeout then says so
+        progress('waiting for result storage');
+      },
+    });
+    await upkeep.settled();
+    const row = await lifecycle.complete(held, { key, contentType: out.contentType, size: out.bytes.length });
+    if (!row) {
+      // Cancelled (or taken over) while we stored: the late result is discarded.
+      await results.delete(key);
+      jlog.info('job result discarded: the job is no longer ours');
+    } else {
+      jlog.info({ duration_ms: clock.now() - run.startedAt, size_bytes: out.bytes.length }, 'job completed');
+    }
+  }
+
+  /** Ends an attempt that threw, by why its signal fired (if it did) or by its error. */
+  private async finishFailed({ held, signal, jlog, storageDown }: Attempt, err: unknown): Promise<void> {
+    const { config, lifecycle } = this.deps;
+    const why = signal.aborted && signal.reason instanceof Stop ? signal.reason.why : undefined;
+    if (why === 'cancelled' || why === 'lease-lost') {
+      jlog.info({ why }, 'job stopped');
+    } else if (why === 'shutdown') {
+      // Handed back; this attempt does not count against JOB_MAX_ATTEMPTS.
+      await lifecycle.handBack(held, 'handed back at shutdown');
+      jlog.info('job handed back at shutdown');
+    } else if (why === 'timeout') {
+      await lifecycle.fail(held, {
+        errorType: 'timeout',
+        message: `job ran longer than the ${formatDuration(config.jobTimeoutMs)} limit${storageDown ? ' (the result storage was unavailable)' : ''}`,
+        detail: 'timed out',
+      });
+      jlog.warn('job timed out');
+    } else if (err instanceof JobError) {
+      await lifecycle.fail(held, { errorType: err.errorType, message: err.message });
+      jlog.info({ error_type: err.errorType, error_message: err.message }, 'job failed');
+    } else {
+      await lifecycle.fail(held, { errorType: 'internal_error', message: 'internal error while processing the job' });
+      jlog.error({ err }, 'job failed with an unexpected error');
+    }
+  }
+}
+
+/** One attempt of a job in this pool. */
+interface Attempt {
+  job: JobRow;
+  held: Held;
+  signal: AbortSignal;
+  upkeep: LeaseUpkeep;
+  jlog: Logger;
+  startedAt: number;
+  /** Set while the result waits for the storage: a timeout then says so. */
+  storageDown: boolean;
+}
+
+/**
+ * A running job's lease upkeep: a renewal every heartbeat, carrying the latest progress. It doubles
+ * as the cross-process cancel check: a failed renewal means the job is no longer ours (cancelled,
+ * or our lease lapsed and another worker took it).
+ */
+class LeaseUpkeep {
+  private pending: ReturnType<typeof toProgress> | undefined;
+  private renewing: Promise<void> = Promise.resolve();
+  private lastWrite = -Infinity;
+  private lastStage: string | undefined;
+  private flush: NodeJS.Timeout | undefined;
+  private readonly heartbeat: NodeJS.Timeout;
+
+  constructor(
+    private readonly lifecycle: JobLifecycle,
+    private readonly held: Held,
+    private readonly controller: AbortController,
+    private readonly jlog: Logger,
+    everyMs: number,
+  ) {
+    this.heartbeat = setInterval(() => {
+      this.renew();
+    }, everyMs);
+  }
+
+  /** A new stage is written at once; reports within a stage (every frame) at most every 500 ms. */
+  report(stage: string, at: ProgressAt): void {
+    if (this.controller.signal.aborted) return;
+    this.pending = toProgress(stage, at);
+    const since = performance.now() - this.lastWrite;
+    if (stage !== this.lastStage || since >= PROGRESS_WRITE_MS) {
+      this.lastStage = stage;
+      clearTimeout(this.flush);
+      this.flush = undefined;
+      this.renew();
+    } else {
+      this.flush ??= setTimeout(() => {
+        this.flush = undefined;
+        if (this.pending && !this.controller.signal.aborted) this.renew();
+      }, PROGRESS_WRITE_MS - since);
+    }
+  }
+
+  /** Resolves when the renewals sent so far have returned. */
+  settled(): Promise<void> {
+    return this.renewing;
+  }
+
+  stop(): void {
+    clearInterval(this.heartbeat);
+    clearTimeout(this.flush);
+  }
+
+  private renew(): void {
+    const { controller, lifecycle, held } = this;
+    const p = this.pending;
+    this.pending = undefined;
+    this.lastWrite = performance.now();
+    this.renewing = this.renewing
+      .then(() => lifecycle.progress(held, p?.detail, p?.progress))
+      .then((ours) => {
+        if (!ours && !controller.signal.aborted) controller.abort(new Stop('cancelled'));
+      })
+      .catch((err: unknown) => {
+        if (!isDatabaseUnavailable(err)) this.jlog.warn({ err }, 'lease renewal failed');
+      });
   }
 }

@@ -97,6 +97,30 @@ describe('long polling', () => {
     expect(r.body.message).toBe('wait: must be at most 60');
   });
 
+  // The common shapes take a fast check before zod (http/validation.ts); the rest are zod's, in its words.
+  it.each([
+    ['', 200, undefined],
+    ['wait=0', 200, undefined],
+    ['wait=05', 200, undefined],
+    ['wait=%205', 200, undefined],
+    ['wait=61', 400, 'wait: must be at most 60'],
+    ['wait=100', 400, 'wait: must be at most 60'],
+    ['wait=-1', 400, /^wait: /],
+    ['wait=1.5', 400, /^wait: /],
+    ['wait=abc', 400, /^wait: /],
+    ['wait=1&wait=2', 400, /^wait: /],
+    ['wat=1', 400, /unknown field/],
+    ['wait=1&x=2', 400, /unknown field/],
+  ])('answers status?%s of a finished job with %i', async (qs, status, message) => {
+    const uuid = (await submit({ ms: 1 })).body.data.uuid;
+    await svc.call('GET', `/api/v1/jobs/${uuid}/status?wait=30`);
+    const r = await svc.call('GET', `/api/v1/jobs/${uuid}/status${qs ? `?${qs}` : ''}`);
+    expect(r.status).toBe(status);
+    if (status === 200) expect(r.body.data.status).toBe('completed');
+    else if (typeof message === 'string') expect(r.body.message).toBe(message);
+    else expect(r.body.message).toMatch(message!);
+  });
+
   it('Prefer: wait on submit answers with the finished job', async () => {
     const r = await submit({ ms: 200 }, { prefer: 'wait=30' });
     expect(r.status).toBe(200);

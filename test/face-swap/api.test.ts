@@ -19,6 +19,7 @@ beforeAll(async () => {
   files.set('/source.jpg', await portrait('curlyBlonde'));
   files.set('/target.jpg', sample(6));
   files.set('/landscape.jpg', await landscape());
+  files.set('/sample2.jpg', sample(2));
   media = await startServer((req, res) => {
     const body = files.get(req.url ?? '');
     if (!body) return res.writeHead(404).end();
@@ -94,6 +95,36 @@ describe('image-face-swap through the API', { timeout: LONG }, () => {
     const done = await waitTerminal(svc.call, sub.body.data.uuid);
     expect(done).toMatchObject({ status: 'failed', error_type: 'invalid_media', result_ready: false });
     expect(done.error_message).toMatch(/^input\.target: no face found/);
+  });
+
+  it("finds sample2's profile face, and refuses to swap it, naming it, rather than smear it", async () => {
+    const det = await svc.call('POST', '/api/v1/jobs/submit/face-detect', {
+      body: { job_type: 'face-detect', model: 'ssd-landmarks68-v1', input: { target: `${media.origin}/sample2.jpg` } },
+    });
+    expect((await waitTerminal(svc.call, det.body.data.uuid)).status).toBe('completed');
+    const link = (await svc.call('GET', `/api/v1/jobs/${det.body.data.uuid}/result`)).body.data;
+    const found = (await (await fetch(link.url)).json()) as { faces: { box: { x: number; width: number } }[] };
+    // Three faces, the leftmost the profile (x about 360, ~150 px wide).
+    expect(found.faces).toHaveLength(3);
+    expect(found.faces[0]!.box.x).toBeGreaterThan(300);
+    expect(found.faces[0]!.box.x).toBeLessThan(420);
+    expect(found.faces[0]!.box.width).toBeGreaterThan(100);
+
+    const sub = await swap({
+      source: `${media.origin}/source.jpg`,
+      target: `${media.origin}/sample2.jpg`,
+      target_face_indices: [0],
+    });
+    const done = await waitTerminal(svc.call, sub.body.data.uuid);
+    expect(done).toMatchObject({ status: 'failed', error_type: 'invalid_media', result_ready: false });
+    expect(done.error_message).toMatch(/^input\.target: the face at x 3\d\d, y \d+ is in profile; /);
+    // The other two faces swap.
+    const ok = await swap({
+      source: `${media.origin}/source.jpg`,
+      target: `${media.origin}/sample2.jpg`,
+      faces: 'all',
+    });
+    expect(await waitTerminal(svc.call, ok.body.data.uuid)).toMatchObject({ status: 'completed' });
   });
 
   it('names every face index that does not exist, of both inputs, in one answer', async () => {

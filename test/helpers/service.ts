@@ -89,6 +89,8 @@ export async function startService(
     QUEUE_POLL_INTERVAL: '100ms',
     WORKER_CONCURRENCY: '2',
     WEBHOOK_RETRY_SCHEDULE: '0,200ms,400ms,600ms,800ms',
+    // No face or video models loaded at start by every test service (test/api/warmup.test.ts turns it on).
+    WORKER_WARMUP: 'false',
     ...env,
   });
   const app = await createApp(config, opts);

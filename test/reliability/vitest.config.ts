@@ -17,6 +17,6 @@ export default defineConfig({
     hookTimeout: 120_000,
     setupFiles: ['test/helpers/setup.ts'],
     globalSetup: ['test/reliability/global-setup.ts'],
-    env: { TEST_DB: 'sqlite' },
+    env: { TEST_DB: 'sqlite', WORKER_WARMUP: 'false' },
   },
 });

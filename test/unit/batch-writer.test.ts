@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BatchWriter } from '../../src/runtime/batch-writer.js';
+import { BatchWriter, type BatchWriterOptions } from '../../src/runtime/batch-writer.js';
 import { DATABASE, isTransactionConflict } from '../../src/store/errors.js';
 
 /** better-sqlite3's error for a write lock held past busy_timeout: a "database unavailable" error. */
@@ -11,7 +11,11 @@ interface Item {
   patience?: number;
 }
 
-function writer(write: (items: readonly Item[]) => Promise<string[]>, clock = { t: 0 }) {
+function writer(
+  write: (items: readonly Item[]) => Promise<string[]>,
+  clock = { t: 0 },
+  gather?: BatchWriterOptions<Item, string>['gather'],
+) {
   const batches: string[][] = [];
   const committed: string[][] = [];
   const w = new BatchWriter<Item, string>({
@@ -25,6 +29,7 @@ function writer(write: (items: readonly Item[]) => Promise<string[]>, clock = { 
     what: 'test writes',
     dependency: DATABASE,
     isConflict: isTransactionConflict,
+    gather,
   });
   return { w, batches, committed };
 }
@@ -112,5 +117,29 @@ describe('batch writer', () => {
     void w.submit({ name: 'b' });
     await w.drain();
     expect(done).toEqual(['a', 'b']);
+  });
+
+  it("gather 'turn': an idle writer writes what arrived in one event-loop turn as one batch", async () => {
+    const plain = writer(echo);
+    await Promise.all(['a', 'b'].map((name) => plain.w.submit({ name })));
+    expect(plain.batches).toEqual([['a'], ['b']]);
+
+    const turn = writer(echo, undefined, 'turn');
+    const now = ['a', 'b'].map((name) => turn.w.submit({ name }));
+    const later = new Promise<string>((r) => setImmediate(() => r(turn.w.submit({ name: 'c' }))));
+    expect(await Promise.all([...now, later])).toEqual(['a!', 'b!', 'c!']);
+    expect(turn.batches).toEqual([['a', 'b'], ['c']]);
+  });
+
+  it('gather { ms }: a batch waits that long for more, asked afresh for each batch', async () => {
+    let lingerMs = 50;
+    const { w, batches } = writer(echo, undefined, { ms: () => lingerMs });
+    const first = w.submit({ name: 'a' });
+    await new Promise((r) => setTimeout(r, 5));
+    const second = w.submit({ name: 'b' });
+    expect(await Promise.all([first, second])).toEqual(['a!', 'b!']);
+    lingerMs = 0;
+    await Promise.all(['c', 'd'].map((name) => w.submit({ name })));
+    expect(batches).toEqual([['a', 'b'], ['c'], ['d']]);
   });
 });

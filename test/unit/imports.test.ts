@@ -14,7 +14,7 @@ const FLOORS = [
   ['runtime/', 'clock.ts', 'log.ts', 'connection-errors.ts', 'errors.ts'],
   ['client/', 'worker-sdk/'],
   ['signals.ts', 'store/'],
-  ['storage/', 'media/', 'config.ts', 'metrics.ts'],
+  ['storage/', 'media/', 'config.ts', 'metrics.ts', 'series-histogram.ts'],
   ['processors/'],
   ['webhooks/'],
   ['jobs/'],

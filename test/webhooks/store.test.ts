@@ -7,8 +7,8 @@ import {
   nextDueAt,
   pendingDestinations,
   recordScheduledAttempts,
+  type ClaimedEventRow,
   type ScheduledOutcome,
-  type WebhookEventRow,
 } from '../../src/store/webhooks.js';
 import { storeEnv } from '../helpers/db.js';
 import { tempDir } from '../helpers/service.js';
@@ -20,7 +20,7 @@ import { tempDir } from '../helpers/service.js';
 async function claimDueEvent(
   store: Pick<Store, 'db' | 'dialect'>,
   spec: { leaseOwner: string; leaseMs: number; now: number; skipDestinations?: readonly string[] },
-): Promise<WebhookEventRow | undefined> {
+): Promise<ClaimedEventRow | undefined> {
   const skip = new Set(spec.skipDestinations ?? []);
   const due = (await pendingDestinations(store.db, '', 1_000))
     .filter((d) => !skip.has(d.destination) && d.dueAt <= spec.now)
@@ -38,12 +38,14 @@ async function claimDueEvent(
 /** Records one attempt as the dispatcher does (a batch of one); true when the event moved. */
 async function finishScheduledAttempt(store: Store, eventId: string, o: ScheduledOutcome): Promise<boolean> {
   const { leaseOwner, ...rest } = o;
-  return (await recordScheduledAttempts(store.db, leaseOwner, [{ ...rest, eventId }], [], o.now)).has(eventId);
+  return (await recordScheduledAttempts(store.db, store.dialect, leaseOwner, [{ ...rest, eventId }], [], o.now)).has(
+    eventId,
+  );
 }
 
 /** Gives a claimed event back as the dispatcher does at shutdown (the release list of a record batch). */
 async function releaseEvent(store: Store, eventId: string, leaseOwner: string, now: number): Promise<void> {
-  await recordScheduledAttempts(store.db, leaseOwner, [], [eventId], now);
+  await recordScheduledAttempts(store.db, store.dialect, leaseOwner, [], [eventId], now);
 }
 
 let a: Store;
@@ -257,6 +259,7 @@ describe('webhook outbox batches', () => {
       .execute();
     const applied = await recordScheduledAttempts(
       a.db,
+      a.dialect,
       'A',
       [
         { eventId: 'live1', claimedAttempts: 0, attempt: attempt(true), state: 'delivered', nextAttemptAt: null, now },

@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Clock } from '../../clock.js';
 import type { Operator } from '../../operator.js';
 import { ApiError } from '../api-error.js';
 import { ok } from '../envelope.js';
+import { zodApp, type ZodApp } from '../zod-app.js';
 import { lastHour, minuteSeries } from './throughput.js';
 
 /** A worker pool running inside this process. */
@@ -50,13 +50,20 @@ const hidden = { hide: true };
  * hook, no per-key rate limits). Same envelope as the public API.
  */
 export async function adminRoutes(scope: FastifyInstance, deps: AdminDeps): Promise<void> {
-  const app = scope.withTypeProvider<ZodTypeProvider>();
+  const app = zodApp(scope);
   app.addHook('onRequest', adminAuth(deps));
   // Operator answers are never cached by a browser or a proxy.
   app.addHook('onSend', async (_request, reply) => {
     reply.header('cache-control', 'no-store');
   });
+  overviewRoute(app, deps);
+  workersRoute(app, deps);
+  keyRoutes(app, deps.operator);
+  deliveryProblemRoutes(app, deps.operator);
+}
 
+/** GET /overview: queue depth and the last hour's throughput. */
+function overviewRoute(app: ZodApp, deps: AdminDeps): void {
   app.get('/overview', { schema: hidden }, async () => {
     // Both from database counters: the whole cluster, whichever process answers.
     const now = deps.clock.now();
@@ -73,7 +80,10 @@ export async function adminRoutes(scope: FastifyInstance, deps: AdminDeps): Prom
       },
     });
   });
+}
 
+/** GET /workers: this process's pools and the remote workers (from their tokens). */
+function workersRoute(app: ZodApp, deps: AdminDeps): void {
   app.get('/workers', { schema: hidden }, async () =>
     ok({
       local: deps.localWorkers?.() ?? [],
@@ -85,9 +95,12 @@ export async function adminRoutes(scope: FastifyInstance, deps: AdminDeps): Prom
       })),
     }),
   );
+}
 
+/** GET and POST /keys, POST /keys/:id/revoke: the API keys (a new key's secret is shown once). */
+function keyRoutes(app: ZodApp, operator: Operator): void {
   app.get('/keys', { schema: hidden }, async () => {
-    const keys = await deps.operator.listKeys();
+    const keys = await operator.listKeys();
     return ok({
       keys: keys.map((k) => ({
         id: k.id,
@@ -101,24 +114,27 @@ export async function adminRoutes(scope: FastifyInstance, deps: AdminDeps): Prom
 
   app.post('/keys', { schema: { ...hidden, body: createKeyBody } }, async (request) => {
     const { owner } = request.body;
-    const k = await deps.operator.createKey(owner);
+    const k = await operator.createKey(owner);
     return ok({ id: k.id, owner: k.owner, prefix: k.prefix, key: k.key });
   });
 
   app.post('/keys/:id/revoke', { schema: { ...hidden, params: keyParams } }, async (request) => {
     const { id } = request.params;
-    if (!(await deps.operator.revokeKey(id))) throw new ApiError(404, 'no active key with this id');
+    if (!(await operator.revokeKey(id))) throw new ApiError(404, 'no active key with this id');
     return ok({ id, revoked: true });
   });
+}
 
+/** GET /failed-deliveries and /webhook-endpoints/disabled: what needs an operator's look. */
+function deliveryProblemRoutes(app: ZodApp, operator: Operator): void {
   app.get('/failed-deliveries', { schema: hidden }, async () => {
-    const rows = await deps.operator.failedDeliveries(FAILED_LIMIT);
+    const rows = await operator.failedDeliveries(FAILED_LIMIT);
     return ok({ deliveries: rows.map((r) => ({ ...r, failed_at: iso(r.failed_at) })), limit: FAILED_LIMIT });
   });
 
   // The operator event of a disabled endpoint, for the dashboard (no secrets).
   app.get('/webhook-endpoints/disabled', { schema: hidden }, async () => {
-    const rows = await deps.operator.disabledEndpoints(FAILED_LIMIT);
+    const rows = await operator.disabledEndpoints(FAILED_LIMIT);
     return ok({
       endpoints: rows.map((e) => ({
         id: e.id,

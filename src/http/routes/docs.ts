@@ -2,11 +2,11 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ApiError } from '../api-error.js';
 import type { OpenApiDeps } from '../openapi.js';
 import { responses } from '../schemas.js';
+import { zodApp } from '../zod-app.js';
 
 /**
  * GET /api/v1/openapi.json (no API key, not enveloped: it is the document) and GET /docs, an
@@ -102,6 +102,12 @@ const meta = (operationId: string) => ({ operationId, tags: ['Meta'], security: 
 
 /** Needs @fastify/swagger registered on `app` (server.ts): the document is built from the route schemas. */
 export function docsRoutes(app: FastifyInstance, _deps: DocsDeps): void {
+  documentRoute(app);
+  viewerRoutes(app);
+}
+
+/** GET /api/v1/openapi.json: the document, serialised once, on the first request. */
+function documentRoute(app: FastifyInstance): void {
   let doc: string | undefined;
   const openApiResponse = responses({ 200: { description: 'The OpenAPI document.', schema: z.looseObject({}) } });
   app.get(OPENAPI_PATH, { schema: { ...meta('getOpenApi'), response: openApiResponse } }, async (_request, reply) => {
@@ -111,7 +117,10 @@ export function docsRoutes(app: FastifyInstance, _deps: DocsDeps): void {
       .header('cache-control', 'no-cache')
       .send(doc);
   });
+}
 
+/** GET /docs and /docs/:asset: the Swagger UI page and its files. */
+function viewerRoutes(app: FastifyInstance): void {
   app.get(
     '/docs',
     {
@@ -130,20 +139,18 @@ export function docsRoutes(app: FastifyInstance, _deps: DocsDeps): void {
         .send(PAGE),
   );
 
-  app
-    .withTypeProvider<ZodTypeProvider>()
-    .get(
-      '/docs/:asset',
-      { schema: { hide: true, params: z.object({ asset: z.string() }) } },
-      async (request, reply) => {
-        const name = request.params.asset;
-        const body = asset(name);
-        if (!body) throw new ApiError(404, `no route GET /docs/${name}`);
-        return reply
-          .header('content-type', ASSETS[name]!.type)
-          .header('x-content-type-options', 'nosniff')
-          .header('cache-control', 'public, max-age=3600')
-          .send(body);
-      },
-    );
+  zodApp(app).get(
+    '/docs/:asset',
+    { schema: { hide: true, params: z.object({ asset: z.string() }) } },
+    async (request, reply) => {
+      const name = request.params.asset;
+      const body = asset(name);
+      if (!body) throw new ApiError(404, `no route GET /docs/${name}`);
+      return reply
+        .header('content-type', ASSETS[name]!.type)
+        .header('x-content-type-options', 'nosniff')
+        .header('cache-control', 'public, max-age=3600')
+        .send(body);
+    },
+  );
 }

@@ -1,18 +1,12 @@
-import { createHash } from 'node:crypto';
-import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { Gauge } from 'prom-client';
 import { z } from 'zod';
+import { isTerminalStatus } from '../../contract/api.js';
 import type { JobService } from '../../jobs/service.js';
-import type { ApiJob } from '../../contract/api.js';
 import type { Metrics } from '../../metrics.js';
-import { wakeOn, type Signals } from '../../signals.js';
-import { ApiError } from '../api-error.js';
-import { fail } from '../envelope.js';
+import type { Signals } from '../../signals.js';
 import { COMMON_ERRORS, jobParams, jobUuid, responses } from '../schemas.js';
-import { Wakeable } from '../../runtime/wake.js';
-import { PROGRESS_EVENT_INTERVAL_MS, isTerminalStatus } from '../../contract/api.js';
+import { zodApp } from '../zod-app.js';
+import { eventId, JobEventStream, OpenStreams } from './event-stream.js';
 
 /**
  * GET /api/v1/jobs/{uuid}/events: the job's state as Server-Sent Events.
@@ -50,178 +44,65 @@ export interface EventRouteDeps {
   metrics: Metrics;
 }
 
-/** One SSE message; `data` is one line of JSON (JSON.stringify never emits a raw newline). */
-function message(id: string | undefined, event: string, data: unknown): string {
-  return `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-}
+/** GET /jobs/:uuid/events: a stream, not an envelope (errors before it starts are enveloped). */
+const watchSchema = () => ({
+  operationId: 'watchJob',
+  tags: ['Jobs'],
+  params: jobParams,
+  response: responses(
+    {
+      200: {
+        description: 'A stream of `status` and `progress` events; it ends after the terminal `status` event.',
+        schema: z.string(),
+        type: 'text/event-stream',
+      },
+    },
+    404,
+    ...COMMON_ERRORS,
+  ),
+});
 
 /**
- * An event's id names the state it carries (status, detail and progress), the same on every
- * connection: a client reconnecting with `Last-Event-ID` is not sent again what it already has,
- * and one that has a terminal state is answered 204 (a standard EventSource then stops).
+ * The route: admits a stream (204 when the client has the end already, 429 past the owner's cap)
+ * and answers with it; the stream itself (event-stream.ts) follows the job.
  */
-export function eventId(job: ApiJob): string {
-  const state = JSON.stringify([job.status, job.status_detail, job.progress]);
-  return createHash('sha256').update(state).digest('base64url').slice(0, 16);
-}
-
 export function eventRoutes(app: FastifyInstance, deps: EventRouteDeps, opts: EventStreamOptions = {}): void {
   const pollMs = opts.pollMs ?? 1000;
   const keepAliveMs = opts.keepAliveMs ?? 15_000;
-  const maxPerOwner = opts.maxPerOwner ?? MAX_STREAMS_PER_OWNER;
-  const perOwner = new Map<string, number>();
-  // Open streams, for operators and for the test that a disconnect frees everything.
-  const open = new Gauge({
-    name: 'media_jobs_event_streams',
-    help: 'Open Server-Sent Events streams (GET /api/v1/jobs/{uuid}/events).',
-    registers: [deps.metrics.registry],
-  });
-  const closers = new Set<() => void>();
+  const streams = new OpenStreams(deps.metrics.registry, opts.maxPerOwner ?? MAX_STREAMS_PER_OWNER);
   // Server shutdown ends every stream (they would otherwise hold close() open).
   app.addHook('onClose', (_app, done) => {
-    for (const close of [...closers]) close();
+    streams.closeAll();
     done();
   });
-
-  app.withTypeProvider<ZodTypeProvider>().get(
-    '/jobs/:uuid/events',
-    {
-      schema: {
-        operationId: 'watchJob',
-        tags: ['Jobs'],
-        params: jobParams,
-        response: responses(
-          {
-            200: {
-              description: 'A stream of `status` and `progress` events; it ends after the terminal `status` event.',
-              schema: z.string(),
-              type: 'text/event-stream',
-            },
-          },
-          404,
-          ...COMMON_ERRORS,
-        ),
-      },
-    },
-    async (request, reply) => {
-      const uuid = jobUuid(request.params.uuid);
-      const owner = request.owner;
-      const first = await deps.service.status(owner, uuid); // another owner's job: the same 404
-      // What the client saw last, when it reconnects (a standard EventSource sends it by itself).
-      const seen = request.headers['last-event-id'];
-      // It has the end already: 204 tells a standard EventSource to stop reconnecting.
-      if (isTerminalStatus(first.status) && seen === eventId(first)) return reply.code(204).send();
-      const count = perOwner.get(owner) ?? 0;
-      if (count >= maxPerOwner)
-        throw new ApiError(
-          429,
-          `too many open event streams (at most ${maxPerOwner} per API key owner); close one first`,
-          { 'retry-after': '5' },
-        );
-      perOwner.set(owner, count + 1);
-      open.inc();
-
-      const stream = new PassThrough();
-      let last: ApiJob | undefined;
-      let closed = false;
-      // Read through a function: the stream may close during any await (TS would keep `closed` narrowed).
-      const isClosed = () => closed;
-      // Woken by this job's finish or progress; a signal during a read makes the next wait return at once.
-      const changed = deps.signals
-        ? wakeOn(deps.signals, ['job-finished', 'job-progress'], (u) => u === uuid)
-        : Object.assign(new Wakeable(), { close() {} });
-      const gone = new AbortController();
-
-      const release = () => {
-        if (closed) return;
-        closed = true;
-        gone.abort();
-        clearInterval(keepAlive);
-        changed.close();
-        closers.delete(end);
-        const n = (perOwner.get(owner) ?? 1) - 1;
-        if (n > 0) perOwner.set(owner, n);
-        else perOwner.delete(owner);
-        open.dec();
-      };
-      const end = () => {
-        release();
-        stream.end();
-      };
-      let lastProgressAt = -Infinity;
-      /** A progress change waits for the end of the interval (then the latest state is sent). */
-      let held = false;
-      const emit = (job: ApiJob) => {
-        held = false;
-        if (
-          last &&
-          last.status === job.status &&
-          last.status_detail === job.status_detail &&
-          JSON.stringify(last.progress) === JSON.stringify(job.progress)
-        )
-          return;
-        const id = eventId(job);
-        if (!last && id === seen) {
-          last = job; // the state the client reconnected with: resume after it
-          return;
-        }
-        const isStatus = !last || last.status !== job.status;
-        if (!isStatus) {
-          const now = performance.now();
-          if (now - lastProgressAt < PROGRESS_EVENT_INTERVAL_MS) {
-            held = true;
-            return;
-          }
-          lastProgressAt = now;
-        }
-        stream.write(message(id, isStatus ? 'status' : 'progress', job));
-        last = job;
-      };
-      // One read per wake-up or per pollMs (queue positions move without a signal), until the end.
-      const follow = async (): Promise<void> => {
-        while (!isClosed()) {
-          const waitMs = held ? Math.max(1, lastProgressAt + PROGRESS_EVENT_INTERVAL_MS - performance.now()) : pollMs;
-          await changed.wait(waitMs, gone.signal);
-          if (isClosed()) return;
-          let job: ApiJob;
-          try {
-            job = await deps.service.status(owner, uuid);
-          } catch (err) {
-            request.log.warn({ err, job_uuid: uuid }, 'event stream read failed');
-            if (!isClosed()) {
-              stream.write(message(undefined, 'error', fail('the job could not be read; reconnect to resume')));
-              end();
-            }
-            return;
-          }
-          if (isClosed()) return;
-          emit(job);
-          if (isTerminalStatus(job.status)) {
-            end();
-            return;
-          }
-        }
-      };
-      const keepAlive = setInterval(() => stream.write(': keep-alive\n\n'), keepAliveMs);
-      closers.add(end);
-      // The response closes when we end it or when the client goes away: release either way.
-      reply.raw.on('close', () => {
-        release();
-        stream.destroy();
-      });
-
-      // Browsers reconnect after `retry` ms if the connection drops before the end.
-      stream.write(`retry: ${Math.max(1000, pollMs)}\n\n`);
-      emit(first);
-      if (isTerminalStatus(first.status)) end();
-      else void follow();
-
-      return reply
-        .code(200)
-        .header('content-type', 'text/event-stream; charset=utf-8')
-        .header('cache-control', 'no-cache, no-transform')
-        .header('x-accel-buffering', 'no')
-        .send(stream);
-    },
-  );
+  zodApp(app).get('/jobs/:uuid/events', { schema: watchSchema() }, async (request, reply) => {
+    const uuid = jobUuid(request.params.uuid);
+    const owner = request.owner;
+    const read = () => deps.service.status(owner, uuid);
+    const first = await read(); // another owner's job: the same 404
+    // What the client saw last, when it reconnects (a standard EventSource sends it by itself).
+    const seen = request.headers['last-event-id'];
+    // It has the end already: 204 tells a standard EventSource to stop reconnecting.
+    if (isTerminalStatus(first.status) && seen === eventId(first)) return reply.code(204).send();
+    streams.admit(owner);
+    const stream = new JobEventStream({
+      uuid,
+      owner,
+      seen,
+      pollMs,
+      keepAliveMs,
+      read,
+      signals: deps.signals,
+      streams,
+      log: request.log,
+    });
+    reply.raw.on('close', () => stream.onResponseClose());
+    stream.start(first);
+    return reply
+      .code(200)
+      .header('content-type', 'text/event-stream; charset=utf-8')
+      .header('cache-control', 'no-cache, no-transform')
+      .header('x-accel-buffering', 'no')
+      .send(stream.body);
+  });
 }

@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { JobService } from '../../jobs/service.js';
 import type { Store } from '../../store/store.js';
@@ -7,6 +6,7 @@ import { getJob } from '../../store/jobs.js';
 import { ApiError } from '../api-error.js';
 import { ok } from '../envelope.js';
 import { apiJobSchema, COMMON_ERRORS, jobParams, jobUuid, okEnvelope, responses } from '../schemas.js';
+import { zodApp } from '../zod-app.js';
 
 export const jobDetailSchema = apiJobSchema
   .extend({
@@ -26,7 +26,7 @@ export const jobDetailSchema = apiJobSchema
  * a job (the dashboard), by primary key.
  */
 export function jobDetailRoutes(scope: FastifyInstance, service: JobService, store: Store): void {
-  scope.withTypeProvider<ZodTypeProvider>().get(
+  zodApp(scope).get(
     '/jobs/:uuid',
     {
       schema: {

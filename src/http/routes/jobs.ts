@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { checkIdempotencyKey } from '../../jobs/idempotency.js';
 import type { BatchPlan, JobService } from '../../jobs/service.js';
 import { setSubmitWeight } from '../rate-limit.js';
-import { DURATION_SYNTAX, describeIssues, durationRange } from '../../jobs/submit-schema.js';
+import { DURATION_SYNTAX, durationRange } from '../../jobs/submit-schema.js';
 import { parseSubmitDuration } from '../../jobs/durations.js';
 import { DomainError, invalid } from '../../errors.js';
 import {
@@ -16,6 +16,7 @@ import {
 } from '../../contract/api.js';
 import { STATUS_OF_KIND } from '../api-error.js';
 import { ok } from '../envelope.js';
+import { withFastCheck } from '../validation.js';
 import {
   COMMON_ERRORS,
   batchEnvelopeSchema,
@@ -42,16 +43,25 @@ export const listQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(100).default(20).describe('Page size.'),
   cursor: z.string().min(1).max(200).optional().describe('`next_cursor` of the previous page.'),
 });
-export const statusQuery = z.strictObject({
-  wait: waitSeconds
-    .default(0)
-    .describe('Long-poll: hold the request up to this many seconds until the job is terminal.'),
-});
-
-/** Route validation (server.ts's validator compiler) answers with these words: the first three issues. */
-export function validationMessage(issues: readonly z.core.$ZodIssue[], value: unknown): string {
-  return describeIssues(issues, value);
-}
+export const statusQuery = withFastCheck(
+  z.strictObject({
+    wait: waitSeconds
+      .default(0)
+      .describe('Long-poll: hold the request up to this many seconds until the job is terminal.'),
+  }),
+  // The polls' two shapes: no query, or `?wait=N` in plain digits.
+  (query) => {
+    const q = query as Record<string, unknown>;
+    let keys = 0;
+    for (const k in q) {
+      if (k !== 'wait') return undefined;
+      keys++;
+    }
+    if (keys === 0) return { wait: 0 };
+    const wait = typeof q.wait === 'string' && /^\d{1,2}$/.test(q.wait) ? Number(q.wait) : MAX_WAIT_SECONDS + 1;
+    return wait <= MAX_WAIT_SECONDS ? { wait } : undefined;
+  },
+);
 
 /** Prose and examples of these operations live in http/openapi.ts (keyed by operationId). */
 const doc = (operationId: string, tags: string[]) => ({ operationId, tags });
@@ -94,11 +104,26 @@ export const batchBody = (maxItems: number) =>
       ),
   });
 
+const withZod = (scope: FastifyInstance) => scope.withTypeProvider<ZodTypeProvider>();
+type ZodApp = ReturnType<typeof withZod>;
+
+/** The job routes, in the document's order. */
 export function jobRoutes(scope: FastifyInstance, service: JobService): void {
-  const app = scope.withTypeProvider<ZodTypeProvider>();
-  const plans = new WeakMap<FastifyRequest, BatchPlan>();
-  // The body is validated by the service against the job type's catalogue schema (its messages);
-  // the document expands this route into one operation per job type (openapi.ts).
+  const app = withZod(scope);
+  submitRoute(app, service);
+  batchRoute(app, service);
+  deleteRoute(app, service);
+  listRoute(app, service);
+  statusRoute(app, service);
+  cancelRoute(app, service);
+  resultRoute(app, service);
+}
+
+/**
+ * POST /jobs/submit/{jobType}. The body is validated by the service against the job type's catalogue
+ * schema (its messages); the document expands this route into one operation per job type (openapi.ts).
+ */
+function submitRoute(app: ZodApp, service: JobService): void {
   app.post(
     '/jobs/submit/:jobType',
     {
@@ -147,7 +172,11 @@ export function jobRoutes(scope: FastifyInstance, service: JobService): void {
       return reply.code(outcome.statusCode).send(outcome.body);
     },
   );
+}
 
+/** POST /jobs/batch: every item planned (replays found), then the fresh ones created in one transaction. */
+function batchRoute(app: ZodApp, service: JobService): void {
+  const plans = new WeakMap<FastifyRequest, BatchPlan>();
   app.post(
     '/jobs/batch',
     {
@@ -201,7 +230,10 @@ export function jobRoutes(scope: FastifyInstance, service: JobService): void {
       return ok({ items });
     },
   );
+}
 
+/** DELETE /jobs/{uuid}: the purge (the job stays as a tombstone). */
+function deleteRoute(app: ZodApp, service: JobService): void {
   app.delete(
     '/jobs/:uuid',
     {
@@ -225,7 +257,10 @@ export function jobRoutes(scope: FastifyInstance, service: JobService): void {
     },
     async (request) => ok(await service.delete(request.owner, jobUuid(request.params.uuid))),
   );
+}
 
+/** GET /jobs: one page of the owner's jobs. */
+function listRoute(app: ZodApp, service: JobService): void {
   app.get(
     '/jobs',
     {
@@ -246,7 +281,10 @@ export function jobRoutes(scope: FastifyInstance, service: JobService): void {
       );
     },
   );
+}
 
+/** GET /jobs/{uuid}/status, the hottest route: `?wait=N` long-polls until the job is terminal. */
+function statusRoute(app: ZodApp, service: JobService): void {
   app.get(
     '/jobs/:uuid/status',
     {
@@ -262,13 +300,18 @@ export function jobRoutes(scope: FastifyInstance, service: JobService): void {
         ),
       },
     },
-    async (request) => {
+    // Not async: a poll answered from the SQLite connection (statusNow) goes out without a promise.
+    (request) => {
       const uuid = jobUuid(request.params.uuid);
-      const q = request.query;
-      return ok(await service.status(request.owner, uuid, q.wait * 1000));
+      const wait = request.query.wait;
+      const job = wait > 0 ? service.status(request.owner, uuid, wait * 1000) : service.statusNow(request.owner, uuid);
+      return job instanceof Promise ? job.then(ok) : ok(job);
     },
   );
+}
 
+/** POST /jobs/{uuid}/cancel. */
+function cancelRoute(app: ZodApp, service: JobService): void {
   app.post(
     '/jobs/:uuid/cancel',
     {
@@ -289,7 +332,10 @@ export function jobRoutes(scope: FastifyInstance, service: JobService): void {
     },
     async (request) => ok(await service.cancel(request.owner, jobUuid(request.params.uuid))),
   );
+}
 
+/** GET /jobs/{uuid}/result: the signed result link. */
+function resultRoute(app: ZodApp, service: JobService): void {
   app.get(
     '/jobs/:uuid/result',
     {

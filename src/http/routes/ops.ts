@@ -4,7 +4,7 @@ import type { Metrics } from '../../metrics.js';
 import type { StorageHealth } from '../../storage/health.js';
 import type { Store } from '../../store/store.js';
 import { isDatabaseUnavailable } from '../../store/errors.js';
-import { isUpToDate } from '../../store/migrations.js';
+import { isUpToDate } from '../../store/migrate.js';
 import { z } from 'zod';
 import { fail, ok } from '../envelope.js';
 import { healthEnvelopeSchema, responses } from '../schemas.js';
@@ -43,7 +43,13 @@ async function databaseProblem(store: Store): Promise<string | undefined> {
 
 /** Operations endpoints, outside /api/v1 and without API keys (keep them off the public edge). */
 export function opsRoutes(app: FastifyInstance, store: Store, metrics: Metrics, storage?: StorageHealth): void {
-  // The process is up and serving HTTP.
+  livenessRoute(app);
+  readinessRoute(app, store, storage);
+  metricsRoute(app, metrics);
+}
+
+/** GET /healthz: the process is up and serving HTTP. */
+function livenessRoute(app: FastifyInstance): void {
   app.get(
     '/healthz',
     {
@@ -54,10 +60,14 @@ export function opsRoutes(app: FastifyInstance, store: Store, metrics: Metrics, 
     },
     async () => ok({ status: 'ok' }),
   );
+}
 
-  // The database answers and every migration is applied, and this process's result uploads are
-  // not failing for an outage or a full disk: safe to route traffic here. Otherwise: 503 with the
-  // reason, within READY_TIMEOUT_MS.
+/**
+ * GET /readyz: the database answers and every migration is applied, and this process's result
+ * uploads are not failing for an outage or a full disk: safe to route traffic here. Otherwise: 503
+ * with the reason, within READY_TIMEOUT_MS.
+ */
+function readinessRoute(app: FastifyInstance, store: Store, storage?: StorageHealth): void {
   app.get(
     '/readyz',
     {
@@ -72,7 +82,10 @@ export function opsRoutes(app: FastifyInstance, store: Store, metrics: Metrics, 
       return ok({ status: 'ready', database: store.dialect });
     },
   );
+}
 
+/** GET /metrics: the Prometheus text exposition. */
+function metricsRoute(app: FastifyInstance, metrics: Metrics): void {
   app.get(
     '/metrics',
     {

@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { WebhookService } from '../../webhooks/service.js';
 import { z } from 'zod';
 import { ok } from '../envelope.js';
@@ -7,20 +6,23 @@ import {
   COMMON_ERRORS,
   deliveryEnvelopeSchema,
   deliveryListEnvelopeSchema,
+  eventUuid,
   jobParams,
   jobUuid,
   responses,
   uuidParam,
 } from '../schemas.js';
-
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** A malformed event id is an event that does not exist ('' matches none). */
-const eventIdOf = (raw: string) => (UUID_RE.test(raw) ? raw.toLowerCase() : '');
+import { zodApp, type ZodApp } from '../zod-app.js';
 
 /** Delivery history and manual redelivery of a job's webhook events (inside the authenticated /api/v1 scope). */
 export function webhookRoutes(scope: FastifyInstance, webhooks: WebhookService): void {
-  const app = scope.withTypeProvider<ZodTypeProvider>();
+  const app = zodApp(scope);
+  deliveriesRoute(app, webhooks);
+  redeliverRoute(app, webhooks);
+}
+
+/** GET /jobs/:uuid/webhook-deliveries: the job's webhook events and their attempts. */
+function deliveriesRoute(app: ZodApp, webhooks: WebhookService): void {
   app.get(
     '/jobs/:uuid/webhook-deliveries',
     {
@@ -45,7 +47,10 @@ export function webhookRoutes(scope: FastifyInstance, webhooks: WebhookService):
       return ok(await webhooks.list(request.owner, uuid));
     },
   );
+}
 
+/** POST /jobs/:uuid/webhook-deliveries/:event_id/redeliver: one more attempt now, recorded as manual. */
+function redeliverRoute(app: ZodApp, webhooks: WebhookService): void {
   app.post(
     '/jobs/:uuid/webhook-deliveries/:event_id/redeliver',
     {
@@ -63,7 +68,7 @@ export function webhookRoutes(scope: FastifyInstance, webhooks: WebhookService):
     },
     async (request) => {
       const uuid = jobUuid(request.params.uuid);
-      const eventId = eventIdOf(request.params.event_id);
+      const eventId = eventUuid(request.params.event_id);
       return ok(await webhooks.redeliver(request.owner, uuid, eventId));
     },
   );

@@ -272,12 +272,32 @@ export function ssdShaped(b: Box): Box {
 }
 
 /**
+ * Tiny candidates scoring at least this share of min_confidence (but under it) are borderline: kept
+ * only when SSD MobileNet v1 finds the same face at min_confidence. On face-api's six sample photos
+ * Tiny gives sample2's profile 0.32 (SSD 0.76) and three false faces 0.23-0.32 (SSD none).
+ */
+const BORDERLINE = 0.6;
+
+export interface FindOptions {
+  /**
+   * Only the largest face matters (a swap of the largest face): borderline candidates whose box is
+   * not larger than the largest sure face's are dropped unconfirmed (SSD costs ~300 ms).
+   */
+  largestOnly?: boolean;
+}
+
+/**
  * THE face detector of image-face-swap, face-detect and the video tracker's index picking, so face
  * indices mean the same faces in all of them: the Tiny Face Detector at FIND_INPUT_SIZES (about 5x
- * cheaper than SSD), its boxes in SSD's shape; SSD MobileNet v1 only when Tiny finds no face at
- * all (SSD finds some turned or cut faces Tiny misses). At most MAX_FACES faces, largest first.
+ * cheaper than SSD), its boxes in SSD's shape. SSD MobileNet v1 (~300 ms) runs only when Tiny finds
+ * no sure face or a borderline one (see BORDERLINE); then every face SSD finds is kept too (in SSD's
+ * box, with SSD's score), so a face SSD finds is never missed. At most MAX_FACES, largest first.
  */
-export async function findFaces(img: RgbImage, minConfidence: number): Promise<{ box: Box; score: number }[]> {
+export async function findFaces(
+  img: RgbImage,
+  minConfidence: number,
+  opts: FindOptions = {},
+): Promise<{ box: Box; score: number }[]> {
   const passes: { box: Box; score: number }[][] = [];
   let picture = img;
   for (const size of FIND_INPUT_SIZES) {
@@ -285,11 +305,19 @@ export async function findFaces(img: RgbImage, minConfidence: number): Promise<{
     picture = (await shrinkTo(picture, size)).small;
     const sx = img.width / picture.width;
     const sy = img.height / picture.height;
-    const found = await locateFacesTiny(picture, minConfidence, size);
+    const found = await locateFacesTiny(picture, BORDERLINE * minConfidence, size);
     passes.push(found.map((f) => ({ box: ssdShaped(scaleBox(f.box, sx, sy)), score: f.score })));
   }
-  const faces = mergeDetections(passes);
-  return faces.length > 0 ? faces.sort(largestFirst) : locateFaces(img, minConfidence);
+  const merged = mergeDetections(passes);
+  const sure = merged.filter((f) => f.score >= minConfidence);
+  const area = (b: Box) => b.width * b.height;
+  const worth = opts.largestOnly ? Math.max(0, ...sure.map((f) => area(f.box))) : 0;
+  const doubtful = merged.some((f) => f.score < minConfidence && area(f.box) >= worth);
+  if (sure.length > 0 && !doubtful) return sure.sort(largestFirst);
+  // A face both found keeps SSD's box (the crop the landmark net expects) and score.
+  const ssd = await locateFaces(img, minConfidence);
+  const tinyOnly = sure.filter((f) => !ssd.some((s) => sameFace(s.box, f.box)));
+  return [...ssd, ...tinyOnly].slice(0, MAX_FACES).sort(largestFirst);
 }
 
 /**

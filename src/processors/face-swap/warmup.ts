@@ -3,30 +3,34 @@
  * net and the JPEG encoder once on a small synthetic picture, so their kernels (XNNPACK sets a
  * convolution up on its first run) and V8's optimised code exist before the first job: that job's
  * detection then costs ~290 ms of CPU instead of ~475 (bench case "one face ~350 px").
- * Swaps on synthetic pictures (384 and 768 px, two or three of them) did not make the first real
- * swaps faster, so none is run here.
+ * warmSwap then swaps synthetic faces, so V8 has compiled the swap's per-pixel loops: cold, the
+ * first three swaps of a thread (bench/face-swap-job.ts's target) cost 700, 700 and 350-450 ms of
+ * CPU (under half on the thread itself, the rest V8's compiler and GC threads), warm ~90 ms; after
+ * warmSwap 430-600, 350-430, then 90-150 ms (a real face still takes paths the synthetic one does
+ * not: the skin models and occluder tests run on real texture).
  */
 import { detectLandmarks, findFaces, loadFaceModels } from './detect.js';
 import { encodeImage } from './image.js';
-import type { RgbImage } from './types.js';
+import { swapLevelled } from './level.js';
+import type { Point, RgbImage } from './types.js';
 
 const SIDE = 384;
 
 /** A grey picture with a skin-coloured oval and a little deterministic texture (no face is found). */
-function syntheticPicture(): RgbImage {
-  const data = new Uint8Array(SIDE * SIDE * 3);
-  const c = SIDE / 2;
-  for (let y = 0; y < SIDE; y++) {
-    for (let x = 0; x < SIDE; x++) {
-      const inside = ((x - c) / (SIDE / 4)) ** 2 + ((y - c) / (SIDE * 0.27)) ** 2 <= 1;
+function syntheticPicture(side = SIDE): RgbImage {
+  const data = new Uint8Array(side * side * 3);
+  const c = side / 2;
+  for (let y = 0; y < side; y++) {
+    for (let x = 0; x < side; x++) {
+      const inside = ((x - c) / (side / 4)) ** 2 + ((y - c) / (side * 0.27)) ** 2 <= 1;
       const n = ((x * 7 + y * 13) % 17) - 8;
-      const o = (y * SIDE + x) * 3;
+      const o = (y * side + x) * 3;
       data[o] = (inside ? 200 : 110) + n;
       data[o + 1] = (inside ? 150 : 115) + n;
       data[o + 2] = (inside ? 125 : 120) + n;
     }
   }
-  return { data, width: SIDE, height: SIDE };
+  return { data, width: side, height: side };
 }
 
 /** Loads the models, then runs findFaces (both Tiny passes and, finding nothing, SSD), landmarks and a JPEG encode. */
@@ -36,4 +40,47 @@ export async function warmUp(): Promise<void> {
   await findFaces(picture, 0.99);
   await detectLandmarks(picture, { x: SIDE / 4, y: SIDE / 4, width: SIDE / 2, height: SIDE / 2 });
   await encodeImage(picture, 'jpeg', 90);
+  await warmSwap();
+}
+
+/**
+ * 68 landmarks of a real face (sample6's second face, slightly turned, mouth open), x and y as
+ * thousandths of the landmarks' bounding square.
+ */
+const TEMPLATE = [
+  6, 271, 31, 401, 68, 519, 123, 612, 184, 719, 254, 807, 319, 878, 405, 960, 544, 1000, 678, 946, 768, 856, 835, 775,
+  891, 663, 928, 539, 946, 420, 966, 291, 961, 155, 0, 111, 41, 59, 99, 54, 164, 70, 225, 98, 485, 73, 552, 32, 636, 1,
+  731, 0, 805, 45, 367, 256, 365, 363, 361, 459, 362, 543, 332, 585, 362, 601, 405, 609, 453, 590, 497, 577, 100, 230,
+  128, 206, 195, 206, 264, 243, 210, 268, 140, 264, 535, 225, 593, 173, 664, 167, 722, 193, 672, 231, 598, 234, 300,
+  737, 328, 714, 383, 696, 426, 698, 468, 684, 572, 704, 675, 719, 606, 809, 540, 856, 471, 872, 415, 865, 353, 826,
+  313, 741, 384, 733, 438, 733, 499, 727, 656, 722, 523, 794, 463, 809, 408, 803,
+];
+
+/** TEMPLATE as a face `face` px wide in the middle of a `side` px picture. */
+function templateFace(side: number, face: number): Point[] {
+  const o = (side - face) / 2;
+  return Array.from({ length: 68 }, (_, i) => ({
+    x: o + (TEMPLATE[2 * i]! * face) / 1000,
+    y: o + (TEMPLATE[2 * i + 1]! * face) / 1000,
+  }));
+}
+
+/**
+ * Swaps of a synthetic face (a 80 px source into a 110 px face, at the work size and brought back,
+ * and into a 60 px one), four times each: every stage of the swap runs and V8 compiles its loops
+ * before the first job. Small pictures, so about 1 s of CPU once per thread; larger or fewer
+ * swaps warmed less for the same CPU.
+ */
+export async function warmSwap(): Promise<void> {
+  const source = syntheticPicture(120);
+  const srcLm = templateFace(120, 80);
+  const opts = { blend: 'poisson' as const, colorCorrection: true };
+  for (let round = 0; round < 4; round++) {
+    for (const [side, face] of [
+      [240, 110],
+      [160, 60],
+    ] as const) {
+      await swapLevelled(syntheticPicture(side), templateFace(side, face), source, srcLm, opts);
+    }
+  }
 }

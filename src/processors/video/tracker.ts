@@ -161,13 +161,44 @@ export class FaceTracker {
     t.misses = 0;
   }
 
+  /** Detection on a key frame: continuing faces re-anchored, lost ones dropped, new ones admitted. */
   private async keyFrame(frame: RgbImage): Promise<void> {
     const picking = this.cfg.indices !== undefined && this.tracks.length === 0;
     const found =
       picking && this.deps.detectPrecise ? await this.deps.detectPrecise(frame) : await this.deps.detect(frame);
     if (found.length > 0) this.sawFace = true;
+    const usedF = this.continueTracks(found);
+    const fresh = found.filter((_, i) => !usedF.has(i));
+    if (fresh.length === 0) return;
+    if (picking) {
+      // The faces at the given indices of the first frame with a face, left to right as face-detect orders them.
+      const picked = pickByIndex(
+        leftToRight(fresh),
+        this.cfg.indices!,
+        'input.target',
+        ' on the first frame with a face',
+      );
+      for (const f of picked) this.newTrack(f).descriptor = await this.descriptorOf(frame, f.landmarks);
+      return;
+    }
+    if (this.cfg.mode === 'largest' && this.tracks.length === 0 && !this.cfg.indices) {
+      // The largest face where faces first appear becomes the person followed through the video.
+      this.newTrack(fresh[0]!).descriptor = await this.descriptorOf(frame, fresh[0]!.landmarks);
+      return;
+    }
+    if (!this.wantsFaces()) return;
+    const descriptors: Float32Array[] = [];
+    for (const f of fresh) descriptors.push(await this.descriptorOf(frame, f.landmarks));
+    if (this.cfg.mode === 'reference') this.admitReference(fresh, descriptors);
+    else this.admitKnownOrNew(fresh, descriptors);
+  }
+
+  /**
+   * Matches the active tracks to this key frame's detections (greedy, by overlap of the boxes); a
+   * track missing twice in a row is dropped. Returns the indices of the detections taken.
+   */
+  private continueTracks(found: readonly FoundFace[]): Set<number> {
     const active = this.tracks.filter((t) => t.active);
-    // Continuing faces: greedy matching by overlap of the detector's box and the tracked face's box.
     const pairs: { t: Track; f: number; o: number }[] = [];
     for (const t of active) {
       const tb = boxFrom(t.raw, t.boxRel);
@@ -196,52 +227,34 @@ export class FaceTracker {
         t.filter.reset();
       }
     }
-    const fresh = found.map((f, i) => ({ f, i })).filter(({ i }) => !usedF.has(i));
-    if (fresh.length === 0) return;
+    return usedF;
+  }
 
-    const { mode } = this.cfg;
-    if (picking) {
-      // The faces at the given indices of the first frame with a face, left to right as face-detect orders them.
-      const picked = pickByIndex(
-        leftToRight(fresh.map(({ f }) => f)),
-        this.cfg.indices!,
-        'input.target',
-        ' on the first frame with a face',
-      );
-      for (const f of picked) this.newTrack(f).descriptor = await this.descriptorOf(frame, f.landmarks);
-      return;
+  /** Whether new faces of a key frame are looked at (descriptors are dear). */
+  private wantsFaces(): boolean {
+    if (this.cfg.indices) return this.tracks.some((t) => !t.active);
+    if (this.cfg.mode === 'all') return this.tracks.length < this.cfg.maxFaces || this.tracks.some((t) => !t.active);
+    return this.tracks.every((t) => !t.active);
+  }
+
+  /** `reference`: the fresh face nearest the reference descriptor, if near enough, is the one track. */
+  private admitReference(fresh: readonly FoundFace[], descriptors: readonly Float32Array[]): void {
+    let best = -1;
+    let bestD = Infinity;
+    descriptors.forEach((d, k) => {
+      const dist = descriptorDistance(this.cfg.reference!, d);
+      if (dist < bestD) [best, bestD] = [k, dist];
+    });
+    this.closestReference = Math.min(this.closestReference, bestD);
+    if (best >= 0 && bestD <= this.cfg.matchThreshold) {
+      const t = this.tracks[0] ?? this.newTrack(fresh[best]!);
+      this.activate(t, fresh[best]!);
     }
-    if (mode === 'largest' && this.tracks.length === 0 && !this.cfg.indices) {
-      // The largest face where faces first appear becomes the person followed through the video.
-      const f = fresh[0]!.f;
-      const t = this.newTrack(f);
-      t.descriptor = await this.descriptorOf(frame, f.landmarks);
-      return;
-    }
-    const wanted = this.cfg.indices
-      ? this.tracks.some((t) => !t.active)
-      : mode === 'all'
-        ? this.tracks.length < this.cfg.maxFaces || this.tracks.some((t) => !t.active)
-        : this.tracks.every((t) => !t.active);
-    if (!wanted) return;
-    const descriptors: Float32Array[] = [];
-    for (const { f } of fresh) descriptors.push(await this.descriptorOf(frame, f.landmarks));
-    if (mode === 'reference') {
-      let best = -1;
-      let bestD = Infinity;
-      descriptors.forEach((d, k) => {
-        const dist = descriptorDistance(this.cfg.reference!, d);
-        if (dist < bestD) [best, bestD] = [k, dist];
-      });
-      this.closestReference = Math.min(this.closestReference, bestD);
-      if (best >= 0 && bestD <= this.cfg.matchThreshold) {
-        const t = this.tracks[0] ?? this.newTrack(fresh[best]!.f);
-        this.activate(t, fresh[best]!.f);
-      }
-      return;
-    }
-    // `largest` (its one person came back?) and `all` (a known face came back, or a new one).
-    fresh.forEach(({ f }, k) => {
+  }
+
+  /** `largest` (its one person came back?) and `all` (a known face came back, or a new one). */
+  private admitKnownOrNew(fresh: readonly FoundFace[], descriptors: readonly Float32Array[]): void {
+    fresh.forEach((f, k) => {
       const d = descriptors[k]!;
       let match: Track | undefined;
       let matchD = this.cfg.matchThreshold;
@@ -251,7 +264,7 @@ export class FaceTracker {
         if (dist <= matchD) [match, matchD] = [t, dist];
       }
       if (match) this.activate(match, f);
-      else if (mode === 'all' && this.tracks.length < this.cfg.maxFaces) this.newTrack(f).descriptor = d;
+      else if (this.cfg.mode === 'all' && this.tracks.length < this.cfg.maxFaces) this.newTrack(f).descriptor = d;
     });
   }
 
