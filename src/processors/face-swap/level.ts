@@ -8,7 +8,7 @@ import { composite } from './blend.js';
 import { boundingRegion, extents, type Region } from './geometry.js';
 import { DEFAULT_TUNING, extendForehead, sharpenToMatch, swapFace, type SwapOptions } from './swap.js';
 import type { Point, RgbImage } from './types.js';
-import { cubicWeights } from './warp.js';
+import { sampleBicubic } from './warp.js';
 
 /** A square crop of an image, rotated by `angle` about the crop's centre `c` (image pixels). */
 export interface LevelFrame {
@@ -62,41 +62,6 @@ export function toLevel(f: LevelFrame, p: Point): Point {
   return { x: h + cos * x + sin * y, y: h - sin * x + cos * y };
 }
 
-/** Bicubic sample of `img` at (x, y) (pixel centres at +0.5, edges replicated) into out[o..o+2]. */
-function sampleCubic(
-  img: RgbImage,
-  x: number,
-  y: number,
-  wx: Float64Array,
-  wy: Float64Array,
-  out: Uint8Array | Float32Array,
-  o: number,
-): void {
-  const fx = x - 0.5;
-  const fy = y - 0.5;
-  const ix = Math.floor(fx);
-  const iy = Math.floor(fy);
-  cubicWeights(fx - ix, wx);
-  cubicWeights(fy - iy, wy);
-  let r = 0;
-  let g = 0;
-  let b = 0;
-  for (let j = 0; j < 4; j++) {
-    const yy = Math.min(img.height - 1, Math.max(0, iy - 1 + j));
-    for (let i = 0; i < 4; i++) {
-      const xx = Math.min(img.width - 1, Math.max(0, ix - 1 + i));
-      const w = wx[i]! * wy[j]!;
-      const s = (yy * img.width + xx) * 3;
-      r += w * img.data[s]!;
-      g += w * img.data[s + 1]!;
-      b += w * img.data[s + 2]!;
-    }
-  }
-  out[o] = r;
-  out[o + 1] = g;
-  out[o + 2] = b;
-}
-
 /**
  * A level crop around the face at `lm` (and `reach`, points that must fit in it, e.g. the forehead),
  * with room around them for the swap's margins.
@@ -116,7 +81,7 @@ export function levelFrame(img: RgbImage, lm: readonly Point[], reach: readonly 
   for (let y = 0; y < side; y++) {
     for (let x = 0; x < side; x++) {
       const p = fromLevel(f, { x: x + 0.5, y: y + 0.5 });
-      sampleCubic(img, p.x, p.y, wx, wy, px, 0);
+      sampleBicubic(img, p.x - 0.5, p.y - 0.5, wx, wy, px, 0);
       const o = (y * side + x) * 3;
       // Uint8ClampedArray semantics by hand: the crop is a plain RgbImage.
       for (let k = 0; k < 3; k++) image.data[o + k] = Math.min(255, Math.max(0, Math.round(px[k]!)));
@@ -171,7 +136,7 @@ export function unlevel(
       if (a <= 0) continue;
       any = true;
       out[y * w + x] = Math.min(1, a);
-      sampleCubic(f.image, q.x, q.y, wx, wy, face, (y * w + x) * 3);
+      sampleBicubic(f.image, q.x - 0.5, q.y - 0.5, wx, wy, face, (y * w + x) * 3);
     }
   }
   return any ? { region, face, alpha: out } : undefined;

@@ -182,16 +182,20 @@ export function dilate(mask: Uint8Array, w: number, h: number): Uint8Array {
   return out;
 }
 
+/** Known pixels a fill's box needs at most (fewer while the box is small). */
+const MIN_KNOWN = 64;
+
 /**
- * Fills (in place) the pixels where `hole` is set with the mean of the known (covered, not hole)
- * pixels in the smallest box around each that holds enough of them: the colour of the skin right
- * around the hole, with no texture of its own. One summed-area table; each pass only visits the
- * pixels still unfilled, with a box twice as large.
+ * Fills (in place) the pixels where `hole` is set with the mean of the `known` pixels (not in the
+ * hole) in the smallest box around each that holds enough of them (a quarter of the box, or MIN_KNOWN: two
+ * stray pixels of hair next to a lock filled it black): the colour of the skin right around the
+ * hole, with no texture of its own. One summed-area table; each pass only visits the pixels still
+ * unfilled, with a box twice as large.
  */
 export function fillFromSurroundings(
   lab: Float32Array,
   hole: Uint8Array,
-  covered: Uint8Array,
+  known: Uint8Array,
   w: number,
   h: number,
 ): void {
@@ -200,7 +204,7 @@ export function fillFromSurroundings(
   for (let y = 0; y < h; y++) {
     for (let x = 0; x < w; x++) {
       const i = y * w + x;
-      const k = covered[i] && !hole[i] ? 1 : 0;
+      const k = known[i] && !hole[i] ? 1 : 0;
       const o = ((y + 1) * W + x + 1) * 4;
       const up = (y * W + x + 1) * 4;
       const left = ((y + 1) * W + x) * 4;
@@ -212,9 +216,9 @@ export function fillFromSurroundings(
     }
   }
   let count = 0;
-  for (let i = 0; i < w * h; i++) if (hole[i] && covered[i]) count++;
+  for (let i = 0; i < w * h; i++) if (hole[i]) count++;
   let todo = ints(count);
-  for (let i = 0, k = 0; i < w * h; i++) if (hole[i] && covered[i]) todo[k++] = i;
+  for (let i = 0, k = 0; i < w * h; i++) if (hole[i]) todo[k++] = i;
   for (let r = 2; todo.length > 0 && r < 2 * Math.max(w, h); r *= 2) {
     // Still unfilled pixels move to the front of `todo` (no closures or arrays per pixel).
     let left = 0;
@@ -227,8 +231,8 @@ export function fillFromSurroundings(
       const c = (Math.max(0, y - r) * W + Math.min(w, x + r + 1)) * 4; // top right
       const d = (Math.max(0, y - r) * W + Math.max(0, x - r)) * 4; // top left
       const n = sat[a + 3]! - sat[b + 3]! - sat[c + 3]! + sat[d + 3]!;
-      // Enough known pixels for a mean that is not one stray pixel's colour.
-      if (n < r) {
+      // Enough known pixels for a mean that is not a few stray pixels' colour.
+      if (n < Math.min(r * r, MIN_KNOWN)) {
         todo[left++] = i;
         continue;
       }

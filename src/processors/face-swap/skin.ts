@@ -1,13 +1,10 @@
 /**
- * What in the face region is skin, what is an occluder, and how the target's light differs from the
- * source's. Three pieces, all in CIELAB, all on CPU:
+ * What in the face region is skin, and how the target's light differs from the source's (which
+ * non-skin is an occluder: occlusion.ts). All in CIELAB, all on CPU:
  *
  * - A skin-colour model per face (robust mean and covariance of a/b, plus a lenient lightness band),
  *   fitted on the face's cheeks, forehead and chin (eyes, brows and mouth left out).
- * - Occlusion: non-skin pixels of the target face that belong to something entering the face from
- *   outside (hair, a bar, a shoulder, glasses frames, a microphone) are kept. They are told apart from
- *   the face's own non-skin parts (lips, eyes, brows, make-up) by connectivity: an occluder's
- *   connected non-skin component reaches the face outline and covers skin outside the feature zones.
+ * - Occlusion's soft edge (softenMask).
  * - Lighting: a low-order polynomial surface fitted (robustly) to target − source over skin. It
  *   follows a side light or a colour cast across the face, and cannot reproduce the shape of the
  *   target's lips, lids or brows, so none of them is carried into the new face.
@@ -118,155 +115,6 @@ export function nonSkinMask(lab: Float32Array, use: Uint8Array, m: SkinModel): U
   return out;
 }
 
-/** Largest colour step (ΔE², between 4-neighbours) inside one non-skin region. */
-const STEP_DELTA_E2 = 12 * 12;
-/** Occluders smaller than this (fraction of the face size squared, outside the feature zones) are ignored. */
-const MIN_OCCLUDER_AREA = 0.004;
-/** An occluder is kept inside the inner face only when it covers this much of it. */
-const INNER_COVER = 0.03;
-/** ...or spans this much of the face size inside it. */
-const INNER_SPAN = 0.5;
-/** An occluder also hides a feature zone when it covers at least this much of the zone... */
-const ZONE_COVER = 0.3;
-/** ...and only its pixels there within this colour distance (ΔE) of the occluder's colour outside the zones. */
-const ZONE_DELTA_E = 14;
-
-/**
- * The occluded pixels of the target face: 1 where something in front of the face must be kept.
- *
- * `nonSkin` is the target's non-skin mask over the face, `edge` marks pixels at the face outline (where
- * anything in front of the face enters it), `zoneOf` gives each pixel's feature zone (0: none, 1..n:
- * eyes, brows, mouth, grown by a margin). A connected non-skin component is an occluder when it
- * reaches the outline and covers enough area outside the zones; it enters the inner face (`inner`: brows
- * to mouth, grown) only when it covers a good part of its core (`innerCore`: the landmarks' hull); inside a
- * zone it hides the zone only
- * where it covers nearly all of it in its own colour (a bar across the mouth), so a brow or an eye
- * that merely touches hair at the temple is still replaced. `anywhere`: wherever such a component
- * reaches, inside zones by colour only (for the source face, whose hair over a brow end must not
- * be carried into the target; a brow left a little short is the lesser harm).
- */
-export function occlusionMask(
-  nonSkin: Uint8Array,
-  edge: Uint8Array,
-  zoneOf: Uint8Array,
-  inner: Uint8Array,
-  innerCore: Uint8Array,
-  lab: Float32Array,
-  w: number,
-  h: number,
-  faceSize: number,
-  anywhere = false,
-): Uint8Array {
-  let innerArea = 0;
-  for (let i = 0; i < innerCore.length; i++) innerArea += innerCore[i]!;
-  const n = w * h;
-  const label = ints(n).fill(-1);
-  const queue = ints(n);
-  const occluded = bytes(n);
-  const zoneArea = new Map<number, number>();
-  for (let i = 0; i < n; i++) if (zoneOf[i]) zoneArea.set(zoneOf[i]!, (zoneArea.get(zoneOf[i]!) ?? 0) + 1);
-  const minArea = MIN_OCCLUDER_AREA * faceSize * faceSize;
-  let comp = 0;
-  for (let s = 0; s < n; s++) {
-    if (!nonSkin[s] || label[s]! >= 0) continue;
-    // Flood fill (4-connected) of one component, remembering its pixels in queue[start..end).
-    let head = 0;
-    let tail = 0;
-    queue[tail++] = s;
-    label[s] = comp;
-    let touches = false;
-    let outside = 0;
-    let ml = 0;
-    let ma = 0;
-    let mb = 0;
-    while (head < tail) {
-      const i = queue[head++]!;
-      // The outline next to a brow or an eye does not count: a brow reaching it is still a brow.
-      if (edge[i] && (anywhere || !zoneOf[i])) touches = true;
-      if (anywhere || !zoneOf[i]) {
-        outside++;
-        ml += lab[i * 3]!;
-        ma += lab[i * 3 + 1]!;
-        mb += lab[i * 3 + 2]!;
-      }
-      const x = i % w;
-      const y = (i - x) / w;
-      // Neighbours join when they are non-skin too and of a similar colour: blue eye shadow touching
-      // dark hair at the temple stays a region of its own.
-      const li = lab[i * 3]!;
-      const ai = lab[i * 3 + 1]!;
-      const bi = lab[i * 3 + 2]!;
-      for (let k = 0; k < 4; k++) {
-        let j: number;
-        if (k === 0) {
-          if (x === 0) continue;
-          j = i - 1;
-        } else if (k === 1) {
-          if (x === w - 1) continue;
-          j = i + 1;
-        } else if (k === 2) {
-          if (y === 0) continue;
-          j = i - w;
-        } else {
-          if (y === h - 1) continue;
-          j = i + w;
-        }
-        if (!nonSkin[j] || label[j]! >= 0) continue;
-        const dl = lab[j * 3]! - li;
-        const da = lab[j * 3 + 1]! - ai;
-        const db = lab[j * 3 + 2]! - bi;
-        if (dl * dl + da * da + db * db >= STEP_DELTA_E2) continue;
-        label[j] = comp;
-        queue[tail++] = j;
-      }
-    }
-    comp++;
-    if (!touches || outside < minArea) continue;
-    ml /= outside;
-    ma /= outside;
-    mb /= outside;
-    // How much of each zone, and of the inner face, this component covers.
-    const cover = new Map<number, number>();
-    let inInner = 0;
-    let x0 = w;
-    let x1 = -1;
-    let y0 = h;
-    let y1 = -1;
-    for (let k = 0; k < tail; k++) {
-      const i = queue[k]!;
-      const z = zoneOf[i]!;
-      if (z) cover.set(z, (cover.get(z) ?? 0) + 1);
-      inInner += innerCore[i]!;
-      if (inner[i]) {
-        const x = i % w;
-        const y = (i - x) / w;
-        if (x < x0) x0 = x;
-        if (x > x1) x1 = x;
-        if (y < y0) y0 = y;
-        if (y > y1) y1 = y;
-      }
-    }
-    // Into the inner face (brows to mouth) only something that really crosses it (covers part of
-    // the landmarks' hull, or spans half the face inside it): a strand of hair that merely touches
-    // a brow's end does not make the brow an occluder.
-    const crosses =
-      anywhere || inInner >= INNER_COVER * innerArea || Math.max(x1 - x0, y1 - y0) >= INNER_SPAN * faceSize;
-    for (let k = 0; k < tail; k++) {
-      const i = queue[k]!;
-      if (inner[i] && !crosses) continue;
-      const z = zoneOf[i]!;
-      if (!z) {
-        occluded[i] = 1;
-        continue;
-      }
-      if (!anywhere && cover.get(z)! < ZONE_COVER * zoneArea.get(z)!) continue;
-      const dE = Math.hypot(lab[i * 3]! - ml, lab[i * 3 + 1]! - ma, lab[i * 3 + 2]! - mb);
-      if (dE < ZONE_DELTA_E) occluded[i] = 1;
-    }
-  }
-  return occluded;
-}
-
 /**
  * Soft occlusion weight 0..1 from a binary mask: grown by one pixel (the occluder's anti-aliased
  * edge stays the target's), then two 3x3 box blurs, so the new face meets the occluder over ~2 px.
@@ -316,6 +164,134 @@ function solve(A: Float64Array, b: Float64Array, n: number): Float64Array {
   return x;
 }
 
+/** Monomials of one polynomial surface over a w × h plane, with per-column and per-row powers (no pow() per pixel). */
+interface PolyBasis {
+  /** Number of terms, and degree + 1. */
+  m: number;
+  d1: number;
+  /** Powers of the normalised x per column, and of y per row (d1 each). */
+  up: Float64Array;
+  vp: Float64Array;
+  /** Exponents of x and of y of each term. */
+  ti: Int32Array;
+  tj: Int32Array;
+  /** The terms at the last `fillBasis` pixel. */
+  basis: Float64Array;
+}
+
+function polyBasis(w: number, h: number, deg: number): PolyBasis {
+  const cx = w / 2;
+  const cy = h / 2;
+  const s = 2 / Math.max(w, h);
+  const T = terms(deg);
+  const d1 = deg + 1;
+  const up = new Float64Array(w * d1);
+  const vp = new Float64Array(h * d1);
+  for (let x = 0; x < w; x++) for (let k = 0; k <= deg; k++) up[x * d1 + k] = ((x - cx) * s) ** k;
+  for (let y = 0; y < h; y++) for (let k = 0; k <= deg; k++) vp[y * d1 + k] = ((y - cy) * s) ** k;
+  const ti = Int32Array.from(T, (t) => t[0]);
+  const tj = Int32Array.from(T, (t) => t[1]);
+  return { m: T.length, d1, up, vp, ti, tj, basis: new Float64Array(T.length) };
+}
+
+/** The basis at (x, y); returns the surface `coef` there (0 when not given). */
+function fillBasis(B: PolyBasis, x: number, y: number, coef?: Float64Array): number {
+  for (let k = 0; k < B.m; k++) B.basis[k] = B.up[x * B.d1 + B.ti[k]!]! * B.vp[y * B.d1 + B.tj[k]!]!;
+  let f = 0;
+  if (coef) for (let k = 0; k < B.m; k++) f += coef[k]! * B.basis[k]!;
+  return f;
+}
+
+/** One channel's difference dst − src and where it is fitted (weight > 0), sampled every `step` px. */
+interface SurfaceData {
+  src: Float32Array;
+  dst: Float32Array;
+  weight: Float32Array;
+  channel: number;
+  w: number;
+  h: number;
+  step: number;
+}
+
+/**
+ * Weighted least-squares fit of the surface to the data's difference, leaving out samples more than
+ * `cut` off `prev` (when given). Returns the coefficients (undefined: nothing to fit) and, on a first
+ * pass, the raw differences of the samples used (for the robust spread).
+ */
+function fitPass(
+  B: PolyBasis,
+  D: SurfaceData,
+  prev?: { coef: Float64Array; cut: number },
+): { coef: Float64Array; diffs: Float64Array } | undefined {
+  const { m } = B;
+  const A = new Float64Array(m * m);
+  const b = new Float64Array(m);
+  const diffs = new Float64Array(prev ? 0 : Math.ceil(D.h / D.step) * Math.ceil(D.w / D.step));
+  let nres = 0;
+  for (let y = 0; y < D.h; y += D.step) {
+    for (let x = 0; x < D.w; x += D.step) {
+      const i = y * D.w + x;
+      const wt = D.weight[i]!;
+      if (wt <= 0) continue;
+      const d = D.dst[i * 3 + D.channel]! - D.src[i * 3 + D.channel]!;
+      const f = fillBasis(B, x, y, prev?.coef);
+      if (prev && Math.abs(d - f) > prev.cut) continue;
+      for (let r = 0; r < m; r++) {
+        const br = B.basis[r]! * wt;
+        b[r] = b[r]! + br * d;
+        for (let k = r; k < m; k++) A[r * m + k] = A[r * m + k]! + br * B.basis[k]!;
+      }
+      if (!prev) diffs[nres++] = d;
+    }
+  }
+  for (let r = 0; r < m; r++) for (let k = 0; k < r; k++) A[r * m + k] = A[k * m + r]!;
+  if (A[0]! <= 0) return undefined;
+  return { coef: solve(A, b, m), diffs: diffs.subarray(0, nres) };
+}
+
+/** Robust fit: once, then again without the samples more than 2.5 robust spreads off the first fit. */
+function fitSurface(B: PolyBasis, D: SurfaceData): Float64Array | undefined {
+  const first = fitPass(B, D);
+  if (!first) return undefined;
+  const res = first.diffs;
+  let k = 0;
+  for (let y = 0; y < D.h; y += D.step) {
+    for (let x = 0; x < D.w; x += D.step) {
+      if (D.weight[y * D.w + x]! <= 0) continue;
+      res[k] = Math.abs(res[k]! - fillBasis(B, x, y, first.coef));
+      k++;
+    }
+  }
+  const cut = Math.max(2.5 * 1.4826 * (res.length ? medianInPlace(res) : 0), 3);
+  return fitPass(B, D, { coef: first.coef, cut })?.coef;
+}
+
+/** Adds the surface to `lab`'s channel where `use` is set. */
+function addSurface(
+  B: PolyBasis,
+  coef: Float64Array,
+  lab: Float32Array,
+  c: number,
+  use: Uint8Array,
+  w: number,
+  h: number,
+) {
+  // f(x, y) = Σ_i u^i (Σ_j c_ij v^j): per row a polynomial in u, so a few multiply-adds per pixel.
+  const { d1, up, vp, ti, tj } = B;
+  const rowCoef = new Float64Array(d1);
+  for (let y = 0; y < h; y++) {
+    rowCoef.fill(0);
+    for (let k = 0; k < B.m; k++) rowCoef[ti[k]!] = rowCoef[ti[k]!]! + coef[k]! * vp[y * d1 + tj[k]!]!;
+    for (let x = 0; x < w; x++) {
+      const i = y * w + x;
+      if (!use[i]) continue;
+      let f = 0;
+      for (let q = 0; q < d1; q++) f += rowCoef[q]! * up[x * d1 + q]!;
+      lab[i * 3 + c] = lab[i * 3 + c]! + f;
+    }
+  }
+}
+
 /**
  * Lighting transfer: adds to `srcLab` (in place, where `use` is set) a smooth surface fitted to
  * dst − src over the pixels with weight > 0: a polynomial of `degrees[c]` in x and y per channel,
@@ -333,86 +309,12 @@ export function transferLighting(
   degrees: readonly [number, number, number],
   step = 2,
 ): void {
-  const cx = w / 2;
-  const cy = h / 2;
-  const s = 2 / Math.max(w, h);
   for (let c = 0; c < 3; c++) {
     if (degrees[c]! < 0) continue; // that channel is not corrected here
-    const T = terms(degrees[c]!);
-    const m = T.length;
-    const deg = degrees[c]!;
-    const basis = new Float64Array(m);
-    // Powers of the normalised coordinates per column and per row, so no pow() per pixel.
-    const up = new Float64Array(w * (deg + 1));
-    const vp = new Float64Array(h * (deg + 1));
-    for (let x = 0; x < w; x++) for (let k = 0; k <= deg; k++) up[x * (deg + 1) + k] = ((x - cx) * s) ** k;
-    for (let y = 0; y < h; y++) for (let k = 0; k <= deg; k++) vp[y * (deg + 1) + k] = ((y - cy) * s) ** k;
-    const ti = Int32Array.from(T, (t) => t[0]);
-    const tj = Int32Array.from(T, (t) => t[1]);
-    const d1 = deg + 1;
-    function fill(x: number, y: number): void {
-      for (let k = 0; k < m; k++) basis[k] = up[x * d1 + ti[k]!]! * vp[y * d1 + tj[k]!]!;
-    }
-    let coef: Float64Array = new Float64Array(m);
-    let cut = Infinity;
-    for (let pass = 0; pass < 2; pass++) {
-      const A = new Float64Array(m * m);
-      const b = new Float64Array(m);
-      const residuals = pass === 0 ? new Float64Array(Math.ceil(h / step) * Math.ceil(w / step)) : undefined;
-      let nres = 0;
-      for (let y = 0; y < h; y += step) {
-        for (let x = 0; x < w; x += step) {
-          const i = y * w + x;
-          const wt = weight[i]!;
-          if (wt <= 0) continue;
-          const d = dstLab[i * 3 + c]! - srcLab[i * 3 + c]!;
-          fill(x, y);
-          if (pass === 1) {
-            let f = 0;
-            for (let k = 0; k < m; k++) f += coef[k]! * basis[k]!;
-            if (Math.abs(d - f) > cut) continue;
-          }
-          for (let r = 0; r < m; r++) {
-            const br = basis[r]! * wt;
-            b[r] = b[r]! + br * d;
-            for (let k = r; k < m; k++) A[r * m + k] = A[r * m + k]! + br * basis[k]!;
-          }
-          if (residuals) residuals[nres++] = d;
-        }
-      }
-      for (let r = 0; r < m; r++) for (let k = 0; k < r; k++) A[r * m + k] = A[k * m + r]!;
-      if (A[0]! <= 0) return;
-      coef = solve(A, b, m);
-      if (pass === 0) {
-        // Robust spread of the residuals of the first fit.
-        const res = residuals!.subarray(0, nres);
-        let k = 0;
-        for (let y = 0; y < h; y += step) {
-          for (let x = 0; x < w; x += step) {
-            const i = y * w + x;
-            if (weight[i]! <= 0) continue;
-            fill(x, y);
-            let f = 0;
-            for (let q = 0; q < m; q++) f += coef[q]! * basis[q]!;
-            res[k] = Math.abs(res[k]! - f);
-            k++;
-          }
-        }
-        cut = Math.max(2.5 * 1.4826 * (res.length ? medianInPlace(res) : 0), 3);
-      }
-    }
-    // f(x, y) = Σ_i u^i (Σ_j c_ij v^j): per row a polynomial in u, so a few multiply-adds per pixel.
-    const rowCoef = new Float64Array(d1);
-    for (let y = 0; y < h; y++) {
-      rowCoef.fill(0);
-      for (let k = 0; k < m; k++) rowCoef[ti[k]!] = rowCoef[ti[k]!]! + coef[k]! * vp[y * d1 + tj[k]!]!;
-      for (let x = 0; x < w; x++) {
-        const i = y * w + x;
-        if (!use[i]) continue;
-        let f = 0;
-        for (let q = 0; q < d1; q++) f += rowCoef[q]! * up[x * d1 + q]!;
-        srcLab[i * 3 + c] = srcLab[i * 3 + c]! + f;
-      }
-    }
+    const B = polyBasis(w, h, degrees[c]!);
+    const coef = fitSurface(B, { src: srcLab, dst: dstLab, weight, channel: c, w, h, step });
+    // Nothing to fit: the original returned here, leaving this and later channels alone.
+    if (!coef) return;
+    addSurface(B, coef, srcLab, c, use, w, h);
   }
 }

@@ -41,28 +41,9 @@ export function upsampleFace(
   // Per output column, once: its taps and weights (every row uses the same).
   const col = columnTaps(W, kx, rl, rw);
   const opaque = opaqueBlocks(ra, rw, rh);
-  // Bicubic is separable: each small row is interpolated along x once (into a ring of the 4 rows a
-  // full row needs), then each full pixel combines 4 of those instead of 16 taps.
-  const ring = Array.from({ length: 4 }, () => floats(W * 3));
-  const ringRow = new Int32Array(4).fill(-1);
-  const rowAlongX = (j: number): Float32Array => {
-    const h = ring[j & 3]!;
-    if (ringRow[j & 3] === j) return h;
-    ringRow[j & 3] = j;
-    for (let x = 0; x < W; x++) {
-      if (!col.cubic[x]) continue;
-      const q = (j * rw + col.x0[x]! - 1) * 3;
-      const w0 = col.cw[x * 4]!;
-      const w1 = col.cw[x * 4 + 1]!;
-      const w2 = col.cw[x * 4 + 2]!;
-      const w3 = col.cw[x * 4 + 3]!;
-      for (let c = 0; c < 3; c++) {
-        h[x * 3 + c] = w0 * rf[q + c]! + w1 * rf[q + 3 + c]! + w2 * rf[q + 6 + c]! + w3 * rf[q + 9 + c]!;
-      }
-    }
-    return h;
-  };
+  const rowAlongX = rowsAlongX(rf, rw, W, col);
   const cy = new Float64Array(4);
+  const out = { face, alpha };
   for (let y = 0; y < S.height; y++) {
     const v = (y + 0.5) / ky - 0.5 - rt;
     if (v <= -1 || v >= rh) continue;
@@ -73,6 +54,7 @@ export function upsampleFace(
     const wy0 = y0 < 0 ? 0 : 1 - fy;
     const wy1 = y0 + 1 >= rh ? 0 : fy;
     const rowsIn = y0 >= 1 && y0 + 2 < rh;
+    const rows = { ya, yb, wy0, wy1 };
     let h0: Float32Array | undefined;
     let h1: Float32Array | undefined;
     let h2: Float32Array | undefined;
@@ -97,28 +79,75 @@ export function upsampleFace(
         }
         continue;
       }
-      const xa = col.xa[x]!;
-      const xb = col.xb[x]!;
-      const wx0 = col.wx0[x]!;
-      const wx1 = col.wx1[x]!;
-      const i00 = ya * rw + xa;
-      const i01 = ya * rw + xb;
-      const i10 = yb * rw + xa;
-      const i11 = yb * rw + xb;
-      const w00 = wx0 * wy0 * ra[i00]!;
-      const w01 = wx1 * wy0 * ra[i01]!;
-      const w10 = wx0 * wy1 * ra[i10]!;
-      const w11 = wx1 * wy1 * ra[i11]!;
-      const a = w00 + w01 + w10 + w11;
-      if (a <= 0) continue;
-      alpha[o] = a;
-      for (let c = 0; c < 3; c++) {
-        face[o * 3 + c] =
-          (w00 * rf[i00 * 3 + c]! + w01 * rf[i01 * 3 + c]! + w10 * rf[i10 * 3 + c]! + w11 * rf[i11 * 3 + c]!) / a;
-      }
+      premultipliedBilinear(r, col, x, rows, out, o);
     }
   }
   return { face, alpha };
+}
+
+type Columns = ReturnType<typeof columnTaps>;
+
+/**
+ * Bicubic is separable: each small row is interpolated along x once (into a ring of the 4 rows a
+ * full row needs), then each full pixel combines 4 of those instead of 16 taps. Returns small row
+ * j interpolated at every output column (valid until 4 other rows have been asked for).
+ */
+function rowsAlongX(rf: Float32Array, rw: number, W: number, col: Columns): (j: number) => Float32Array {
+  const ring = Array.from({ length: 4 }, () => floats(W * 3));
+  const ringRow = new Int32Array(4).fill(-1);
+  return (j) => {
+    const h = ring[j & 3]!;
+    if (ringRow[j & 3] === j) return h;
+    ringRow[j & 3] = j;
+    for (let x = 0; x < W; x++) {
+      if (!col.cubic[x]) continue;
+      const q = (j * rw + col.x0[x]! - 1) * 3;
+      const w0 = col.cw[x * 4]!;
+      const w1 = col.cw[x * 4 + 1]!;
+      const w2 = col.cw[x * 4 + 2]!;
+      const w3 = col.cw[x * 4 + 3]!;
+      for (let c = 0; c < 3; c++) {
+        h[x * 3 + c] = w0 * rf[q + c]! + w1 * rf[q + 3 + c]! + w2 * rf[q + 6 + c]! + w3 * rf[q + 9 + c]!;
+      }
+    }
+    return h;
+  };
+}
+
+/**
+ * Output pixel `o` (column x) near the face's edge: bilinear over the small rows ya/yb (weights
+ * wy0/wy1) with colour premultiplied by alpha, so the uncovered surroundings never bleed in.
+ */
+function premultipliedBilinear(
+  r: Rendered,
+  col: Columns,
+  x: number,
+  rows: { ya: number; yb: number; wy0: number; wy1: number },
+  out: { face: Float32Array; alpha: Float32Array },
+  o: number,
+): void {
+  const { width: rw } = r.region;
+  const ra = r.alpha;
+  const rf = r.face;
+  const xa = col.xa[x]!;
+  const xb = col.xb[x]!;
+  const wx0 = col.wx0[x]!;
+  const wx1 = col.wx1[x]!;
+  const i00 = rows.ya * rw + xa;
+  const i01 = rows.ya * rw + xb;
+  const i10 = rows.yb * rw + xa;
+  const i11 = rows.yb * rw + xb;
+  const w00 = wx0 * rows.wy0 * ra[i00]!;
+  const w01 = wx1 * rows.wy0 * ra[i01]!;
+  const w10 = wx0 * rows.wy1 * ra[i10]!;
+  const w11 = wx1 * rows.wy1 * ra[i11]!;
+  const a = w00 + w01 + w10 + w11;
+  if (a <= 0) return;
+  out.alpha[o] = a;
+  for (let c = 0; c < 3; c++) {
+    out.face[o * 3 + c] =
+      (w00 * rf[i00 * 3 + c]! + w01 * rf[i01 * 3 + c]! + w10 * rf[i10 * 3 + c]! + w11 * rf[i11 * 3 + c]!) / a;
+  }
 }
 
 /** Per output column: the small column left of it, bilinear taps and weights, Catmull-Rom weights. */

@@ -37,6 +37,58 @@ export function cubicWeights(t: number, w: Float64Array): void {
 }
 
 /**
+ * Catmull-Rom (4x4 taps, edges replicated) sample of `img` at index-space position (x, y) (pixel
+ * centre - 0.5) into out[o..o+2], unclamped. `wx`, `wy`: 4-element scratch for the weights.
+ */
+export function sampleBicubic(
+  img: RgbImage,
+  x: number,
+  y: number,
+  wx: Float64Array,
+  wy: Float64Array,
+  out: Float32Array | Uint8Array,
+  o: number,
+): void {
+  const { width: w, height: h, data } = img;
+  const ix = Math.floor(x);
+  const iy = Math.floor(y);
+  cubicWeights(x - ix, wx);
+  cubicWeights(y - iy, wy);
+  let r = 0;
+  let g = 0;
+  let b = 0;
+  for (let j = 0; j < 4; j++) {
+    const row = Math.min(h - 1, Math.max(0, iy - 1 + j)) * w;
+    for (let i = 0; i < 4; i++) {
+      const k = wx[i]! * wy[j]!;
+      const q = (row + Math.min(w - 1, Math.max(0, ix - 1 + i))) * 3;
+      r += data[q]! * k;
+      g += data[q + 1]! * k;
+      b += data[q + 2]! * k;
+    }
+  }
+  out[o] = r;
+  out[o + 1] = g;
+  out[o + 2] = b;
+}
+
+/** Bilinear sample of `img` at index-space (x, y), inside [0, width-1] x [0, height-1], into out[o..o+2]. */
+function sampleBilinear(img: RgbImage, x: number, y: number, out: Float32Array, o: number): void {
+  const { width: w, data } = img;
+  const ix = Math.min(w - 2, Math.floor(x));
+  const iy = Math.min(img.height - 2, Math.floor(y));
+  const fx = x - ix;
+  const fy = y - iy;
+  const i00 = (iy * w + ix) * 3;
+  const i10 = i00 + w * 3;
+  for (let c = 0; c < 3; c++) {
+    const top = data[i00 + c]! * (1 - fx) + data[i00 + 3 + c]! * fx;
+    const bottom = data[i10 + c]! * (1 - fx) + data[i10 + 3 + c]! * fx;
+    out[o + c] = top * (1 - fy) + bottom * fy;
+  }
+}
+
+/**
  * Warps `src` so that `srcPts` land on `dstPts`, rendering only the part inside `region` of the
  * destination. Pixel centres are at integer + 0.5 in both images, as for the landmark coordinates.
  */
@@ -55,7 +107,6 @@ export function warpPiecewiseAffine(
   const covered = bytes(rw * rh);
   const sw = src.width;
   const sh = src.height;
-  const sd = src.data;
   const EPS = 1e-7; // include shared edges on both sides: no cracks between triangles
 
   for (let t = 0; t < triangles.length; t += 3) {
@@ -90,46 +141,10 @@ export function warpPiecewiseAffine(
         sy = sy < 0 ? 0 : sy > sh - 1 ? sh - 1 : sy;
         const o = ((y - region.top) * rw + (x - region.left)) * 3;
         if (kernel === 'bicubic') {
-          // 4x4 Catmull-Rom taps, clamped at the image edge.
-          const ix = Math.floor(sx);
-          const iy = Math.floor(sy);
-          cubicWeights(sx - ix, wx);
-          cubicWeights(sy - iy, wy);
-          let r = 0;
-          let g = 0;
-          let b = 0;
-          for (let j = 0; j < 4; j++) {
-            const yy = Math.min(sh - 1, Math.max(0, iy - 1 + j));
-            const row = yy * sw;
-            for (let i = 0; i < 4; i++) {
-              const xx = Math.min(sw - 1, Math.max(0, ix - 1 + i));
-              const k = wx[i]! * wy[j]!;
-              const q = (row + xx) * 3;
-              r += sd[q]! * k;
-              g += sd[q + 1]! * k;
-              b += sd[q + 2]! * k;
-            }
-          }
-          rgb[o] = r < 0 ? 0 : r > 255 ? 255 : r;
-          rgb[o + 1] = g < 0 ? 0 : g > 255 ? 255 : g;
-          rgb[o + 2] = b < 0 ? 0 : b > 255 ? 255 : b;
-          covered[o / 3] = 1;
-          continue;
-        }
-        const ix = Math.min(sw - 2, Math.floor(sx));
-        const iy = Math.min(sh - 2, Math.floor(sy));
-        const fx = sx - ix;
-        const fy = sy - iy;
-        const i00 = (iy * sw + ix) * 3;
-        const i01 = i00 + 3;
-        const i10 = i00 + sw * 3;
-        const i11 = i10 + 3;
-        const w00 = (1 - fx) * (1 - fy);
-        const w01 = fx * (1 - fy);
-        const w10 = (1 - fx) * fy;
-        const w11 = fx * fy;
-        for (let c = 0; c < 3; c++) {
-          rgb[o + c] = sd[i00 + c]! * w00 + sd[i01 + c]! * w01 + sd[i10 + c]! * w10 + sd[i11 + c]! * w11;
+          sampleBicubic(src, sx, sy, wx, wy, rgb, o);
+          for (let c = 0; c < 3; c++) rgb[o + c] = Math.min(255, Math.max(0, rgb[o + c]!));
+        } else {
+          sampleBilinear(src, sx, sy, rgb, o);
         }
         covered[o / 3] = 1;
       }

@@ -1,0 +1,181 @@
+/**
+ * Occlusion: non-skin pixels of a face that belong to something entering it from outside (hair, a
+ * bar, a shoulder, glasses frames, a microphone). They are told apart from the face's own non-skin
+ * parts (lips, eyes, brows, make-up) by connectivity: an occluder's connected non-skin component
+ * reaches the face outline and covers skin outside the feature zones.
+ */
+import { bytes, ints } from './scratch.js';
+
+/** Largest colour step (ΔE², between 4-neighbours) inside one non-skin region. */
+const STEP_DELTA_E2 = 12 * 12;
+/** Occluders smaller than this (fraction of the face size squared, outside the feature zones) are ignored. */
+const MIN_OCCLUDER_AREA = 0.004;
+/** An occluder is kept inside the inner face only when it covers this much of it. */
+const INNER_COVER = 0.03;
+/** ...or spans this much of the face size inside it. */
+const INNER_SPAN = 0.5;
+/** An occluder also hides a feature zone when it covers at least this much of the zone... */
+const ZONE_COVER = 0.3;
+/** ...and only its pixels there within this colour distance (ΔE) of the occluder's colour outside the zones. */
+const ZONE_DELTA_E = 14;
+
+/** One face's planes for the occluder test, all of the render region's size (`width` × `height`). */
+export interface OcclusionPlanes {
+  width: number;
+  height: number;
+  /** CIELAB, 3 per pixel. */
+  lab: Float32Array;
+  /** 1 where the face's skin model says non-skin. */
+  nonSkin: Uint8Array;
+  /** 1 at the face outline, where anything in front of the face enters it. */
+  edge: Uint8Array;
+  /** Each pixel's feature zone (0: none, 1..n: brows, eyes, mouth, grown by a margin). */
+  zoneOf: Uint8Array;
+  /** The inner face (brows to mouth, grown) and its core (the landmarks' hull). */
+  inner: Uint8Array;
+  innerCore: Uint8Array;
+  /** Face size (px). */
+  size: number;
+}
+
+/** One connected non-skin component: its pixels (queue[0..count)) and what they touch. */
+interface Component {
+  count: number;
+  touches: boolean;
+  /** Pixels outside the zones (all of them when `anywhere`), and their mean colour. */
+  outside: number;
+  l: number;
+  a: number;
+  b: number;
+}
+
+/**
+ * The occluded pixels of a face: 1 where something in front of it must be kept. A component is an
+ * occluder when it reaches the outline and covers enough area outside the zones; it enters the
+ * inner face only when it covers a good part of its core or spans half the face there; inside a
+ * zone it hides the zone only where it covers nearly all of it in its own colour (a bar across the
+ * mouth), so a brow or an eye that merely touches hair at the temple is still replaced. `anywhere`:
+ * wherever such a component reaches, inside zones by colour only (for the source face, whose hair
+ * over a brow end must not be carried into the target; a brow left a little short is the lesser harm).
+ */
+export function occlusionMask(p: OcclusionPlanes, anywhere = false): Uint8Array {
+  const n = p.width * p.height;
+  const label = ints(n).fill(-1);
+  const queue = ints(n);
+  const occluded = bytes(n);
+  const zoneArea = new Map<number, number>();
+  for (let i = 0; i < n; i++) if (p.zoneOf[i]) zoneArea.set(p.zoneOf[i]!, (zoneArea.get(p.zoneOf[i]!) ?? 0) + 1);
+  let innerArea = 0;
+  for (let i = 0; i < n; i++) innerArea += p.innerCore[i]!;
+  const minArea = MIN_OCCLUDER_AREA * p.size * p.size;
+  let comp = 0;
+  for (let s = 0; s < n; s++) {
+    if (!p.nonSkin[s] || label[s]! >= 0) continue;
+    const c = floodComponent(p, s, comp++, label, queue, anywhere);
+    if (!c.touches || c.outside < minArea) continue;
+    markOccluder(p, c, queue, occluded, anywhere, { zones: zoneArea, inner: innerArea });
+  }
+  return occluded;
+}
+
+/**
+ * Flood fill (4-connected) of the component holding `s`: neighbours join when they are non-skin too
+ * and of a similar colour (blue eye shadow touching dark hair at the temple stays a region of its
+ * own). Its pixels end up in queue[0..count).
+ */
+function floodComponent(
+  p: OcclusionPlanes,
+  s: number,
+  comp: number,
+  label: Int32Array,
+  queue: Int32Array,
+  anywhere: boolean,
+): Component {
+  const { width: w, height: h, lab } = p;
+  const c: Component = { count: 0, touches: false, outside: 0, l: 0, a: 0, b: 0 };
+  let head = 0;
+  let tail = 0;
+  queue[tail++] = s;
+  label[s] = comp;
+  while (head < tail) {
+    const i = queue[head++]!;
+    // The outline next to a brow or an eye does not count: a brow reaching it is still a brow.
+    if (p.edge[i] && (anywhere || !p.zoneOf[i])) c.touches = true;
+    if (anywhere || !p.zoneOf[i]) {
+      c.outside++;
+      c.l += lab[i * 3]!;
+      c.a += lab[i * 3 + 1]!;
+      c.b += lab[i * 3 + 2]!;
+    }
+    const x = i % w;
+    const y = (i - x) / w;
+    for (let k = 0; k < 4; k++) {
+      if ((k === 0 && x === 0) || (k === 1 && x === w - 1) || (k === 2 && y === 0) || (k === 3 && y === h - 1))
+        continue;
+      const j = k === 0 ? i - 1 : k === 1 ? i + 1 : k === 2 ? i - w : i + w;
+      if (!p.nonSkin[j] || label[j]! >= 0) continue;
+      const dl = lab[j * 3]! - lab[i * 3]!;
+      const da = lab[j * 3 + 1]! - lab[i * 3 + 1]!;
+      const db = lab[j * 3 + 2]! - lab[i * 3 + 2]!;
+      if (dl * dl + da * da + db * db >= STEP_DELTA_E2) continue;
+      label[j] = comp;
+      queue[tail++] = j;
+    }
+  }
+  c.count = tail;
+  if (c.outside > 0) {
+    c.l /= c.outside;
+    c.a /= c.outside;
+    c.b /= c.outside;
+  }
+  return c;
+}
+
+/**
+ * Marks an occluding component's pixels in `occluded`: into the inner face (brows to mouth) only
+ * when it really crosses it (a strand of hair merely touching a brow's end does not make the brow
+ * an occluder); into a zone (unless `anywhere`) only when it covers much of it, and there by colour.
+ * `area`: each zone's pixel count, and the inner core's.
+ */
+function markOccluder(
+  p: OcclusionPlanes,
+  c: Component,
+  queue: Int32Array,
+  occluded: Uint8Array,
+  anywhere: boolean,
+  area: { zones: Map<number, number>; inner: number },
+): void {
+  const w = p.width;
+  const cover = new Map<number, number>();
+  let inInner = 0;
+  let x0 = w;
+  let x1 = -1;
+  let y0 = p.height;
+  let y1 = -1;
+  for (let k = 0; k < c.count; k++) {
+    const i = queue[k]!;
+    const z = p.zoneOf[i]!;
+    if (z) cover.set(z, (cover.get(z) ?? 0) + 1);
+    inInner += p.innerCore[i]!;
+    if (!p.inner[i]) continue;
+    const x = i % w;
+    const y = (i - x) / w;
+    x0 = Math.min(x0, x);
+    x1 = Math.max(x1, x);
+    y0 = Math.min(y0, y);
+    y1 = Math.max(y1, y);
+  }
+  const crosses = anywhere || inInner >= INNER_COVER * area.inner || Math.max(x1 - x0, y1 - y0) >= INNER_SPAN * p.size;
+  for (let k = 0; k < c.count; k++) {
+    const i = queue[k]!;
+    if (p.inner[i] && !crosses) continue;
+    const z = p.zoneOf[i]!;
+    if (!z) {
+      occluded[i] = 1;
+      continue;
+    }
+    if (!anywhere && cover.get(z)! < ZONE_COVER * area.zones.get(z)!) continue;
+    const dE = Math.hypot(p.lab[i * 3]! - c.l, p.lab[i * 3 + 1]! - c.a, p.lab[i * 3 + 2]! - c.b);
+    if (dE < ZONE_DELTA_E) occluded[i] = 1;
+  }
+}
