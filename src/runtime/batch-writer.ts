@@ -27,6 +27,12 @@ export interface BatchWriterOptions<I, O> {
    * writer lingers only while more is coming: Kafka's linger.ms) unless it is full already.
    */
   gather?: 'turn' | { ms(): number };
+  /**
+   * How many batches may be written at once (default 1). More suits a database that commits
+   * concurrent transactions in parallel (PostgreSQL's pool): the next batch need not wait for the
+   * previous one's round trips and WAL flush. Batches in flight are not ordered with each other.
+   */
+  maxInFlight?: number;
 }
 
 interface Pending<I, O> {
@@ -45,10 +51,10 @@ interface Pending<I, O> {
  */
 export class BatchWriter<I, O> {
   private pending: Pending<I, O>[] = [];
-  private flushing: Promise<void> | undefined;
+  private readonly flushing = new Set<Promise<void>>();
   private gathering = false;
-  /** Cuts an outage's pause short: an arrival is tried at once. */
-  private readonly retry = new Wakeable();
+  /** Cut an outage's pause short (one per batch waiting it out): an arrival is tried at once. */
+  private readonly retries = new Set<Wakeable>();
   private readonly backoff: OutageBackoff;
 
   constructor(private readonly opts: BatchWriterOptions<I, O>) {
@@ -59,18 +65,23 @@ export class BatchWriter<I, O> {
     return new Promise<O>((resolve, reject) => {
       this.pending.push({ item, since: this.opts.now(), resolve, reject });
       // An arrival during an outage's pause is tried at once (and answered at once if it is still down).
-      this.retry.wake();
+      for (const r of this.retries) r.wake();
       this.kick();
     });
   }
 
   /** Resolves when everything submitted so far has been written or answered. */
   async drain(): Promise<void> {
-    while (this.flushing || this.gathering) await (this.flushing ?? new Promise((r) => setImmediate(r)));
+    while (this.flushing.size > 0 || this.gathering)
+      await (this.flushing.size > 0 ? Promise.all(this.flushing) : new Promise((r) => setImmediate(r)));
+  }
+
+  private full(): boolean {
+    return this.flushing.size >= (this.opts.maxInFlight ?? 1);
   }
 
   private kick(): void {
-    if (this.flushing || this.gathering || this.pending.length === 0) return;
+    if (this.full() || this.gathering || this.pending.length === 0) return;
     if (this.opts.gather === 'turn') {
       this.gathering = true;
       setImmediate(() => {
@@ -83,12 +94,13 @@ export class BatchWriter<I, O> {
   }
 
   private start(): void {
-    if (this.flushing || this.pending.length === 0) return;
-    this.flushing = this.flush().finally(() => {
-      this.flushing = undefined;
+    if (this.full() || this.pending.length === 0) return;
+    const flushing = this.flush().finally(() => {
+      this.flushing.delete(flushing);
       // What arrived during the write has waited already: it goes at once.
       this.start();
     });
+    this.flushing.add(flushing);
   }
 
   private async flush(): Promise<void> {
@@ -119,8 +131,10 @@ export class BatchWriter<I, O> {
           }
         }
         if (batch.length === 0) return;
-        this.retry.clear();
-        await this.retry.wait(waitMs);
+        const retry = new Wakeable();
+        this.retries.add(retry);
+        await retry.wait(waitMs);
+        this.retries.delete(retry);
         // Whatever arrived meanwhile joins the retry (and is answered by it).
         batch.push(...this.pending.splice(0, Math.max(0, max - batch.length)));
       }
