@@ -83,8 +83,6 @@ interface Applied {
 
 /** How many queued jobs the limited claim looks at (OWNER_MAX_RUNNING): bounds its cost. */
 const LIMITED_WINDOW = 200;
-/** Batches of changes written at once on PostgreSQL (of the pool's connections; the rest serve reads). */
-const PG_BATCHES_IN_FLIGHT = Number(process.env.PG_BATCHES_IN_FLIGHT ?? 3);
 /** A worker's finish that meets a database outage is retried this long before the lease decides. */
 const FINISH_PATIENCE_MS = 5 * 60_000;
 
@@ -114,9 +112,6 @@ export class JobLifecycle {
       dependency: DATABASE,
       isConflict: isTransactionConflict,
       gather: 'turn',
-      // PostgreSQL commits concurrent transactions in parallel (a pool of connections); a single
-      // SQLite connection cannot. Creates racing for an idempotency key meet at its unique index.
-      maxInFlight: deps.store.dialect === 'postgres' ? PG_BATCHES_IN_FLIGHT : 1,
     });
   }
 

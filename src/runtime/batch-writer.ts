@@ -27,12 +27,6 @@ export interface BatchWriterOptions<I, O> {
    * writer lingers only while more is coming: Kafka's linger.ms) unless it is full already.
    */
   gather?: 'turn' | { ms(): number };
-  /**
-   * How many batches may be written at once (default 1). More suits a database that commits
-   * concurrent transactions in parallel (PostgreSQL's pool): the next batch need not wait for the
-   * previous one's round trips and WAL flush. Batches in flight are not ordered with each other.
-   */
-  maxInFlight?: number;
 }
 
 interface Pending<I, O> {
@@ -51,10 +45,10 @@ interface Pending<I, O> {
  */
 export class BatchWriter<I, O> {
   private pending: Pending<I, O>[] = [];
-  private readonly flushing = new Set<Promise<void>>();
+  private flushing: Promise<void> | undefined;
   private gathering = false;
-  /** Cut an outage's pause short (one per batch waiting it out): an arrival is tried at once. */
-  private readonly retries = new Set<Wakeable>();
+  /** Cuts an outage's pause short: an arrival is tried at once. */
+  private readonly retry = new Wakeable();
   private readonly backoff: OutageBackoff;
 
   constructor(private readonly opts: BatchWriterOptions<I, O>) {
@@ -65,23 +59,18 @@ export class BatchWriter<I, O> {
     return new Promise<O>((resolve, reject) => {
       this.pending.push({ item, since: this.opts.now(), resolve, reject });
       // An arrival during an outage's pause is tried at once (and answered at once if it is still down).
-      for (const r of this.retries) r.wake();
+      this.retry.wake();
       this.kick();
     });
   }
 
   /** Resolves when everything submitted so far has been written or answered. */
   async drain(): Promise<void> {
-    while (this.flushing.size > 0 || this.gathering)
-      await (this.flushing.size > 0 ? Promise.all(this.flushing) : new Promise((r) => setImmediate(r)));
-  }
-
-  private full(): boolean {
-    return this.flushing.size >= (this.opts.maxInFlight ?? 1);
+    while (this.flushing || this.gathering) await (this.flushing ?? new Promise((r) => setImmediate(r)));
   }
 
   private kick(): void {
-    if (this.full() || this.gathering || this.pending.length === 0) return;
+    if (this.flushing || this.gathering || this.pending.length === 0) return;
     if (this.opts.gather === 'turn') {
       this.gathering = true;
       setImmediate(() => {
@@ -94,13 +83,12 @@ export class BatchWriter<I, O> {
   }
 
   private start(): void {
-    if (this.full() || this.pending.length === 0) return;
-    const flushing = this.flush().finally(() => {
-      this.flushing.delete(flushing);
+    if (this.flushing || this.pending.length === 0) return;
+    this.flushing = this.flush().finally(() => {
+      this.flushing = undefined;
       // What arrived during the write has waited already: it goes at once.
       this.start();
     });
-    this.flushing.add(flushing);
   }
 
   private async flush(): Promise<void> {
@@ -131,10 +119,8 @@ export class BatchWriter<I, O> {
           }
         }
         if (batch.length === 0) return;
-        const retry = new Wakeable();
-        this.retries.add(retry);
-        await retry.wait(waitMs);
-        this.retries.delete(retry);
+        this.retry.clear();
+        await this.retry.wait(waitMs);
         // Whatever arrived meanwhile joins the retry (and is answered by it).
         batch.push(...this.pending.splice(0, Math.max(0, max - batch.length)));
       }

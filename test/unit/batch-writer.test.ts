@@ -1,4 +1,4 @@
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BatchWriter, type BatchWriterOptions } from '../../src/runtime/batch-writer.js';
 import { DATABASE, isTransactionConflict } from '../../src/store/errors.js';
 
@@ -15,7 +15,6 @@ function writer(
   write: (items: readonly Item[]) => Promise<string[]>,
   clock = { t: 0 },
   gather?: BatchWriterOptions<Item, string>['gather'],
-  maxInFlight?: number,
 ) {
   const batches: string[][] = [];
   const committed: string[][] = [];
@@ -31,7 +30,6 @@ function writer(
     dependency: DATABASE,
     isConflict: isTransactionConflict,
     gather,
-    maxInFlight,
   });
   return { w, batches, committed };
 }
@@ -143,47 +141,5 @@ describe('batch writer', () => {
     lingerMs = 0;
     await Promise.all(['c', 'd'].map((name) => w.submit({ name })));
     expect(batches).toEqual([['a', 'b'], ['c'], ['d']]);
-  });
-
-  it('maxInFlight: the next batch is written while earlier ones are, up to the bound', async () => {
-    const gates = new Map<string, () => void>();
-    const { w, batches } = writer(
-      (items) => new Promise<void>((r) => gates.set(items[0]!.name, r)).then(() => echo(items)),
-      undefined,
-      undefined,
-      2,
-    );
-    const a = w.submit({ name: 'a' });
-    const b = w.submit({ name: 'b' });
-    const cd = ['c', 'd'].map((name) => w.submit({ name }));
-    await new Promise((r) => setImmediate(r));
-    // Two batches in flight (a, b); c and d wait for a free slot and then go together.
-    expect(batches).toEqual([['a'], ['b']]);
-    gates.get('b')!();
-    expect(await b).toBe('b!');
-    await new Promise((r) => setImmediate(r));
-    expect(batches).toEqual([['a'], ['b'], ['c', 'd']]);
-    gates.get('c')!();
-    expect(await Promise.all(cd)).toEqual(['c!', 'd!']);
-    gates.get('a')!();
-    expect(await a).toBe('a!');
-    await w.drain();
-  });
-
-  it('maxInFlight: every batch waiting out an outage is retried at once when an item arrives', async () => {
-    // The outage's pauses never end on their own here: only c's arrival can end them.
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    try {
-      let down = true;
-      const { w, batches } = writer((items) => (down ? Promise.reject(busy()) : echo(items)), undefined, undefined, 2);
-      const both = ['a', 'b'].map((name) => w.submit({ name, patience: 60_000 }));
-      for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
-      expect(batches).toEqual([['a'], ['b']]);
-      down = false;
-      const c = w.submit({ name: 'c', patience: 60_000 });
-      expect(await Promise.all([...both, c])).toEqual(['a!', 'b!', 'c!']);
-    } finally {
-      vi.useRealTimers();
-    }
   });
 });
