@@ -6,9 +6,7 @@
  *
  *   npx tsx bench/face-swap-sheet.ts [out.jpg]     (default docs/face-swap-sheet.jpg)
  */
-import { readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
+import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { createFaceSwapJobType } from '../src/processors/face-swap/index.js';
@@ -22,31 +20,11 @@ import {
 } from '../src/processors/face-swap/detect.js';
 import { decodeImage } from '../src/processors/face-swap/image.js';
 import type { Box, Point, RgbImage } from '../src/processors/face-swap/types.js';
+import { sheetSource, sheetTargets } from '../test/face-swap/fixtures.js';
 
-const require = createRequire(import.meta.url);
-const demo = path.join(path.dirname(require.resolve('@vladmandic/face-api/package.json')), 'demo');
-const sample = (n: number) => readFileSync(path.join(demo, `sample${n}.jpg`));
 const out = process.argv[2] ?? fileURLToPath(new URL('../docs/face-swap-sheet.jpg', import.meta.url));
-
-/** The source: the right-hand woman of sample6 (closed mouth, no hair over the face). */
-const source = await sharp(sample(6))
-  .extract({ left: 1317, top: 90, width: 552, height: 552 })
-  .jpeg({ quality: 95 })
-  .toBuffer();
-
-async function rolled(n: number, rect: Box, deg: number): Promise<Buffer> {
-  const c = await sharp(sample(n))
-    .extract({ left: rect.x, top: rect.y, width: rect.width, height: rect.height })
-    .toBuffer();
-  return sharp(c).rotate(deg, { background: '#808080' }).jpeg({ quality: 95 }).toBuffer();
-}
-
-const targets: { name: string; bytes: Buffer }[] = [];
-for (let n = 1; n <= 6; n++) targets.push({ name: `sample${n}`, bytes: sample(n) });
-const dark = { x: 1378, y: 154, width: 442, height: 442 }; // sample3, right: dark hair, open smile
-targets.push({ name: 'sample3 right +25°', bytes: await rolled(3, dark, 25) });
-targets.push({ name: 'sample3 right -25°', bytes: await rolled(3, dark, -25) });
-targets.push({ name: 'sample4 third +25°', bytes: await rolled(4, { x: 852, y: 43, width: 443, height: 443 }, 25) });
+const source = await sheetSource();
+const targets = await sheetTargets();
 
 const dec = (b: Buffer) => decodeImage(b, 'x', 1e8);
 const srcImg = await dec(source);
@@ -65,11 +43,6 @@ const meanErr = (a: Point[], b: Point[], from = 0, to = 68) => {
   return s / (to - from) / interOcular(a);
 };
 
-/**
- * The detector's threshold per picture: the default, but 0.3 for sample2, whose profile scores 0.32
- * (at 0.3 sample3 and sample6 each show one false face, so not there).
- */
-const confidenceFor = (name: string) => (name === 'sample2' ? 0.3 : 0.5);
 const SIDE = 240;
 const LABEL = 22;
 /** One picture of the sheet: the face's surroundings at SIDE px, labelled. */
@@ -104,7 +77,7 @@ const jt = createFaceSwapJobType();
 try {
   for (const t of targets) {
     const img = await dec(t.bytes);
-    const faces = leftToRight(await findFaces(img, confidenceFor(t.name)));
+    const faces = leftToRight(await findFaces(img, t.confidence));
     for (const [index, f] of faces.entries()) {
       if (Math.max(f.box.width, f.box.height) < 100) continue;
       const img0 = img;
@@ -115,7 +88,7 @@ try {
           options: jt.options.parse({
             format: 'png',
             target_face_indices: [index],
-            min_confidence: confidenceFor(t.name),
+            min_confidence: t.confidence,
           }),
           media: {
             source: [{ url: 'sheet:source', bytes: source, mime: 'image/jpeg' }],

@@ -214,3 +214,32 @@ export function strandOverFace(bytes: Buffer, lm: readonly Pt[]): Promise<Buffer
     height: Math.round(0.1 * w),
   });
 }
+
+async function rolled(n: 3 | 4, r: Rect, deg: number): Promise<Buffer> {
+  const c = await sharp(sample(n)).extract(r).toBuffer();
+  return sharp(c).rotate(deg, { background: '#808080' }).jpeg({ quality: 95 }).toBuffer();
+}
+
+/** The contact sheet's source: sample6's right-hand woman (closed mouth, no hair over the face). */
+export function sheetSource(): Promise<Buffer> {
+  return sharp(sample(6)).extract(PORTRAITS.brunette.rect).jpeg({ quality: 95 }).toBuffer();
+}
+
+/**
+ * The contact sheet's targets (bench/face-swap-sheet.ts, sheet-identity.test.ts): the six sample
+ * photos and three faces rolled by ±25°, each with the detector's threshold to search it at: the
+ * default, but 0.3 for sample2, whose profile scores 0.32 (at 0.3 sample3 and sample6 each show one
+ * false face, so not there).
+ */
+export async function sheetTargets(): Promise<{ name: string; bytes: Buffer; confidence: number }[]> {
+  const out = ([1, 2, 3, 4, 5, 6] as const).map((n) => ({
+    name: `sample${n}`,
+    bytes: sample(n),
+    confidence: n === 2 ? 0.3 : 0.5,
+  }));
+  const dark = PORTRAITS.darkHair.rect;
+  out.push({ name: 'sample3 right +25°', bytes: await rolled(3, dark, 25), confidence: 0.5 });
+  out.push({ name: 'sample3 right -25°', bytes: await rolled(3, dark, -25), confidence: 0.5 });
+  out.push({ name: 'sample4 third +25°', bytes: await rolled(4, PORTRAITS.sample4third.rect, 25), confidence: 0.5 });
+  return out;
+}

@@ -5,7 +5,6 @@
  * face-api's descriptor distance to the source, measured on the result at the target face.
  * Slow (about 25 swaps), no timing assertions.
  */
-import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   computeDescriptor,
@@ -17,29 +16,10 @@ import {
 } from '../../src/processors/face-swap/detect.js';
 import { decodeImage } from '../../src/processors/face-swap/image.js';
 import { createFaceSwapJobType } from '../../src/processors/face-swap/index.js';
-import { PORTRAITS, runContext, sample, type Rect } from './fixtures.js';
+import { runContext, sheetSource, sheetTargets } from './fixtures.js';
 
 const LONG = 900_000;
 const decode = (bytes: Buffer | Uint8Array) => decodeImage(bytes, 'test', 1e9);
-
-async function rolled(n: 3 | 4, r: Rect, deg: number): Promise<Buffer> {
-  const c = await sharp(sample(n)).extract(r).toBuffer();
-  return sharp(c).rotate(deg, { background: '#808080' }).jpeg({ quality: 95 }).toBuffer();
-}
-
-/** The contact sheet's targets; sample2's profile scores 0.32, so that photo is searched at 0.3. */
-async function targets(): Promise<{ name: string; bytes: Buffer; confidence: number }[]> {
-  const out = ([1, 2, 3, 4, 5, 6] as const).map((n) => ({
-    name: `sample${n}`,
-    bytes: sample(n),
-    confidence: n === 2 ? 0.3 : 0.5,
-  }));
-  const dark = PORTRAITS.darkHair.rect;
-  out.push({ name: 'sample3 right +25°', bytes: await rolled(3, dark, 25), confidence: 0.5 });
-  out.push({ name: 'sample3 right -25°', bytes: await rolled(3, dark, -25), confidence: 0.5 });
-  out.push({ name: 'sample4 third +25°', bytes: await rolled(4, PORTRAITS.sample4third.rect, 25), confidence: 0.5 });
-  return out;
-}
 
 describe('identity over the six sample photos', () => {
   const jt = createFaceSwapJobType();
@@ -48,11 +28,11 @@ describe('identity over the six sample photos', () => {
   it(
     'moves no face >= 100 px away from the source, and none ends further than 0.65 from it',
     async () => {
-      const source = await sharp(sample(6)).extract(PORTRAITS.brunette.rect).jpeg({ quality: 95 }).toBuffer();
+      const source = await sheetSource();
       const srcImg = await decode(source);
       const srcDesc = await computeDescriptor(srcImg, await largestFaceLandmarks(srcImg, await findFaces(srcImg, 0.5)));
       const rows: { name: string; before: number; after: number }[] = [];
-      for (const t of await targets()) {
+      for (const t of await sheetTargets()) {
         const img = await decode(t.bytes);
         const faces = leftToRight(await findFaces(img, t.confidence));
         for (const [index, f] of faces.entries()) {
