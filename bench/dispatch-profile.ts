@@ -25,8 +25,7 @@ import { Signals } from '../src/signals.js';
 import { openStore } from '../src/store/db.js';
 import { WAKE_SIGNAL, WebhookDispatcher } from '../src/webhooks/dispatcher.js';
 import { WebhookSender } from '../src/webhooks/send.js';
-import { deliveryHeaders } from '../src/webhooks/sign.js';
-import { createPgDatabase, dropPgDatabase, freePort, httpClient, inParallel, spawnChild } from './lib.js';
+import { createPgDatabase, dropPgDatabase, freePort, httpClient, inParallel, rawDelivery, spawnChild } from './lib.js';
 
 const N = Number(process.env.N ?? 3000);
 const WARM = Number(process.env.WARM ?? 3000);
@@ -181,21 +180,7 @@ async function rawBurst(events: Array<{ id: string; body: string }>, profile?: s
   const pool = new Pool(origin, { connections: IN_FLIGHT });
   await inParallel(events.length, IN_FLIGHT, async (i) => {
     const e = events[i]!;
-    const headers = deliveryHeaders({
-      eventId: e.id,
-      timestamp: Math.floor(Date.now() / 1000),
-      body: e.body,
-      secret: SECRET,
-    });
-    const res = await pool.request({
-      method: 'POST',
-      path: '/hook',
-      headers,
-      body: e.body,
-      headersTimeout: 10_000,
-      bodyTimeout: 10_000,
-    });
-    await res.body.dump();
+    await rawDelivery(pool, SECRET, e.id, e.body);
   });
   await pool.close();
   const cpu = process.cpuUsage(cpu0);

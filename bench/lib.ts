@@ -15,6 +15,7 @@ import pg from 'pg';
 import { Pool } from 'undici';
 import { openStore } from '../src/store/db.js';
 import { createKey } from '../src/store/keys.js';
+import { deliveryHeaders } from '../src/webhooks/sign.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const RESULTS_DIR = path.join(ROOT, 'bench/results');
@@ -396,6 +397,24 @@ export function httpClient(base: string, key: string, connections = 32) {
     },
     close: () => pool.close(),
   };
+}
+
+/**
+ * One raw delivery of a webhook (the reference the dispatcher is measured against): the event's
+ * signed headers, POSTed through `pool`, the answer read to its end; returns the HTTP status.
+ */
+export async function rawDelivery(pool: Pool, secret: string, eventId: string, body: string): Promise<number> {
+  const headers = deliveryHeaders({ eventId, timestamp: Math.floor(Date.now() / 1000), body, secret });
+  const res = await pool.request({
+    method: 'POST',
+    path: '/hook',
+    headers,
+    body,
+    headersTimeout: 10_000,
+    bodyTimeout: 10_000,
+  });
+  await res.body.dump();
+  return res.statusCode;
 }
 
 /** Runs `count` tasks with at most `concurrency` in flight. */

@@ -19,7 +19,6 @@ import type { Kysely } from 'kysely';
 import { openStore } from '../../src/store/db.js';
 import type { Database } from '../../src/store/schema.js';
 import type { Store } from '../../src/store/store.js';
-import { deliveryHeaders } from '../../src/webhooks/sign.js';
 import {
   fmt,
   freePort,
@@ -33,6 +32,7 @@ import {
   NOOP_PATH,
   raw,
   settings,
+  rawDelivery,
   setScenario,
   spawnChild,
   startService,
@@ -201,22 +201,8 @@ export async function webhookScenario(): Promise<Row[]> {
       await inParallel(bodies.length, IN_FLIGHT, async (i) => {
         const e = bodies[i]!;
         for (let attempt = 0; attempt < 5; attempt++) {
-          const headers = deliveryHeaders({
-            eventId: e.event_id,
-            timestamp: Math.floor(Date.now() / 1000),
-            body: e.body,
-            secret: SECRET,
-          });
-          const res = await pool.request({
-            method: 'POST',
-            path: '/hook',
-            headers,
-            body: e.body,
-            headersTimeout: 10_000,
-            bodyTimeout: 10_000,
-          });
-          await res.body.dump();
-          if (res.statusCode >= 200 && res.statusCode < 300) return;
+          const status = await rawDelivery(pool, SECRET, e.event_id, e.body);
+          if (status >= 200 && status < 300) return;
         }
       });
     } finally {
