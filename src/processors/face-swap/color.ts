@@ -145,12 +145,6 @@ const SPREAD_BOUNDS: readonly (readonly [number, number])[] = [
   [0.2, 1.33],
   [0.2, 1.33],
 ];
-/**
- * Features are compressed no further than this: a lip's or an iris's chroma is its own colour, not
- * only the light's (at 0.3 the lips go skin-coloured), but a cast across the whole face (orange on
- * one side of the mouth, blue on the other) must still shrink with the skin's.
- */
-const FEATURE_SPREAD_MIN = 0.75;
 
 /** The factor each channel's deviation from the mean is scaled by (see SPREAD_BOUNDS). */
 export function spreadGains(from: ChannelStats, to: ChannelStats): [number, number, number] {
@@ -384,7 +378,7 @@ export function transferLocal(
   }
 }
 
-/** Bounds of the lightness scale of a pixel's chroma shift (see settleChroma). */
+/** Bounds of the lightness scale of a pixel's chroma shift (see settleChroma): no pixel is left uncorrected, nor overdone. */
 const SHIFT_SCALE = [0.35, 1.25] as const;
 
 /** What settleChroma needs besides the corrected colours. */
@@ -406,11 +400,12 @@ export interface ChromaSettle {
  * Makes the chroma correction `after - orig` (a*, b*, in place in `after`) behave like a change of
  * light rather than a paint-over. The correction splits into a field (what a pixel of the skin's
  * mean colour gets: the mean shift and the lighting surface, smooth across the face, then the
- * low-pass of the skin's difference, local) and the spread compression about the skin mean. Then:
+ * low-pass of the skin's difference, local) and the spread compression about the skin mean (which
+ * on skin takes off a coloured light's share). Then:
  * - inside a feature (brow, eye, mouth) the local part is one value, its mean over the zone (drawn
  *   per pixel from whichever skin lies nearest, the chin below the lower lip or the lid above an
- *   iris, it tinted the parts apart), and the compression is milder (FEATURE_SPREAD_MIN), so its
- *   parts keep the source's own colour relations;
+ *   iris, it tinted the parts apart), and only the light's share is compressed, as the skin around
+ *   the pixel is, so its parts keep the source's own colour relations;
  * - every pixel gets the field scaled by its lightness over the skin's around it, (L + 16) / (L_skin
  *   + 16): in CIELAB a change of illuminant (von Kries) moves a colour's a*, b* about in proportion
  *   to its lightness term, so a dark iris or a shadowed eye socket moves less than skin. Added as
@@ -440,10 +435,11 @@ export function settleChroma(after: Float32Array, use: Uint8Array, p: ChromaSett
       let own = spread;
       if (t > 0) {
         local += t * (sum[z * 3 + c]! / sum[z * 3]! - local);
-        // The light's share (the skin around, compressed as skin is) and the feature's own colour
-        // relative to that skin (compressed mildly).
-        const around = known ? p.skin[o]! : p.orig[o]!;
-        own = k * (around - p.from.mean[c]!) + (Math.max(p.gains[c]!, FEATURE_SPREAD_MIN) - 1) * (p.orig[o]! - around);
+        // Only the light's share is compressed (the skin around, as skin is, scaled as the field):
+        // the feature's own colour relative to that skin is its own (pulled towards the skin, a
+        // grey iris under an orange light came out warm).
+        const around = known ? p.skin[o]! : p.from.mean[c]!;
+        own = scale * k * (around - p.from.mean[c]!);
       }
       const field = p.smooth[o]! - p.orig[o]! - spread + local;
       after[o] = p.orig[o]! + field * scale + spread + t * (own - spread);

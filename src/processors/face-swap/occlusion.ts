@@ -82,8 +82,43 @@ export function occlusionMask(p: OcclusionPlanes, anywhere = false): Uint8Array 
     if (!c.touches || c.outside < minArea) continue;
     markOccluder(p, c, queue, occluded, anywhere, { zones: zoneArea, inner: innerArea });
   }
-  if (anywhere) absorbNeighbours(p, occluded, queue);
+  if (anywhere) {
+    absorbNeighbours(p, occluded, queue);
+    fillHoles(occluded, p.width, p.height, minArea, queue);
+  }
   return occluded;
+}
+
+/**
+ * Closes small holes in the occluded pixels (in place): regions of fewer than `maxArea` pixels
+ * enclosed by them. A lock's mid-dark strands are skin by a lenient lightness band, and a dark
+ * target took them to black: a speck beside the brow, inside the filled hair.
+ */
+function fillHoles(occluded: Uint8Array, w: number, h: number, maxArea: number, queue: Int32Array): void {
+  const seen = bytes(w * h);
+  for (let s = 0; s < w * h; s++) {
+    if (occluded[s] || seen[s]) continue;
+    let tail = 0;
+    let border = false;
+    queue[tail++] = s;
+    seen[s] = 1;
+    for (let head = 0; head < tail; head++) {
+      const i = queue[head]!;
+      const x = i % w;
+      const y = (i - x) / w;
+      if (x === 0 || y === 0 || x === w - 1 || y === h - 1) border = true;
+      for (let k = 0; k < 4; k++) {
+        if ((k === 0 && x === 0) || (k === 1 && x === w - 1) || (k === 2 && y === 0) || (k === 3 && y === h - 1))
+          continue;
+        const j = k === 0 ? i - 1 : k === 1 ? i + 1 : k === 2 ? i - w : i + w;
+        if (occluded[j] || seen[j]) continue;
+        seen[j] = 1;
+        queue[tail++] = j;
+      }
+    }
+    if (border || tail > maxArea) continue;
+    for (let k = 0; k < tail; k++) occluded[queue[k]!] = 1;
+  }
 }
 
 /**
@@ -187,8 +222,8 @@ function markOccluder(
     inInner += p.innerCore[i]!;
   }
   const crosses = anywhere || inInner >= INNER_COVER * area.inner || coreSpan(p, c, queue) >= INNER_SPAN * p.size;
-  // Inside the inner face only in the colour it has where it enters: dark eye make-up touching
-  // dark hair at the temple joins the hair's region, but is not hair.
+  // Inside the inner face and the zones only in the colour it has where it enters: dark eye
+  // make-up touching dark hair at the temple joins the hair's region, but is not hair.
   const own = entryColour(p, c, queue) ?? c;
   for (let k = 0; k < c.count; k++) {
     const i = queue[k]!;
@@ -199,8 +234,7 @@ function markOccluder(
       continue;
     }
     if (z && !anywhere && cover.get(z)! < ZONE_COVER * area.zones.get(z)!) continue;
-    const ref = z ? c : own;
-    const dE = Math.hypot(p.lab[i * 3]! - ref.l, p.lab[i * 3 + 1]! - ref.a, p.lab[i * 3 + 2]! - ref.b);
+    const dE = Math.hypot(p.lab[i * 3]! - own.l, p.lab[i * 3 + 1]! - own.a, p.lab[i * 3 + 2]! - own.b);
     if (dE < ZONE_DELTA_E) occluded[i] = 1;
   }
 }
@@ -229,17 +263,24 @@ function coreSpan(p: OcclusionPlanes, c: Component, queue: Int32Array): number {
   return Math.max(x1 - x0, y1 - y0);
 }
 
-/** Mean colour of the component outside the inner face (where it enters the face), if it has any pixel there. */
+/**
+ * Mean colour of the component where it enters the face (its pixels at the outline, else those
+ * outside the inner face), if it has any pixel there.
+ */
 function entryColour(p: OcclusionPlanes, c: Component, queue: Int32Array): Lab | undefined {
-  let n = 0;
-  const m = { l: 0, a: 0, b: 0 };
-  for (let k = 0; k < c.count; k++) {
-    const i = queue[k]!;
-    if (p.inner[i]) continue;
-    n++;
-    m.l += p.lab[i * 3]!;
-    m.a += p.lab[i * 3 + 1]!;
-    m.b += p.lab[i * 3 + 2]!;
+  for (const at of [p.edge, p.inner]) {
+    const entering = at === p.edge ? 1 : 0;
+    let n = 0;
+    const m = { l: 0, a: 0, b: 0 };
+    for (let k = 0; k < c.count; k++) {
+      const i = queue[k]!;
+      if (at[i] !== entering) continue;
+      n++;
+      m.l += p.lab[i * 3]!;
+      m.a += p.lab[i * 3 + 1]!;
+      m.b += p.lab[i * 3 + 2]!;
+    }
+    if (n > 0) return { l: m.l / n, a: m.a / n, b: m.b / n };
   }
-  return n > 0 ? { l: m.l / n, a: m.a / n, b: m.b / n } : undefined;
+  return undefined;
 }

@@ -7,14 +7,7 @@ import { labToRgb, rgbToLab, type ColorStats } from './color.js';
 export type { ColorStats } from './color.js';
 import { boundingRegion, convexHull, faceSize, type Region } from './geometry.js';
 import { resizeRegion } from './image.js';
-import {
-  dilate,
-  distanceInside,
-  featherAlpha,
-  fillFromSurroundings,
-  fillPolygon,
-  rasterizePolygon,
-} from './mask.js';
+import { dilate, distanceInside, featherAlpha, fillFromSurroundings, fillPolygon, rasterizePolygon } from './mask.js';
 import type { BlendMode } from './options.js';
 import { laplacianVariance, matchDetail } from './detail.js';
 import { removeRedEye } from './redeye.js';
