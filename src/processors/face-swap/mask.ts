@@ -4,7 +4,7 @@
  * ("eroded") and then ramps up smoothly ("feathered"). Both come from one Euclidean distance
  * transform: distance to the nearest pixel outside the hull.
  */
-import { INSIDE, KNOWN, solveMembrane } from './blend.js';
+import { dropOutliers, INSIDE, KNOWN, solveMembrane } from './blend.js';
 import type { Region } from './geometry.js';
 import type { Point } from './types.js';
 import { bytes, copyOf, doubles, floats, ints } from './scratch.js';
@@ -215,7 +215,9 @@ export function fillFromSurroundings(
     } else continue;
     for (let c = 0; c < 3; c++) val[i * 3 + c] = lab[i * 3 + c]!;
   }
-  if (edge === 0) return;
+  // Edge pixels far off the rest (a brow's dark halo the skin model let through) would smear into
+  // the fill; with no consensus at all the box mean stays.
+  if (edge === 0 || !dropOutliers(state, val)) return;
   solveMembrane(state, val, w, h);
   for (let i = 0; i < n; i++) if (hole[i]) for (let c = 0; c < 3; c++) lab[i * 3 + c] = val[i * 3 + c]!;
 }
