@@ -10,6 +10,12 @@ import { bytes, ints } from './scratch.js';
 const STEP_DELTA_E2 = 12 * 12;
 /** Occluders smaller than this (fraction of the face size squared, outside the feature zones) are ignored. */
 const MIN_OCCLUDER_AREA = 0.004;
+/**
+ * Holes in the source's hair up to this area (fraction of the face size squared) are hair too:
+ * a pocket that size enclosed by a lock is its darker core (the lock's mean colour is lighter), or
+ * skin that the fill makes smooth.
+ */
+const MAX_HOLE_AREA = 0.02;
 /** An occluder is kept inside the inner face only when it covers this much of it. */
 const INNER_COVER = 0.03;
 /** ...or spans this much of the face size inside it. */
@@ -84,15 +90,16 @@ export function occlusionMask(p: OcclusionPlanes, anywhere = false): Uint8Array 
   }
   if (anywhere) {
     absorbNeighbours(p, occluded, queue);
-    fillHoles(occluded, p.width, p.height, minArea, queue);
+    fillHoles(occluded, p.width, p.height, MAX_HOLE_AREA * p.size * p.size, queue);
   }
   return occluded;
 }
 
 /**
  * Closes small holes in the occluded pixels (in place): regions of fewer than `maxArea` pixels
- * enclosed by them. A lock's mid-dark strands are skin by a lenient lightness band, and a dark
- * target took them to black: a speck beside the brow, inside the filled hair.
+ * enclosed by them. A lock's mid-dark strands are skin by a lenient lightness band, and its darkest
+ * core inside a brow's zone is too far from the lock's colour to join it: left out, a dark target
+ * took them to black, a speck beside the brow inside the filled hair.
  */
 function fillHoles(occluded: Uint8Array, w: number, h: number, maxArea: number, queue: Int32Array): void {
   const seen = bytes(w * h);
