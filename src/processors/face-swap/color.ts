@@ -378,8 +378,14 @@ export function transferLocal(
   }
 }
 
-/** Bounds of the lightness scale of a pixel's chroma shift (see settleChroma): no pixel is left uncorrected, nor overdone. */
+/** Bounds of the lightness scale of a feature pixel's chroma shift (see settleChroma). */
 const SHIFT_SCALE = [0.35, 1.25] as const;
+
+/**
+ * A feature's own chroma (relative to the skin around it) is compressed no further than this: it is
+ * mostly its own colour (a source's eyeliner), but partly a light's that changes across it.
+ */
+const FEATURE_SPREAD_MIN = 0.75;
 
 /** What settleChroma needs besides the corrected colours. */
 export interface ChromaSettle {
@@ -397,19 +403,21 @@ export interface ChromaSettle {
 }
 
 /**
- * Makes the chroma correction `after - orig` (a*, b*, in place in `after`) behave like a change of
- * light rather than a paint-over. The correction splits into a field (what a pixel of the skin's
- * mean colour gets: the mean shift and the lighting surface, smooth across the face, then the
- * low-pass of the skin's difference, local) and the spread compression about the skin mean (which
- * on skin takes off a coloured light's share). Then:
- * - inside a feature (brow, eye, mouth) the local part is one value, its mean over the zone (drawn
- *   per pixel from whichever skin lies nearest, the chin below the lower lip or the lid above an
- *   iris, it tinted the parts apart), and only the light's share is compressed, as the skin around
- *   the pixel is, so its parts keep the source's own colour relations;
- * - every pixel gets the field scaled by its lightness over the skin's around it, (L + 16) / (L_skin
- *   + 16): in CIELAB a change of illuminant (von Kries) moves a colour's a*, b* about in proportion
- *   to its lightness term, so a dark iris or a shadowed eye socket moves less than skin. Added as
- *   is, the shift that turns an orange-lit cheek beige turned a brown iris and its socket teal.
+ * Makes the chroma correction `after - orig` (a*, b*, in place in `after`) act on the features as a
+ * change of light rather than a coat of paint. The correction splits into a field (what a pixel of
+ * the skin's mean colour gets: the mean shift and the lighting surface, smooth across the face,
+ * then the low-pass of the skin's difference, local) and the spread compression about the skin
+ * mean (which on skin takes off a coloured light's share). Skin keeps both as they are. Inside a
+ * feature zone (brow, eye, mouth; softly over its margin):
+ * - the local part is one value, its mean over the zone (per pixel it is drawn from whichever skin
+ *   lies nearest, the chin below the lower lip or the lid above an iris, and tints the parts apart);
+ * - the field is scaled by the pixel's lightness against the skin's around it, (L + 16) / (L_skin
+ *   + 16): under a change of illuminant (von Kries) a colour's a*, b* move about in proportion to
+ *   that term, so a dark iris moves less than skin. Added as is, the shift that takes a blue light
+ *   off a cheek turned a grey-blue iris yellow-green, and an orange one a brown iris teal;
+ * - of the compression, the light's share (the skin around the pixel, compressed as skin is) and
+ *   the feature's own colour against that skin compressed mildly (FEATURE_SPREAD_MIN).
+ * So a feature keeps the source's own colour relations and sits in the target's light.
  */
 export function settleChroma(after: Float32Array, use: Uint8Array, p: ChromaSettle): void {
   const n = use.length;
@@ -435,14 +443,15 @@ export function settleChroma(after: Float32Array, use: Uint8Array, p: ChromaSett
       let own = spread;
       if (t > 0) {
         local += t * (sum[z * 3 + c]! / sum[z * 3]! - local);
-        // Only the light's share is compressed (the skin around, as skin is, scaled as the field):
-        // the feature's own colour relative to that skin is its own (pulled towards the skin, a
-        // grey iris under an orange light came out warm).
+        // The light's share (the skin around: compressed as skin is, scaled as the field) and the
+        // feature's own colour relative to that skin, compressed mildly.
         const around = known ? p.skin[o]! : p.from.mean[c]!;
-        own = scale * k * (around - p.from.mean[c]!);
+        own =
+          scale * k * (around - p.from.mean[c]!) +
+          (Math.max(p.gains[c]!, FEATURE_SPREAD_MIN) - 1) * (p.orig[o]! - around);
       }
       const field = p.smooth[o]! - p.orig[o]! - spread + local;
-      after[o] = p.orig[o]! + field * scale + spread + t * (own - spread);
+      after[o] = p.orig[o]! + field * (1 + t * (scale - 1)) + spread + t * (own - spread);
     }
   }
 }
