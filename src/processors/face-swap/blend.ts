@@ -251,7 +251,7 @@ function median(values: Float32Array): number {
  * Returns false when most of the ring disagrees: there is no consensus, and the caller falls back to
  * plain feathering rather than trust it.
  */
-export function dropOutliers(state: Uint8Array, membrane: Float32Array): boolean {
+function dropOutliers(state: Uint8Array, membrane: Float32Array): boolean {
   const ring: number[] = [];
   for (let i = 0; i < state.length; i++) if (state[i] === KNOWN) ring.push(i);
   if (ring.length < 16) return false;

@@ -4,7 +4,7 @@
  * ("eroded") and then ramps up smoothly ("feathered"). Both come from one Euclidean distance
  * transform: distance to the nearest pixel outside the hull.
  */
-import { dropOutliers, INSIDE, KNOWN, solveMembrane } from './blend.js';
+import { INSIDE, KNOWN, solveMembrane } from './blend.js';
 import type { Region } from './geometry.js';
 import type { Point } from './types.js';
 import { bytes, copyOf, doubles, floats, ints } from './scratch.js';
@@ -215,9 +215,9 @@ export function fillFromSurroundings(
     } else continue;
     for (let c = 0; c < 3; c++) val[i * 3 + c] = lab[i * 3 + c]!;
   }
-  // Edge pixels far off the rest (a brow's dark halo the skin model let through) would smear into
-  // the fill; with no consensus at all the box mean stays.
-  if (edge === 0 || !dropOutliers(state, val)) return;
+  // Every edge pixel counts: robust rejection over the whole edge (the blend ring's dropOutliers)
+  // took a lit cheek's edge for an outlier against a long shaded lock's and filled it dark.
+  if (edge === 0) return;
   solveMembrane(state, val, w, h);
   for (let i = 0; i < n; i++) if (hole[i]) for (let c = 0; c < 3; c++) lab[i * 3 + c] = val[i * 3 + c]!;
 }
