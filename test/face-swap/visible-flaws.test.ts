@@ -84,15 +84,16 @@ describe('colour under a coloured light', () => {
     );
     const left = eyeChroma(src.lab, 3);
     const right = eyeChroma(src.lab, 4);
-    // Both irises are one albedo: after the light is taken off they agree with each other and with
-    // the iris under white light (3.6 a*/b* units off at most). The skin's shift added as it was
-    // left the blue-lit iris yellow (b* 6.7 above the white-lit one's: the README example's
-    // yellow-green iris).
+    // Both irises are one albedo: after the light is taken off they agree with each other (0.5
+    // a*/b* units apart) and stay near the iris under white light (4 units warmer: their own
+    // colour is pulled a quarter of the way towards the skin around). Compressed about the skin's
+    // mean as a whole, as before, the blue-lit iris came out yellow (b* 6.7 above the white-lit
+    // one's, the README example's yellow-green iris) and 6 units apart from the other.
+    expect(Math.hypot(left[0] - right[0], left[1] - right[1])).toBeLessThan(1.5);
     for (const eye of [left, right]) {
-      expect(Math.abs(eye[0] - reference[0])).toBeLessThan(4);
-      expect(Math.abs(eye[1] - reference[1])).toBeLessThan(4);
+      expect(Math.abs(eye[0] - reference[0])).toBeLessThan(4.5);
+      expect(Math.abs(eye[1] - reference[1])).toBeLessThan(4.5);
     }
-    expect(Math.hypot(left[0] - right[0], left[1] - right[1])).toBeLessThan(3);
   });
 });
 

@@ -378,8 +378,8 @@ export function transferLocal(
   }
 }
 
-/** Bounds of the lightness scale of a feature pixel's chroma shift (see settleChroma). */
-const SHIFT_SCALE = [0.35, 1.25] as const;
+/** Bounds of the lightness scale of the light's share in a feature pixel (see settleChroma). */
+const SHARE_SCALE = [0.35, 1.25] as const;
 
 /**
  * A feature's own chroma (relative to the skin around it) is compressed no further than this: it is
@@ -403,21 +403,21 @@ export interface ChromaSettle {
 }
 
 /**
- * Makes the chroma correction `after - orig` (a*, b*, in place in `after`) act on the features as a
- * change of light rather than a coat of paint. The correction splits into a field (what a pixel of
- * the skin's mean colour gets: the mean shift and the lighting surface, smooth across the face,
- * then the low-pass of the skin's difference, local) and the spread compression about the skin
- * mean (which on skin takes off a coloured light's share). Skin keeps both as they are. Inside a
- * feature zone (brow, eye, mouth; softly over its margin):
+ * Settles the chroma correction `after - orig` (a*, b*, in place in `after`) on the features. The
+ * correction splits into a field (what a pixel of the skin's mean colour gets: the mean shift and
+ * the lighting surface, smooth across the face, then the low-pass of the skin's difference, local)
+ * and the spread compression about the skin mean (which on skin takes off a coloured light's
+ * share). Skin keeps both as they are. Inside a feature zone (brow, eye, mouth; softly over its
+ * margin):
  * - the local part is one value, its mean over the zone (per pixel it is drawn from whichever skin
  *   lies nearest, the chin below the lower lip or the lid above an iris, and tints the parts apart);
- * - the field is scaled by the pixel's lightness against the skin's around it, (L + 16) / (L_skin
- *   + 16): under a change of illuminant (von Kries) a colour's a*, b* move about in proportion to
- *   that term, so a dark iris moves less than skin. Added as is, the shift that takes a blue light
- *   off a cheek turned a grey-blue iris yellow-green, and an orange one a brown iris teal;
- * - of the compression, the light's share (the skin around the pixel, compressed as skin is) and
- *   the feature's own colour against that skin compressed mildly (FEATURE_SPREAD_MIN).
- * So a feature keeps the source's own colour relations and sits in the target's light.
+ * - the compression is split into the light's share, the skin around the pixel compressed as skin
+ *   is and scaled by the pixel's lightness against that skin's, (L + 16) / (L_skin + 16) (under a
+ *   change of light, von Kries, a colour's a* and b* move about in proportion to that term, so a
+ *   dark iris carries less of a light's cast than the cheek beside it), and the feature's own
+ *   colour against that skin, compressed no further than FEATURE_SPREAD_MIN. Compressed about the
+ *   skin's mean as a whole, a blue-lit iris and an orange-lit one (one albedo) came out 6 a* and
+ *   b* units apart; so they agree, and keep the source's own colour relations.
  */
 export function settleChroma(after: Float32Array, use: Uint8Array, p: ChromaSettle): void {
   const n = use.length;
@@ -434,7 +434,11 @@ export function settleChroma(after: Float32Array, use: Uint8Array, p: ChromaSett
     const t = z ? p.inZone[i]! : 0;
     const ref = p.skin[i * 3]!;
     const known = !Number.isNaN(ref);
-    const scale = known ? clampScale((p.orig[i * 3]! + 16) / (Math.max(ref, 1) + 16)) : 1;
+    // A colour's a*, b* under a light scale about with its lightness term (von Kries): a dark
+    // iris carries less of a light's cast than the skin around it.
+    const share = known
+      ? Math.min(SHARE_SCALE[1], Math.max(SHARE_SCALE[0], (p.orig[i * 3]! + 16) / (Math.max(ref, 1) + 16)))
+      : 1;
     for (let c = 1; c < 3; c++) {
       const o = i * 3 + c;
       const k = p.gains[c]! - 1;
@@ -443,19 +447,15 @@ export function settleChroma(after: Float32Array, use: Uint8Array, p: ChromaSett
       let own = spread;
       if (t > 0) {
         local += t * (sum[z * 3 + c]! / sum[z * 3]! - local);
-        // The light's share (the skin around: compressed as skin is, scaled as the field) and the
-        // feature's own colour relative to that skin, compressed mildly.
+        // The light's share (the skin around, compressed as skin is, scaled) and the feature's own colour
+        // relative to that skin, compressed mildly.
         const around = known ? p.skin[o]! : p.from.mean[c]!;
         own =
-          scale * k * (around - p.from.mean[c]!) +
+          share * k * (around - p.from.mean[c]!) +
           (Math.max(p.gains[c]!, FEATURE_SPREAD_MIN) - 1) * (p.orig[o]! - around);
       }
       const field = p.smooth[o]! - p.orig[o]! - spread + local;
-      after[o] = p.orig[o]! + field * (1 + t * (scale - 1)) + spread + t * (own - spread);
+      after[o] = p.orig[o]! + field + spread + t * (own - spread);
     }
   }
-}
-
-function clampScale(s: number): number {
-  return Math.min(SHIFT_SCALE[1], Math.max(SHIFT_SCALE[0], s));
 }
