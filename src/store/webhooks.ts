@@ -30,6 +30,26 @@ const CLAIMED_COLUMNS = [
 ] as const;
 /** A claimed event; its lease's end is the claim's, the same for every row (set here, not read back). */
 export type ClaimedEventRow = Pick<WebhookEventRow, (typeof CLAIMED_COLUMNS)[number]> & { lease_expires_at: number };
+/** (owner, lease, destination, now, now, limit, now, now) */
+type ClaimParams = [string, number, string, number, number, number, number, number];
+type ClaimedTuple = [string, string, string, string, string | null, string | null, string, number, string | null];
+
+/**
+ * SQLite's claimed row (an array: better-sqlite3 sets an object's columns one by one through V8's
+ * API, dearer than this one literal).
+ */
+const claimed = (t: ClaimedTuple, lease: number): ClaimedEventRow => ({
+  event_id: t[0],
+  job_uuid: t[1],
+  event_type: t[2],
+  url: t[3],
+  destination: t[4],
+  secret: t[5],
+  body: t[6],
+  attempts: t[7],
+  endpoint_id: t[8],
+  lease_expires_at: lease,
+});
 const claimedColumns = (t: string) => sql.raw(CLAIMED_COLUMNS.map((c) => `${t}.${c}`).join(', '));
 
 /**
@@ -40,11 +60,8 @@ const claimedColumns = (t: string) => sql.raw(CLAIMED_COLUMNS.map((c) => `${t}.$
  * connection (a direct statement would join it); otherwise the Kysely form runs.
  */
 interface DirectStatements {
-  /** (owner, lease, destination, now, now, limit, now, now) */
-  claim: SQLite.Statement<
-    [string, number, string, number, number, number, number, number],
-    Omit<ClaimedEventRow, 'lease_expires_at'>
-  >;
+  /** Rows as arrays, in CLAIMED_COLUMNS' order. */
+  claim: SQLite.Statement<ClaimParams, ClaimedTuple>;
   /** (event id, event id, started, duration, http status, error, ok, manual) */
   insertAttempt: SQLite.Statement<[string, string, number, number, number | null, string | null, number, number]>;
   /** (state, next attempt at, now, event id, owner, claimed attempts) */
@@ -61,7 +78,9 @@ function direct(db: Kysely<Database>): { conn: SQLite.Database; st: DirectStatem
   if (!st) {
     st = {
       // The lease alone changes (no updated_at): the row's indexes stay as they are.
-      claim: conn.prepare(`
+      claim: conn
+        .prepare<ClaimParams, ClaimedTuple>(
+          `
         UPDATE webhook_events SET lease_owner = ?, lease_expires_at = ?
         WHERE event_id IN (
           SELECT w.event_id FROM webhook_events w
@@ -70,7 +89,9 @@ function direct(db: Kysely<Database>): { conn: SQLite.Database; st: DirectStatem
           ORDER BY w.next_attempt_at LIMIT ?)
         AND (state || '') = 'pending' AND (next_attempt_at + 0) <= ?
         AND (lease_expires_at IS NULL OR lease_expires_at < ?)
-        RETURNING ${CLAIMED_COLUMNS.join(', ')}`),
+        RETURNING ${CLAIMED_COLUMNS.join(', ')}`,
+        )
+        .raw(true),
       insertAttempt: conn.prepare(`
         INSERT INTO webhook_attempts (event_id, attempt, started_at, duration_ms, http_status, error, ok, manual)
         VALUES (?, (SELECT count(*) + 1 FROM webhook_attempts WHERE event_id = ?), ?, ?, ?, ?, ?, ?)`),
@@ -161,20 +182,20 @@ export async function claimDueEvents(
 ): Promise<ClaimedEventRow[]> {
   const lease = spec.now + spec.leaseMs;
   const d = dialect === 'sqlite' ? direct(db) : undefined;
-  let rows: Array<Omit<ClaimedEventRow, 'lease_expires_at'>>;
   if (d) {
     const { leaseOwner: owner, now } = spec;
-    rows = d.conn
+    return d.conn
       .transaction(() =>
         spec.destinations.flatMap(({ destination, limit }) =>
-          limit > 0 ? d.st.claim.all(owner, lease, destination, now, now, limit, now, now) : [],
+          limit > 0
+            ? d.st.claim.all(owner, lease, destination, now, now, limit, now, now).map((t) => claimed(t, lease))
+            : [],
         ),
       )
       .immediate();
-  } else {
-    const query = claimDueEventsQuery(dialect, spec);
-    rows = query ? (await query.execute(db)).rows : [];
   }
+  const query = claimDueEventsQuery(dialect, spec);
+  const rows = query ? (await query.execute(db)).rows : [];
   for (const r of rows) (r as ClaimedEventRow).lease_expires_at = lease;
   return rows as ClaimedEventRow[];
 }
@@ -237,7 +258,8 @@ export interface AttemptRecord {
   httpStatus: number | null;
   error: string | null;
   ok: boolean;
-  manual: boolean;
+  /** A redelivery by hand; absent for the dispatcher's scheduled attempts (its results as they come). */
+  manual?: boolean;
 }
 
 /**
@@ -357,25 +379,35 @@ function recordDirect(
 
 /**
  * PostgreSQL: the attempts' rows and their events' moves in one statement, the batch passed as
- * arrays (one statement text whatever the batch size). Each attempt's number counts its event's
- * rows before the statement (the events are distinct).
+ * one JSON parameter (one statement text whatever the batch size; JSON.stringify is native, where
+ * ten array parameters are serialised value by value in JavaScript). Each attempt's number counts
+ * its event's rows before the statement (the events are distinct).
  */
 function recordQueryPg(leaseOwner: string, attempts: readonly ScheduledAttempt[], now: number) {
-  const col = <T>(f: (o: ScheduledAttempt) => T): T[] => attempts.map(f);
-  const ids = col((o) => o.eventId);
+  const rows = JSON.stringify(
+    attempts.map((o, ord) => ({
+      id: o.eventId,
+      st: o.state,
+      nx: o.nextAttemptAt,
+      att: o.claimedAttempts,
+      started: o.attempt.startedAt,
+      dur: Math.max(0, Math.round(o.attempt.durationMs)),
+      http: o.attempt.httpStatus,
+      err: o.attempt.error,
+      ok: o.attempt.ok ? 1 : 0,
+      manual: o.attempt.manual ? 1 : 0,
+      ord,
+    })),
+  );
   // The numbers come from one grouped read (a correlated count per row would rescan the table it
-  // inserts into); `= ANY(ids)` keeps both reads on their indexes whatever the planner's statistics;
-  // the rows go in in the batch's order (the delivery log lists attempts by id).
+  // inserts into); `= ANY(ids)` (an array computed once) keeps both reads on their indexes whatever
+  // the planner's statistics; the rows go in in the batch's order (the delivery log lists attempts by id).
   return sql<{ event_id: string }>`
-    WITH v AS (
-      SELECT * FROM unnest(${ids}::text[], ${col((o) => o.state)}::text[],
-        ${col((o) => o.nextAttemptAt)}::bigint[], ${col((o) => o.claimedAttempts)}::int[],
-        ${col((o) => o.attempt.startedAt)}::bigint[], ${col((o) => Math.max(0, Math.round(o.attempt.durationMs)))}::int[],
-        ${col((o) => o.attempt.httpStatus)}::int[], ${col((o) => o.attempt.error)}::text[],
-        ${col((o) => (o.attempt.ok ? 1 : 0))}::int[], ${col((o) => (o.attempt.manual ? 1 : 0))}::int[])
-        WITH ORDINALITY AS v(id, st, nx, att, started, dur, http, err, ok, manual, ord)
+    WITH v AS MATERIALIZED (
+      SELECT * FROM json_to_recordset(${rows}::json) AS v(id text, st text, nx bigint, att int,
+        started bigint, dur int, http int, err text, ok int, manual int, ord int)
     ), counted AS (
-      SELECT event_id, count(*) AS n FROM webhook_attempts WHERE event_id = ANY(${ids}::text[]) GROUP BY event_id
+      SELECT event_id, count(*) AS n FROM webhook_attempts WHERE event_id = ANY(ARRAY(SELECT id FROM v)) GROUP BY event_id
     ), logged AS (
       INSERT INTO webhook_attempts (event_id, attempt, started_at, duration_ms, http_status, error, ok, manual)
       SELECT v.id, coalesce(counted.n, 0) + 1, v.started, v.dur, v.http, v.err, v.ok, v.manual
@@ -385,7 +417,7 @@ function recordQueryPg(leaseOwner: string, attempts: readonly ScheduledAttempt[]
     UPDATE webhook_events e SET state = v.st, next_attempt_at = v.nx, attempts = e.attempts + 1,
       lease_owner = NULL, lease_expires_at = NULL, updated_at = ${now}
     FROM v
-    WHERE e.event_id = ANY(${ids}::text[]) AND e.event_id = v.id AND e.state = 'pending'
+    WHERE e.event_id = ANY(ARRAY(SELECT id FROM v)) AND e.event_id = v.id AND e.state = 'pending'
       AND e.lease_owner = ${leaseOwner} AND e.attempts = v.att
     RETURNING e.event_id`;
 }
