@@ -362,7 +362,7 @@ export class WebhookDispatcher {
       let started = false;
       while (d.queue.length > 0 && d.inFlight < this.perDestination && this.inFlight.size < concurrency) {
         const event = d.queue.shift()!;
-        if (Number(event.lease_expires_at) - clock.now() < timeoutMs + LEASE_RESERVE_MS) {
+        if (event.lease_expires_at - clock.now() < timeoutMs + LEASE_RESERVE_MS) {
           // Waited too long behind slow attempts: hand it back rather than risk a second sender.
           this.release(event.event_id);
           continue;
