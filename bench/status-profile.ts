@@ -55,7 +55,7 @@ async function start(name: string, root: string, script: string, env: Record<str
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let err = '';
-  proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
   await waitUntil(`${name} to start`, () => Promise.resolve(err.includes('BENCH_READY')), 600_000, 100);
   const pid = Number(/BENCH_READY pid=(\d+)/.exec(err)![1]);
   return { name, proc, pid, base: `http://127.0.0.1:${env.PORT}` } satisfies Server;

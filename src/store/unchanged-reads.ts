@@ -61,6 +61,7 @@ export class UnchangedReads<V> {
       return value;
     } finally {
       // A failed statement may have ended the transaction already (SQLite rolls back on some errors).
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- BEGIN above changed it
       if (this.conn.inTransaction) this.commit.run();
     }
   }

@@ -52,7 +52,9 @@ describe.skipIf(TEST_DB !== 'sqlite')('status reads kept while the database is u
 
   it("shows this process's own writes on the next status", async () => {
     await status();
-    sqliteHandle(svc.app.store.db)!.prepare('UPDATE jobs SET status_detail = ? WHERE uuid = ?').run('changed here', uuid);
+    sqliteHandle(svc.app.store.db)!
+      .prepare('UPDATE jobs SET status_detail = ? WHERE uuid = ?')
+      .run('changed here', uuid);
     expect((await status()).body.data.status_detail).toBe('changed here');
     expect((await svc.call('DELETE', `/api/v1/jobs/${uuid}`)).status).toBe(200);
     expect((await status()).body.data.data_removed).toBe(true);
