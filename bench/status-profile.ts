@@ -10,6 +10,7 @@
  * STATUS_BASE=<dir>: also runs that tree's bench/service.ts (e.g. `git archive` of main with a
  * node_modules link) on the same database, alternating with this one: an A/B of two builds.
  * STATUS_ENV='K=V,K=V': extra environment for the service(s) (e.g. LOG_LEVEL=info).
+ * STATUS_CONNECTIONS: connections (default 64, as the bench; fewer leave each event-loop turn one request).
  * STATUS_CALLGRIND=<file>: runs this tree's service under `valgrind --tool=callgrind`
  * (instruction counts are repeatable under load; expect it to be ~50× slower).
  */
@@ -34,7 +35,7 @@ import {
 
 const requests = Number(process.argv[2] ?? 100_000);
 const rounds = Number(process.argv[3] ?? 5);
-const connections = 64;
+const connections = Number(process.env.STATUS_CONNECTIONS ?? 64);
 
 interface Server {
   name: string;
