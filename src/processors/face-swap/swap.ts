@@ -28,6 +28,7 @@ import type { BlendMode } from './options.js';
 import { laplacianVariance, matchDetail } from './detail.js';
 import { removeRedEye } from './redeye.js';
 import { innerMouthHole, mouthGap, OPEN_GAP } from './mouth.js';
+import { mirrorFace, mirrorGain } from './mirror.js';
 import { occlusionMask } from './occlusion.js';
 import { fitSkinModel, nonSkinMask, softenMask, transferLighting } from './skin.js';
 import type { Point, RgbImage } from './types.js';
@@ -80,7 +81,20 @@ export interface SwapTuning {
   shape: number;
   /** How far above the brows the replaced area reaches, so the target's brows are covered too. */
   forehead: number;
+  /** Share of `shape` the brows move by (they sit next to the fixed forehead points). */
+  brows: number;
+  /** Share of `shape` the jaw line moves by (0: the target's outline stays exactly). */
+  jaw: number;
+  /** Share of `shape` an open mouth's outer lip line moves by (its inner lip line stays the target's). */
+  openLips: number;
+  /** The source is mirrored when that brings its yaw this much nearer the target's (mirror.ts; Infinity: never). */
+  mirror: number;
+  /** Stages left out (bench/face-swap-ablation.ts measures what each costs the identity). */
+  skip?: readonly SwapStage[] | undefined;
 }
+
+/** Stages of a render that can be left out for measurement (colour, Poisson, occlusion: see SwapOptions). */
+export type SwapStage = 'redeye' | 'hairFill' | 'detail' | 'mouthHole';
 
 /**
  * Round 3 (contact sheet, 24 faces, with the red-eye and hair fill fixes): forehead 0.1 -> 0.2 and
@@ -96,6 +110,10 @@ export const DEFAULT_TUNING: Readonly<SwapTuning> = {
   kernel: 'bicubic',
   shape: 1,
   forehead: 0.2,
+  brows: 1,
+  jaw: 0,
+  openLips: 0,
+  mirror: 0,
 };
 
 /** Shrink the source first when its face is this much larger than the target face. */
@@ -203,8 +221,9 @@ function destinationPoints(srcLm: readonly Point[], targetLm: readonly Point[], 
     // Jaw: the blend's edge. An open mouth: the target's expression (the source's lips are warped
     // onto the target's lips around its teeth), so no second, closed mouth appears beside it. A
     // closed one keeps the source's proportions, which carry some of its identity.
-    if (i < 17 || (open && i >= MOUTH_FROM)) return p;
-    const k = i < 27 ? tuning.shape / 2 : tuning.shape;
+    const part = i < 17 ? tuning.jaw : i < 27 ? tuning.brows : open && i >= MOUTH_FROM ? (i < 60 ? tuning.openLips : 0) : 1;
+    const k = tuning.shape * part;
+    if (k === 0) return p;
     const a = aligned[i]!;
     return { x: p.x + k * (a.x - p.x), y: p.y + k * (a.y - p.y) };
   });
@@ -297,7 +316,7 @@ export async function swapFace(
     const S = opaqueExtent(r, R, kx, ky);
     if (!S) return r.stats;
     const { face, alpha } = upsampleFace(r, R, kx, ky, S);
-    sharpenToMatch(target, S, face, alpha);
+    if (!tuning.skip?.includes('detail')) sharpenToMatch(target, S, face, alpha);
     writeFace(target, S, face, alpha, opts.alphaOut);
     return r.stats;
   });
@@ -363,6 +382,8 @@ async function placeSource(
   tuning: SwapTuning,
 ): Promise<Placement> {
   const size = faceSize(targetLm);
+  // Turned the other way from the target: the source mirrored shows the side the target shows.
+  if (mirrorGain(srcLm, targetLm) > tuning.mirror) ({ image: source, lm: srcLm } = mirrorFace(source, srcLm));
   let srcPts = extendForehead(srcLm, tuning.forehead);
   // Keep as much of the source's proportions as the geometry allows: a source face much longer or
   // wider than the target's could push its features across the fixed outline and fold triangles
@@ -448,6 +469,7 @@ function fillSourceHair(c: Canvas, o: Outline, src: FacePlanes): boolean {
   const { width: w, height: h } = c.region;
   // Grown by 2 px: its anti-aliased edge, half hair and half skin, must go too.
   const hair = dilate(dilate(occludersOf(c, o, src, true), w, h), w, h);
+  keepBrows(c, src, hair);
   if (!hair.includes(1)) return false;
   // From the skin around it only: not from the rest of the hair, nor from beyond the outline
   // (where nothing was classified).
@@ -456,6 +478,43 @@ function fillSourceHair(c: Canvas, o: Outline, src: FacePlanes): boolean {
   fillFromSurroundings(src.lab, hair, skin, w, h);
   for (let i = 0; i < w * h; i++) if (hair[i]) src.nonSkin[i] = 0;
   return true;
+}
+
+/** Band around each brow's landmarks (of the face size) where the brow's own colour is kept... */
+const BROW_BAND = 0.05;
+/** ...within this colour distance (ΔE) of the brow's inner half, which hair seldom covers. */
+const BROW_DELTA_E = 25;
+/** Each brow's landmarks, outer end first (17-21 image left, 26-22 image right). */
+const BROWS = [
+  [17, 18, 19, 20, 21],
+  [26, 25, 24, 23, 22],
+];
+
+/**
+ * A brow is not hair, even where it touches hair of its own colour at the temple (the sheet's source,
+ * a brunette: her whole left brow was filled with skin, which cost the self-swap 0.12 of identity):
+ * `hair` is cleared (in place) in a band around each brow wherever the colour is the brow's own,
+ * measured over its inner half. A strand of another colour across a brow end is still filled.
+ */
+function keepBrows(c: Canvas, src: FacePlanes, hair: Uint8Array): void {
+  const band = BROW_BAND * c.size;
+  for (const brow of BROWS) {
+    const inner = rasterizePolygon(grow(convexHull(brow.slice(2).map((i) => src.lm[i]!)), band), c.region);
+    const mean = [0, 0, 0];
+    let n = 0;
+    for (let i = 0; i < inner.length; i++) {
+      if (!inner[i] || !src.nonSkin[i]) continue;
+      for (let k = 0; k < 3; k++) mean[k]! += src.lab[i * 3 + k]!;
+      n++;
+    }
+    if (n === 0) continue;
+    const whole = rasterizePolygon(grow(convexHull(brow.map((i) => src.lm[i]!)), band), c.region);
+    for (let i = 0; i < whole.length; i++) {
+      if (!whole[i] || !hair[i]) continue;
+      const d = Math.hypot(...[0, 1, 2].map((k) => src.lab[i * 3 + k]! - mean[k]! / n));
+      if (d < BROW_DELTA_E) hair[i] = 0;
+    }
+  }
 }
 
 /**
@@ -531,7 +590,8 @@ function renderFace(
   const n = region.width * region.height;
 
   const { rgb: warped, covered } = warpPiecewiseAffine(src, srcPts, dstPts, triangles, region, tuning.kernel);
-  removeRedEye(warped, dstPts, region);
+  const skip = (s: SwapStage) => tuning.skip?.includes(s) === true;
+  if (!skip('redeye')) removeRedEye(warped, dstPts, region);
 
   const inside = rasterizePolygon(convexHull(OUTLINE.map((i) => dstPts[i]!)), region);
   for (let i = 0; i < n; i++) inside[i] = inside[i]! & covered[i]!;
@@ -564,7 +624,7 @@ function renderFace(
   const canvas: Canvas = { region, covered, size, margin };
   const source: FacePlanes = { lm: dstPts, lab: srcLab, zones: srcZones, nonSkin: srcNonSkin, modelled: !!srcSkin };
   const dest: FacePlanes = { lm: targetLm, lab: dstLab, zones: dstZones, nonSkin: dstNonSkin, modelled: !!dstSkin };
-  if (fillSourceHair(canvas, { inside, dist }, source) && !opts.colorCorrection) {
+  if (!skip('hairFill') && fillSourceHair(canvas, { inside, dist }, source) && !opts.colorCorrection) {
     warped.set(labToRgb(srcLab, covered));
   }
   const occluded = opts.occlusion !== false ? keepOccluders(canvas, { inside, dist }, dest, alpha) : undefined;
@@ -577,10 +637,10 @@ function renderFace(
 
   const face = warped;
   // Sharpened before the membrane is added: the membrane is smooth and changes no detail.
-  if (detail) sharpenToMatch(target, region, face, alpha, covered);
+  if (detail && !skip('detail')) sharpenToMatch(target, region, face, alpha, covered);
   if (opts.blend === 'poisson') cloneCorrection(target, region, face, covered, alpha, size, occluded);
   // Cut after the membrane, which must not take the teeth's colour as the face's boundary.
-  const hole = innerMouthHole(targetLm, region, size);
+  const hole = skip('mouthHole') ? undefined : innerMouthHole(targetLm, region, size);
   if (hole) for (let i = 0; i < n; i++) alpha[i] = alpha[i]! * (1 - hole[i]!);
   return { region, face, alpha, stats: measured };
 }
