@@ -148,5 +148,6 @@ for (const name of chosen) {
   const config = CONFIGS[name] ?? (JSON.parse(name) as Config);
   const rows = await runConfig(prepared, config);
   console.log(`${name.padEnd(24)} ${summary(rows)}`);
-  if (verbose) for (const r of rows) console.log(`  ${r.name}: ${r.before.toFixed(3)} -> ${r.after.toFixed(3)}`);
+  for (const r of verbose ? rows : [])
+    console.log(`  ${r.name}: ${r.before.toFixed(3)} -> ${r.after.toFixed(3)}, landmarks ${r.lmErr.toFixed(3)}`);
 }

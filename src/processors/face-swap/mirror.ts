@@ -38,13 +38,15 @@ const PARTNER: readonly number[] = (() => {
 })();
 
 /**
- * How much nearer the target's yaw the mirrored source is than the source itself (noseAcross: 0.5
- * frontal, towards 0 or 1 as the head turns): positive only when the two are turned opposite ways.
+ * Whether to mirror the source for this target: the two are turned opposite ways (noseAcross: 0.5
+ * frontal, towards 0 or 1 as the head turns) and the target at least `minTurn` from frontal. A
+ * mirrored source also mirrors its shading (the nose's side light), which the landmark net reads
+ * as pose: on near-frontal targets that moved the result's landmarks more than it gave identity.
  */
-export function mirrorGain(srcLm: readonly Point[], targetLm: readonly Point[]): number {
-  const s = noseAcross(srcLm);
-  const t = noseAcross(targetLm);
-  return Math.abs(t - s) - Math.abs(t - (1 - s));
+export function prefersMirror(srcLm: readonly Point[], targetLm: readonly Point[], minTurn: number): boolean {
+  const s = noseAcross(srcLm) - 0.5;
+  const t = noseAcross(targetLm) - 0.5;
+  return s * t < 0 && Math.abs(t) >= minTurn;
 }
 
 /** Room around the source's landmarks (of its face size) copied along: the forehead and the warp's margin. */
