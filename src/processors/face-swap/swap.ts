@@ -118,7 +118,7 @@ export const DEFAULT_TUNING: Readonly<SwapTuning> = {
   brows: 1,
   jaw: 0,
   openLips: 0,
-  mirror: 0.16,
+  mirror: 0.12,
 };
 
 /** Shrink the source first when its face is this much larger than the target face. */
@@ -477,7 +477,7 @@ function fillSourceHair(c: Canvas, o: Outline, src: FacePlanes): boolean {
   const { width: w, height: h } = c.region;
   // Grown by 2 px: its anti-aliased edge, half hair and half skin, must go too.
   const hair = dilate(dilate(occludersOf(c, o, src, true), w, h), w, h);
-  keepBrows(c, src, hair);
+  keepBrows(c, o, src, hair);
   if (!hair.includes(1)) return false;
   // From the skin around it only: not from the rest of the hair, nor from beyond the outline
   // (where nothing was classified).
@@ -490,8 +490,10 @@ function fillSourceHair(c: Canvas, o: Outline, src: FacePlanes): boolean {
 
 /** Band around each brow's landmarks (of the face size) where the brow's own colour is kept... */
 const BROW_BAND = 0.05;
-/** ...within this colour distance (ΔE) of the brow's inner half, which hair seldom covers. */
+/** ...within this colour distance (ΔE) of the brow's inner end, which hair seldom covers. */
 const BROW_DELTA_E = 25;
+/** A brow's chroma is at most this far (a*b*) from the skin's mean. */
+const BROW_FROM_SKIN_AB = 25;
 /** Each brow's landmarks, outer end first (17-21 image left, 26-22 image right). */
 const BROWS = [
   [17, 18, 19, 20, 21],
@@ -501,15 +503,25 @@ const BROWS = [
 /**
  * A brow is not hair, even where it touches hair of its own colour at the temple (the sheet's source,
  * a brunette: her whole left brow was filled with skin, which cost the self-swap 0.12 of identity):
- * `hair` is cleared (in place) in a band around each brow wherever the colour is the brow's own,
- * measured over its inner half. A strand of another colour across a brow end is still filled.
+ * `hair` is cleared (in place) in a band around each brow, short of its outer end, wherever the
+ * colour is the brow's own, measured at its inner end. A strand of another colour across a brow end
+ * is still filled, and so is one lying over the brow's inner end (its hue is not near the skin's).
  */
-function keepBrows(c: Canvas, src: FacePlanes, hair: Uint8Array): void {
+function keepBrows(c: Canvas, o: Outline, src: FacePlanes, hair: Uint8Array): void {
   const band = BROW_BAND * c.size;
   const { width: w, height: h } = c.region;
+  const skin = { a: 0, b: 0, n: 0 };
+  for (let i = 0; i < w * h; i++) {
+    if (!o.inside[i] || src.nonSkin[i]) continue;
+    skin.a += src.lab[i * 3 + 1]!;
+    skin.b += src.lab[i * 3 + 2]!;
+    skin.n++;
+  }
+  skin.a /= Math.max(1, skin.n);
+  skin.b /= Math.max(1, skin.n);
   let keep = bytes(w * h);
   for (const brow of BROWS) {
-    const inner = rasterizePolygon(grow(convexHull(brow.slice(2).map((i) => src.lm[i]!)), band), c.region);
+    const inner = rasterizePolygon(grow(convexHull(brow.slice(3).map((i) => src.lm[i]!)), band), c.region);
     const mean = [0, 0, 0];
     let n = 0;
     for (let i = 0; i < inner.length; i++) {
@@ -517,10 +529,19 @@ function keepBrows(c: Canvas, src: FacePlanes, hair: Uint8Array): void {
       for (let k = 0; k < 3; k++) mean[k]! += src.lab[i * 3 + k]!;
       n++;
     }
-    if (n === 0) continue;
+    // A brow's hue is near the skin's (brown, black, blonde): a blue strand over the brow is not one.
+    if (n === 0 || Math.hypot(mean[1]! / n - skin.a, mean[2]! / n - skin.b) > BROW_FROM_SKIN_AB) continue;
     const whole = rasterizePolygon(grow(convexHull(brow.map((i) => src.lm[i]!)), band), c.region);
+    // Not beyond the brow's outer end (along the brow, from its inner end): that is temple hair.
+    const from = src.lm[brow[4]!]!;
+    const to = src.lm[brow[0]!]!;
+    const ux = to.x - from.x;
+    const uy = to.y - from.y;
+    const beyond = (i: number) =>
+      ((i % w) + c.region.left + 0.5 - from.x) * ux + (Math.floor(i / w) + c.region.top + 0.5 - from.y) * uy >
+      ux * ux + uy * uy;
     for (let i = 0; i < whole.length; i++) {
-      if (!whole[i] || !hair[i]) continue;
+      if (!whole[i] || !hair[i] || beyond(i)) continue;
       const d = Math.hypot(...[0, 1, 2].map((k) => src.lab[i * 3 + k]! - mean[k]! / n));
       if (d < BROW_DELTA_E) keep[i] = 1;
     }
