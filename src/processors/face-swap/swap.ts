@@ -104,7 +104,8 @@ export type SwapStage = 'redeye' | 'hairFill' | 'detail' | 'mouthHole';
  * Round 3's identity pass (bench/face-swap-ablation.ts, median over the sheet's 24 faces; each step
  * on top of the last): the source's brows kept out of its hair fill 0.517 -> 0.482, brows moving
  * fully with the source's proportions (0.5 before) -> 0.454, the source mirrored for targets turned
- * the other way -> 0.431, forehead 0.25 -> 0.428. Tried and left: jaw 0.3-1 (0.42-0.46, but the
+ * the other way -> 0.431, forehead 0.25 -> 0.428, mirrored only for targets turned 0.12 or more
+ * (landmarks nearer the target's) and the brow test made strand-proof -> 0.430. Tried and left: jaw 0.3-1 (0.42-0.46, but the
  * result's landmarks leave the target's: median 0.077-0.082 of the eye distance), an open mouth's
  * outer lips moved (openLips 1: the open-mouth test's smile closed to 0.33 of its gap).
  */
