@@ -53,6 +53,11 @@ export interface SwapOptions {
    * own size, but at least MIN_WORK_SIZE (a smaller source has no more detail to give).
    */
   workSize?: number | undefined;
+  /**
+   * Whether the source may be mirrored for a target turned the other way (default true). Video sets
+   * false: a head turning across the threshold would flip the face from one frame to the next.
+   */
+  mirror?: boolean | undefined;
   /** A plane of the target's size that receives the alpha each pixel was written with (level.ts pastes by it). */
   alphaOut?: Float32Array | undefined;
 }
@@ -301,7 +306,7 @@ export async function swapFace(
   const size = faceSize(targetLm);
   const work = opts.workSize ?? Math.max(MIN_WORK_SIZE, faceSize(srcLm));
   if (size <= work * WORK_SLACK) {
-    const placed = await placeSource(targetLm, source, srcLm, tuning);
+    const placed = await placeSource(targetLm, source, srcLm, geometryTuning(opts, tuning));
     return withScratch(() => {
       const r = renderFace(target, targetLm, placed, opts, tuning, true);
       if (r) writeFace(target, r.region, r.face, r.alpha, opts.alphaOut);
@@ -317,7 +322,7 @@ export async function swapFace(
   const kx = R.width / sw;
   const ky = R.height / sh;
   const lm = targetLm.map((p) => ({ x: (p.x - R.left) / kx, y: (p.y - R.top) / ky }));
-  const placed = await placeSource(lm, source, srcLm, tuning);
+  const placed = await placeSource(lm, source, srcLm, geometryTuning(opts, tuning));
   return withScratch(() => {
     const r = renderFace(small, lm, placed, opts, tuning, false);
     if (!r) return undefined;
@@ -329,6 +334,11 @@ export async function swapFace(
     writeFace(target, S, face, alpha, opts.alphaOut);
     return r.stats;
   });
+}
+
+/** The tuning the geometry uses: without mirroring when the caller rules it out (video). */
+function geometryTuning(opts: SwapOptions, tuning: SwapTuning): SwapTuning {
+  return opts.mirror === false ? { ...tuning, mirror: Infinity } : tuning;
 }
 
 /** Composites the face into `target` and, if asked, records the alpha it was written with. */
