@@ -483,6 +483,12 @@ const BROW_BAND = 0.05;
 const BROW_DELTA_E = 25;
 /** A brow's chroma is at most this far (a*b*) from the skin's mean. */
 const BROW_FROM_SKIN_AB = 25;
+/**
+ * Share of each brow's length, from its inner end, kept: its outer end is where the source's temple
+ * hair meets it (kept to the end, a lock there came out as a black mark beside the target's brow on
+ * four faces of the contact sheet; at 0.7 none, and the sheet's median identity the same).
+ */
+const BROW_KEPT_LENGTH = 0.7;
 /** Each brow's landmarks, outer end first (17-21 image left, 26-22 image right). */
 const BROWS = [
   [17, 18, 19, 20, 21],
@@ -521,14 +527,14 @@ function keepBrows(c: Canvas, o: Outline, src: FacePlanes, hair: Uint8Array): vo
     // A brow's hue is near the skin's (brown, black, blonde): a blue strand over the brow is not one.
     if (n === 0 || Math.hypot(mean[1]! / n - skin.a, mean[2]! / n - skin.b) > BROW_FROM_SKIN_AB) continue;
     const whole = rasterizePolygon(grow(convexHull(brow.map((i) => src.lm[i]!)), band), c.region);
-    // Not beyond the brow's outer end (along the brow, from its inner end): that is temple hair.
+    // Not along its outer end (measured along the brow, from its inner end): that is temple hair.
     const from = src.lm[brow[4]!]!;
     const to = src.lm[brow[0]!]!;
     const ux = to.x - from.x;
     const uy = to.y - from.y;
     const beyond = (i: number) =>
       ((i % w) + c.region.left + 0.5 - from.x) * ux + (Math.floor(i / w) + c.region.top + 0.5 - from.y) * uy >
-      ux * ux + uy * uy;
+      BROW_KEPT_LENGTH * (ux * ux + uy * uy);
     for (let i = 0; i < whole.length; i++) {
       if (!whole[i] || !hair[i] || beyond(i)) continue;
       const d = Math.hypot(...[0, 1, 2].map((k) => src.lab[i * 3 + k]! - mean[k]! / n));
