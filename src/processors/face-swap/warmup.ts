@@ -9,7 +9,7 @@
  * warmSwap 430-600, 350-430, then 90-150 ms (a real face still takes paths the synthetic one does
  * not: the skin models and occluder tests run on real texture).
  */
-import { detectLandmarks, findFaces, loadFaceModels } from './detect.js';
+import { detectLandmarks, findFaces, loadFaceModels, locateFacesTiny } from './detect.js';
 import { encodeImage } from './image.js';
 import { swapLevelled } from './level.js';
 import type { Point, RgbImage } from './types.js';
@@ -31,6 +31,18 @@ function syntheticPicture(side = SIDE): RgbImage {
     }
   }
   return { data, width: side, height: side };
+}
+
+/**
+ * The video models thread's warm-up: the models loaded, then the Tiny detector as key frames use it
+ * (its default input size) and the landmark net run once, so the first key frame and the first tracked frames do
+ * not pay for XNNPACK's set-up and V8's compilation.
+ */
+export async function warmTracking(): Promise<void> {
+  await loadFaceModels();
+  const picture = syntheticPicture();
+  await locateFacesTiny(picture, 0.99);
+  await detectLandmarks(picture, { x: SIDE / 4, y: SIDE / 4, width: SIDE / 2, height: SIDE / 2 });
 }
 
 /** Loads the models, then runs findFaces (both Tiny passes and, finding nothing, SSD), landmarks and a JPEG encode. */
