@@ -7,11 +7,16 @@
  * first three swaps of a thread (bench/face-swap-job.ts's target) cost 700, 700 and 350-450 ms of
  * CPU (under half on the thread itself, the rest V8's compiler and GC threads), warm ~90 ms; after
  * warmSwap 430-600, 350-430, then 90-150 ms (a real face still takes paths the synthetic one does
- * not: the skin models and occluder tests run on real texture).
+ * not: the skin models and occluder tests run on real texture). warmRealSwap then swaps real faces.
  */
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import { detectLandmarks, findFaces, loadFaceModels, locateFacesTiny } from './detect.js';
+import { DEFAULT_MAX_PIXELS, faceSwapOptionsSchema } from './options.js';
 import { encodeImage } from './image.js';
 import { swapLevelled } from './level.js';
+import { runFaceSwap } from './pipeline.js';
 import type { Point, RgbImage } from './types.js';
 
 const SIDE = 384;
@@ -53,6 +58,7 @@ export async function warmUp(): Promise<void> {
   await detectLandmarks(picture, { x: SIDE / 4, y: SIDE / 4, width: SIDE / 2, height: SIDE / 2 });
   await encodeImage(picture, 'jpeg', 90);
   await warmSwap();
+  await warmRealSwap();
 }
 
 /**
@@ -94,5 +100,35 @@ export async function warmSwap(): Promise<void> {
     ] as const) {
       await swapLevelled(syntheticPicture(side), templateFace(side, face), source, srcLm, opts);
     }
+  }
+}
+
+const REAL_SWAP_ROUNDS = 2;
+
+/** One of face-api's demo photos (in its npm package, MIT), or undefined if the package has none. */
+async function demoPhoto(name: string): Promise<Buffer | undefined> {
+  const dir = path.join(
+    path.dirname(createRequire(import.meta.url).resolve('@vladmandic/face-api/package.json')),
+    'demo',
+  );
+  return readFile(path.join(dir, name)).catch(() => undefined);
+}
+
+/**
+ * REAL_SWAP_ROUNDS whole swap jobs on real photos (face-api's demo photos: sample3's largest face
+ * into sample6's, 1920 px wide), when the package ships them (~550 ms of CPU each). Real skin and
+ * features take paths of the swap (skin models, occluder tests, the work-size resampling) that
+ * synthetic faces do not: measured in-process by CPU time after warmUp, the first three swaps of
+ * bench/face-swap-job.ts's target cost 381, 286, 121 ms with the synthetic swaps alone, 338, 156,
+ * 69 after one real round, 139-163, 139-149, 71-76 after two (warm: 50-90 ms); two rounds without
+ * the synthetic swaps left 316, 341, 143.
+ */
+export async function warmRealSwap(rounds = REAL_SWAP_ROUNDS): Promise<void> {
+  const [source, target] = await Promise.all([demoPhoto('sample3.jpg'), demoPhoto('sample6.jpg')]);
+  if (!source || !target) return;
+  const hooks = { progress: () => {}, checkAborted: () => {} };
+  for (let i = 0; i < rounds; i++) {
+    const options = faceSwapOptionsSchema.parse({});
+    await runFaceSwap({ source, target, options, maxPixels: DEFAULT_MAX_PIXELS }, hooks);
   }
 }
