@@ -22,7 +22,7 @@ import { decodeImage, resizeRegion } from '../face-swap/image.js';
 import { pickByIndex } from '../face-swap/pipeline.js';
 import type { BlendMode } from '../face-swap/options.js';
 import { levelled, swapLevelled } from '../face-swap/level.js';
-import { warmSwap, warmTracking } from '../face-swap/warmup.js';
+import { warmSwap, warmSwapOnPhoto, warmTracking } from '../face-swap/warmup.js';
 import { extendForehead, type ColorStats } from '../face-swap/swap.js';
 import type { Box, Point, RgbImage } from '../face-swap/types.js';
 
@@ -109,7 +109,8 @@ async function cropSource(img: RgbImage, landmarks: Point[]): Promise<{ image: R
 async function handleTask(task: VideoTask): Promise<VideoReply> {
   switch (task.kind) {
     case 'warmup':
-      await (task.models ? warmTracking() : warmSwap());
+      if (task.models) await warmTracking();
+      else await warmSwap().then(() => warmSwapOnPhoto());
       return { kind: 'ready' };
     case 'prepare': {
       const src = await faceOf(task.source, 'input.source', task.minConfidence, task.maxPixels, task.sourceFaceIndex);
