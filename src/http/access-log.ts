@@ -2,14 +2,15 @@ import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fast
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics.js';
 import type { Series } from '../series-histogram.js';
+import { REQUEST_ID_LOG_LABEL } from './request-logger.js';
 
 /** Routes that get no access log line (probes and scrapes): they still count in the latency histogram. */
 const QUIET_ROUTES = new Set(['/metrics', '/healthz', '/readyz']);
 
 /**
  * The onResponse hook: the latency histogram by route pattern (never by raw URL: bounded label
- * values), and one structured access log line per request at `info` (request_id from the request's
- * logger; job_uuid when the route has one). `sample` (ACCESS_LOG_SAMPLE) is the share of
+ * values), and one structured access log line per request at `info` (request_id, as the request's
+ * logger would bind it; job_uuid when the route has one). `sample` (ACCESS_LOG_SAMPLE) is the share of
  * successful requests that get a line; 4xx and 5xx answers always get one. A callback hook, its
  * histogram series looked up by route, method and status (no label hashing per request).
  */
@@ -35,10 +36,17 @@ export function accessLogHook(metrics: Metrics, log: Logger, sample: number) {
     }
     const params = request.params as { uuid?: unknown } | undefined;
     const uuid = params && typeof params === 'object' ? params.uuid : undefined;
-    request.log.info(
-      { method: request.method, route, status, ms: Math.round(ms * 10) / 10, ...(uuid ? { job_uuid: uuid } : {}) },
-      'request',
-    );
+    // The process's logger with the request id first: the line a request child logger would write
+    // (its binding goes first), without making that child (a pino child costs more than the line).
+    const fields = {
+      [REQUEST_ID_LOG_LABEL]: request.id,
+      method: request.method,
+      route,
+      status,
+      ms: Math.round(ms * 10) / 10,
+      ...(uuid ? { job_uuid: uuid } : {}),
+    };
+    log.info(fields, 'request');
     done();
   };
 }

@@ -7,3 +7,6 @@ export interface Envelope<T extends object = Record<string, unknown>> {
 
 export const ok = <T extends object>(data: T): Envelope<T> => ({ code: 0, message: 'ok', data });
 export const fail = (message: string): Envelope => ({ code: -1, message, data: {} });
+
+/** What Fastify sends JSON as (set by hand when a route sends an envelope it serialised itself). */
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';

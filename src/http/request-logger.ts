@@ -1,6 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Bindings, ChildLoggerOptions, Level, Logger } from 'pino';
 
+/** The request id's field in every line about a request. */
+export const REQUEST_ID_LOG_LABEL = 'request_id';
+
 /**
  * A request's logger (Fastify's childLoggerFactory) that becomes a real child of the process's
  * logger, with the request's bindings (request_id), only when a line is actually written: most

@@ -34,7 +34,7 @@ import { jobDetailRoutes } from './routes/job-detail.js';
 import { lingerOnClose } from './linger.js';
 import { jsonBodyProblem } from './json-body.js';
 import { accessLogHook } from './access-log.js';
-import { lazyChildLogger } from './request-logger.js';
+import { lazyChildLogger, REQUEST_ID_LOG_LABEL } from './request-logger.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { adminRoutes, type LocalWorkerInfo } from './admin/routes.js';
 import { Operator } from '../operator.js';
@@ -139,7 +139,7 @@ function createFastify(deps: HttpDeps): FastifyInstance {
   const app = Fastify({
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- without it Fastify infers pino's Logger and the instance no longer fits FastifyInstance
     loggerInstance: deps.log as FastifyBaseLogger,
-    logController: new Fastify.LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
+    logController: new Fastify.LogController({ disableRequestLogging: true, requestIdLogLabel: REQUEST_ID_LOG_LABEL }),
     childLoggerFactory: (_logger, bindings, opts) => lazyChildLogger(deps.log, bindings, opts),
     bodyLimit: deps.maxBodyBytes,
     // Echo a sane incoming X-Request-Id, else make one.

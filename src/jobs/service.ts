@@ -12,7 +12,9 @@ import { wakeOn, type Signals } from '../signals.js';
 import type { ResultStore } from '../storage/types.js';
 import type { Store } from '../store/store.js';
 import { findIdempotencyKey, findIdempotencyKeys, type IdempotencyRow } from '../store/idempotency.js';
-import { getJobView, getJobViewNow, jobsAhead, listJobs, type NewJob } from '../store/jobs.js';
+import { getJobView, jobViewReader, jobsAhead, listJobs, type NewJob } from '../store/jobs.js';
+import { UnchangedReads } from '../store/unchanged-reads.js';
+import { sqliteHandle } from '../store/db.js';
 import { parseSubmitDuration } from './durations.js';
 import { purgeJob } from './purge.js';
 import type { Database } from '../store/schema.js';
@@ -85,6 +87,8 @@ export const POSITION_CAP = 1000;
 export class JobService {
   private readonly schemas = new Map<string, z.ZodType>();
   private readonly db: Kysely<Database>;
+  /** SQLite: status reads answered from memory while the database is unchanged (made at the first; null: PostgreSQL). */
+  private statusReads: UnchangedReads<ApiJob | JobView> | null | undefined;
 
   constructor(private readonly deps: JobServiceDeps) {
     this.db = deps.store.db;
@@ -356,13 +360,16 @@ export class JobService {
 
   /**
    * The job as it is now (status without a long poll): without a promise when the store reads
-   * synchronously and the job needs no queue position (SQLite, the hot path).
+   * synchronously and the job needs no queue position (SQLite, the hot path). Such a job may be
+   * one kept from an earlier read (store/unchanged-reads.ts): frozen, shared, never to be changed.
    */
   statusNow(owner: string, uuid: string): ApiJob | Promise<ApiJob> {
-    const row = getJobViewNow(this.db, uuid, owner);
-    if (row === null) return this.status(owner, uuid);
-    if (!row) throw notFound(JOB_NOT_FOUND);
-    return this.view(row);
+    // uuid has a fixed length (a checked UUID): with the owner after it, the key names both.
+    const reads = (this.statusReads ??= statusReadsOf(this.db) ?? null);
+    const got = reads ? reads.get(uuid + owner, uuid, owner) : null;
+    if (got === null) return this.status(owner, uuid);
+    if (!got) throw notFound(JOB_NOT_FOUND);
+    return isKeptJob(got) ? got : this.view(got);
   }
 
   /**
@@ -460,3 +467,21 @@ export class JobService {
     };
   }
 }
+
+/** On SQLite, the status reads with their memory: the public job, or a queued job's row (its position is read apart). */
+function statusReadsOf(db: Kysely<Database>): UnchangedReads<ApiJob | JobView> | undefined {
+  const read = jobViewReader(db);
+  const conn = sqliteHandle(db);
+  if (!read || !conn) return undefined;
+  return new UnchangedReads<ApiJob | JobView>(
+    conn,
+    (uuid, owner) => {
+      const row = read(uuid, owner);
+      return row && (row.status === 'queued' ? row : Object.freeze(toApiJob(row)));
+    },
+    isKeptJob,
+  );
+}
+
+/** A job kept by the status reads (frozen: shared by every answer until the database changes). */
+export const isKeptJob = (v: ApiJob | JobView): v is ApiJob => Object.isFrozen(v);

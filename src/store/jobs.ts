@@ -220,8 +220,30 @@ const selfCheck = Object.entries(viewOf(VIEW_COLUMNS as unknown as ViewValues));
 if (selfCheck.length !== VIEW_COLUMNS.length || selfCheck.some(([name, value]) => name !== value))
   throw new Error('viewOf does not follow VIEW_COLUMNS');
 
+type ViewReader = (uuid: string, owner: string) => JobView | undefined;
+
 /** On SQLite, prepared once on the connection (rows as arrays) and run directly (no Kysely round through promises). */
-const viewStatement = new WeakMap<SQLite.Database, SQLite.Statement<[string, string], ViewValues>>();
+const viewReaders = new WeakMap<SQLite.Database, ViewReader>();
+
+/**
+ * The status read on the SQLite connection behind `db`, without a promise (undefined for
+ * PostgreSQL). It reads what the connection sees: the caller makes sure no transaction of the
+ * store is open on it (it would see that transaction's uncommitted rows).
+ */
+export function jobViewReader(db: Kysely<Database>): ViewReader | undefined {
+  const direct = sqliteHandle(db);
+  if (!direct) return undefined;
+  let reader = viewReaders.get(direct);
+  if (!reader) {
+    const stmt = direct.prepare<[string, string], ViewValues>(viewQueryOf(db)).raw(true);
+    reader = (uuid, owner) => {
+      const values = stmt.get(uuid, owner);
+      return values && viewOf(values);
+    };
+    viewReaders.set(direct, reader);
+  }
+  return reader;
+}
 
 /**
  * The status read without a promise, where the store can give it: SQLite outside a transaction
@@ -230,13 +252,7 @@ const viewStatement = new WeakMap<SQLite.Database, SQLite.Statement<[string, str
 export function getJobViewNow(db: Kysely<Database>, uuid: string, owner: string): JobView | undefined | null {
   const direct = sqliteHandle(db);
   if (!direct || direct.inTransaction) return null;
-  let stmt = viewStatement.get(direct);
-  if (!stmt) {
-    stmt = direct.prepare<[string, string], ViewValues>(viewQueryOf(db)).raw(true);
-    viewStatement.set(direct, stmt);
-  }
-  const values = stmt.get(uuid, owner);
-  return values && viewOf(values);
+  return jobViewReader(db)!(uuid, owner);
 }
 
 /** The columns a status read needs, by primary key. */

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { checkIdempotencyKey } from '../../jobs/idempotency.js';
-import type { BatchPlan, JobService } from '../../jobs/service.js';
+import { isKeptJob, type BatchPlan, type JobService } from '../../jobs/service.js';
 import { setSubmitWeight } from '../rate-limit.js';
 import { DURATION_SYNTAX, durationRange } from '../../jobs/submit-schema.js';
 import { parseSubmitDuration } from '../../jobs/durations.js';
@@ -12,10 +12,11 @@ import {
   CANCEL_AFTER_MAX_MS,
   CANCEL_AFTER_MIN_MS,
   JOB_STATUSES,
+  type ApiJob,
   type BatchItemResult,
 } from '../../contract/api.js';
 import { STATUS_OF_KIND } from '../api-error.js';
-import { ok } from '../envelope.js';
+import { JSON_CONTENT_TYPE, ok } from '../envelope.js';
 import { withFastCheck } from '../validation.js';
 import {
   COMMON_ERRORS,
@@ -283,6 +284,16 @@ function listRoute(app: ZodApp, service: JobService): void {
   );
 }
 
+/** The serialised envelope of each job the status reads keep (the same job object until the database changes). */
+const keptBodies = new WeakMap<ApiJob, string>();
+
+/** The envelope of a kept job, serialised once, as the route's serializer would (JSON.stringify). */
+function keptBody(job: ApiJob): string {
+  let body = keptBodies.get(job);
+  if (body === undefined) keptBodies.set(job, (body = JSON.stringify(ok(job))));
+  return body;
+}
+
 /** GET /jobs/{uuid}/status, the hottest route: `?wait=N` long-polls until the job is terminal. */
 function statusRoute(app: ZodApp, service: JobService): void {
   app.get(
@@ -301,11 +312,15 @@ function statusRoute(app: ZodApp, service: JobService): void {
       },
     },
     // Not async: a poll answered from the SQLite connection (statusNow) goes out without a promise.
-    (request) => {
+    (request, reply) => {
       const uuid = jobUuid(request.params.uuid);
       const wait = request.query.wait;
       const job = wait > 0 ? service.status(request.owner, uuid, wait * 1000) : service.statusNow(request.owner, uuid);
-      return job instanceof Promise ? job.then(ok) : ok(job);
+      if (job instanceof Promise) return job.then(ok);
+      if (!isKeptJob(job)) return ok(job);
+      // A string goes out as it is when its type is set (the bytes and headers the serializer would give).
+      void reply.header('content-type', JSON_CONTENT_TYPE);
+      return keptBody(job);
     },
   );
 }
