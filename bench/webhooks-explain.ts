@@ -149,11 +149,11 @@ console.log('--- record');
     NOW,
   );
   console.log(`record ${rows.length}: applied ${applied.size} in ${(performance.now() - t).toFixed(2)} ms`);
-  // Put them back as they were.
+  // Put them back, due.
   const ids = rows.map((r) => r.event_id);
   await db
     .updateTable('webhook_events')
-    .set({ state: 'pending', attempts: 0, next_attempt_at: Number(rows[0]!.next_attempt_at) })
+    .set({ state: 'pending', attempts: 0, next_attempt_at: NOW })
     .where('event_id', 'in', ids)
     .execute();
   await db.deleteFrom('webhook_attempts').where('event_id', 'in', ids).execute();

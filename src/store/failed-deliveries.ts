@@ -19,8 +19,8 @@ export interface FailedDelivery {
  * then the attempts of just those events: the cost does not grow with the table.
  */
 export async function recentFailedDeliveries(db: Kysely<Database>, limit: number): Promise<FailedDelivery[]> {
-  // SQLite's planner, without statistics, prefers webhook_events_due (state, …) and then sorts every
-  // failed row; INDEXED BY pins the partial index. PostgreSQL picks it on its own (backward scan).
+  // SQLite's planner, without statistics, may prefer another index and then sort every failed row;
+  // INDEXED BY pins the partial index. PostgreSQL picks it on its own (backward scan).
   const pinned = db.getExecutor().adapter instanceof PostgresAdapter ? sql`` : sql`INDEXED BY webhook_events_failed`;
   const { rows: events } = await sql<{
     event_id: string;

@@ -13,7 +13,10 @@ import type { Database, WebhookAttemptsTable, WebhookEventsTable } from './schem
 export type WebhookEventRow = Selectable<WebhookEventsTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
 
-/** The columns a claim returns: what an attempt sends and what recording it needs. */
+/**
+ * The columns a claim returns: what an attempt sends and what recording it needs, no more (each
+ * column returned costs every claimed row a value built in JavaScript).
+ */
 const CLAIMED_COLUMNS = [
   'event_id',
   'job_uuid',
@@ -24,24 +27,47 @@ const CLAIMED_COLUMNS = [
   'body',
   'attempts',
   'endpoint_id',
-  'next_attempt_at',
-  'lease_owner',
-  'lease_expires_at',
 ] as const;
-export type ClaimedEventRow = Pick<WebhookEventRow, (typeof CLAIMED_COLUMNS)[number]>;
+/** A claimed event; its lease's end is the claim's, the same for every row (set here, not read back). */
+export type ClaimedEventRow = Pick<WebhookEventRow, (typeof CLAIMED_COLUMNS)[number]> & { lease_expires_at: number };
+/** (owner, lease, destination, now, now, limit, now, now) */
+type ClaimParams = [string, number, string, number, number, number, number, number];
+type ClaimedTuple = [string, string, string, string, string | null, string | null, string, number, string | null];
+
+/**
+ * SQLite's claimed row (an array: better-sqlite3 sets an object's columns one by one through V8's
+ * API, dearer than this one literal).
+ */
+const claimed = (t: ClaimedTuple, lease: number): ClaimedEventRow => ({
+  event_id: t[0],
+  job_uuid: t[1],
+  event_type: t[2],
+  url: t[3],
+  destination: t[4],
+  secret: t[5],
+  body: t[6],
+  attempts: t[7],
+  endpoint_id: t[8],
+  lease_expires_at: lease,
+});
 const claimedColumns = (t: string) => sql.raw(CLAIMED_COLUMNS.map((c) => `${t}.${c}`).join(', '));
 
 /**
  * The dispatcher's SQLite statements, prepared once per connection and run directly inside one
  * synchronous transaction: the claims and the recording of attempts run for every delivery, and
- * building a statement costs more than running it. Only while no Kysely transaction is open on
- * the connection (a direct statement would join it); otherwise the Kysely form runs.
+ * building a statement costs more than running it (anonymous parameters, in order: binding them
+ * is cheaper than by name, and better-sqlite3 takes no numbered ones). Only while no Kysely transaction is open on the
+ * connection (a direct statement would join it); otherwise the Kysely form runs.
  */
 interface DirectStatements {
-  claim: SQLite.Statement<[Record<string, string | number>], ClaimedEventRow>;
-  insertAttempt: SQLite.Statement<[Record<string, string | number | null>]>;
-  moveOn: SQLite.Statement<[Record<string, string | number | null>]>;
-  release: SQLite.Statement<[Record<string, string | number>]>;
+  /** Rows as arrays, in CLAIMED_COLUMNS' order. */
+  claim: SQLite.Statement<ClaimParams, ClaimedTuple>;
+  /** (event id, event id, started, duration, http status, error, ok, manual) */
+  insertAttempt: SQLite.Statement<[string, string, number, number, number | null, string | null, number, number]>;
+  /** (state, next attempt at, now, event id, owner, claimed attempts) */
+  moveOn: SQLite.Statement<[string, number | null, number, string, string, number]>;
+  /** (now, event id, owner) */
+  release: SQLite.Statement<[number, string, string]>;
 }
 const directStatements = new WeakMap<SQLite.Database, DirectStatements>();
 
@@ -51,27 +77,31 @@ function direct(db: Kysely<Database>): { conn: SQLite.Database; st: DirectStatem
   let st = directStatements.get(conn);
   if (!st) {
     st = {
-      claim: conn.prepare(`
-        UPDATE webhook_events SET lease_owner = @owner, lease_expires_at = @lease, updated_at = @now
+      // The lease alone changes (no updated_at): the row's indexes stay as they are.
+      claim: conn
+        .prepare<ClaimParams, ClaimedTuple>(
+          `
+        UPDATE webhook_events SET lease_owner = ?, lease_expires_at = ?
         WHERE event_id IN (
           SELECT w.event_id FROM webhook_events w
-          WHERE w.destination = @destination AND w.state = 'pending' AND w.next_attempt_at <= @now
-            AND (w.lease_expires_at IS NULL OR w.lease_expires_at < @now)
-          ORDER BY w.next_attempt_at LIMIT @limit)
-        AND (state || '') = 'pending' AND (next_attempt_at + 0) <= @now
-        AND (lease_expires_at IS NULL OR lease_expires_at < @now)
-        RETURNING ${CLAIMED_COLUMNS.join(', ')}`),
+          WHERE w.destination = ? AND w.state = 'pending' AND w.next_attempt_at <= ?
+            AND (w.lease_expires_at IS NULL OR w.lease_expires_at < ?)
+          ORDER BY w.next_attempt_at LIMIT ?)
+        AND (state || '') = 'pending' AND (next_attempt_at + 0) <= ?
+        AND (lease_expires_at IS NULL OR lease_expires_at < ?)
+        RETURNING ${CLAIMED_COLUMNS.join(', ')}`,
+        )
+        .raw(true),
       insertAttempt: conn.prepare(`
         INSERT INTO webhook_attempts (event_id, attempt, started_at, duration_ms, http_status, error, ok, manual)
-        VALUES (@id, (SELECT count(*) + 1 FROM webhook_attempts WHERE event_id = @id),
-          @started, @duration, @http, @error, @ok, @manual)`),
+        VALUES (?, (SELECT count(*) + 1 FROM webhook_attempts WHERE event_id = ?), ?, ?, ?, ?, ?, ?)`),
       moveOn: conn.prepare(`
-        UPDATE webhook_events SET state = @state, next_attempt_at = @next, attempts = attempts + 1,
-          lease_owner = NULL, lease_expires_at = NULL, updated_at = @now
-        WHERE event_id = @id AND (state || '') = 'pending' AND lease_owner = @owner AND attempts = @claimed`),
+        UPDATE webhook_events SET state = ?, next_attempt_at = ?, attempts = attempts + 1,
+          lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+        WHERE event_id = ? AND (state || '') = 'pending' AND lease_owner = ? AND attempts = ?`),
       release: conn.prepare(`
-        UPDATE webhook_events SET lease_owner = NULL, lease_expires_at = NULL, updated_at = @now
-        WHERE event_id = @id AND lease_owner = @owner`),
+        UPDATE webhook_events SET lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+        WHERE event_id = ? AND lease_owner = ?`),
     };
     directStatements.set(conn, st);
   }
@@ -141,26 +171,33 @@ export interface ClaimSpec {
  * the others nothing. SQLite runs the statement under its write lock; PostgreSQL locks the picked
  * rows with SKIP LOCKED, so concurrent dispatchers never take the same event nor wait on each other
  * (in a MATERIALIZED CTE: as a join input, the LIMITed subquery could be rescanned per row).
+ * A claim writes the lease alone, not updated_at (which webhook_events_failed indexes): on
+ * PostgreSQL the row can then be updated in place (a HOT update, no index entries written), and on
+ * SQLite no index is touched; updated_at keeps the time of the event's last change of state.
  */
 export async function claimDueEvents(
   db: Kysely<Database>,
   dialect: Dialect,
   spec: ClaimSpec,
 ): Promise<ClaimedEventRow[]> {
+  const lease = spec.now + spec.leaseMs;
   const d = dialect === 'sqlite' ? direct(db) : undefined;
   if (d) {
     const { leaseOwner: owner, now } = spec;
-    const lease = now + spec.leaseMs;
     return d.conn
       .transaction(() =>
         spec.destinations.flatMap(({ destination, limit }) =>
-          limit > 0 ? d.st.claim.all({ owner, lease, now, destination, limit }) : [],
+          limit > 0
+            ? d.st.claim.all(owner, lease, destination, now, now, limit, now, now).map((t) => claimed(t, lease))
+            : [],
         ),
       )
       .immediate();
   }
   const query = claimDueEventsQuery(dialect, spec);
-  return query ? (await query.execute(db)).rows : [];
+  const rows = query ? (await query.execute(db)).rows : [];
+  for (const r of rows) (r as ClaimedEventRow).lease_expires_at = lease;
+  return rows as ClaimedEventRow[];
 }
 
 /** The statement of claimDueEvents (exported for bench/webhooks-explain.ts); undefined when nothing is wanted. */
@@ -176,7 +213,7 @@ export function claimDueEventsQuery(dialect: Dialect, spec: ClaimSpec) {
   const stillClaimable = (t: string) =>
     sql`(${sql.ref(`${t}.state`)} || '') = 'pending' AND (${sql.ref(`${t}.next_attempt_at`)} + 0) <= ${now} AND (${sql.ref(`${t}.lease_expires_at`)} IS NULL OR ${sql.ref(`${t}.lease_expires_at`)} < ${now})`;
   if (dialect === 'postgres') {
-    return sql<ClaimedEventRow>`
+    return sql<Omit<ClaimedEventRow, 'lease_expires_at'>>`
       WITH picked AS MATERIALIZED (
         SELECT c.event_id FROM unnest(${wanted.map((d) => d.destination)}::text[], ${wanted.map((d) => d.limit)}::int[]) AS d(destination, room)
         CROSS JOIN LATERAL (
@@ -186,7 +223,7 @@ export function claimDueEventsQuery(dialect: Dialect, spec: ClaimSpec) {
           FOR UPDATE SKIP LOCKED
         ) c
       )
-      UPDATE webhook_events e SET lease_owner = ${spec.leaseOwner}, lease_expires_at = ${lease}, updated_at = ${now}
+      UPDATE webhook_events e SET lease_owner = ${spec.leaseOwner}, lease_expires_at = ${lease}
       FROM picked
       WHERE e.event_id = picked.event_id AND ${stillClaimable('e')}
       RETURNING ${claimedColumns('e')}`;
@@ -196,8 +233,8 @@ export function claimDueEventsQuery(dialect: Dialect, spec: ClaimSpec) {
       SELECT w.event_id FROM webhook_events w WHERE w.destination = ${d.destination} AND ${claimable('w')}
       ORDER BY w.next_attempt_at LIMIT ${d.limit})`,
   );
-  return sql<ClaimedEventRow>`
-    UPDATE webhook_events SET lease_owner = ${spec.leaseOwner}, lease_expires_at = ${lease}, updated_at = ${now}
+  return sql<Omit<ClaimedEventRow, 'lease_expires_at'>>`
+    UPDATE webhook_events SET lease_owner = ${spec.leaseOwner}, lease_expires_at = ${lease}
     WHERE event_id IN (${sql.join(picks, sql` UNION ALL `)}) AND ${stillClaimable('webhook_events')}
     RETURNING ${claimedColumns('webhook_events')}`;
 }
@@ -221,7 +258,8 @@ export interface AttemptRecord {
   httpStatus: number | null;
   error: string | null;
   ok: boolean;
-  manual: boolean;
+  /** A redelivery by hand; absent for the dispatcher's scheduled attempts (its results as they come). */
+  manual?: boolean;
 }
 
 /**
@@ -328,26 +366,12 @@ function recordDirect(
       const applied = new Set<string>();
       for (const o of attempts) {
         const a = o.attempt;
-        d.st.insertAttempt.run({
-          id: o.eventId,
-          started: a.startedAt,
-          duration: Math.max(0, Math.round(a.durationMs)),
-          http: a.httpStatus,
-          error: a.error,
-          ok: a.ok ? 1 : 0,
-          manual: a.manual ? 1 : 0,
-        });
-        const moved = d.st.moveOn.run({
-          id: o.eventId,
-          state: o.state,
-          next: o.nextAttemptAt,
-          now,
-          owner,
-          claimed: o.claimedAttempts,
-        });
-        if (moved.changes > 0) applied.add(o.eventId);
+        const id = o.eventId;
+        const duration = Math.max(0, Math.round(a.durationMs));
+        d.st.insertAttempt.run(id, id, a.startedAt, duration, a.httpStatus, a.error, a.ok ? 1 : 0, a.manual ? 1 : 0);
+        if (d.st.moveOn.run(o.state, o.nextAttemptAt, now, id, owner, o.claimedAttempts).changes > 0) applied.add(id);
       }
-      for (const id of release) d.st.release.run({ id, owner, now });
+      for (const id of release) d.st.release.run(now, id, owner);
       return applied;
     })
     .immediate();
@@ -355,25 +379,35 @@ function recordDirect(
 
 /**
  * PostgreSQL: the attempts' rows and their events' moves in one statement, the batch passed as
- * arrays (one statement text whatever the batch size). Each attempt's number counts its event's
- * rows before the statement (the events are distinct).
+ * one JSON parameter (one statement text whatever the batch size; JSON.stringify is native, where
+ * ten array parameters are serialised value by value in JavaScript). Each attempt's number counts
+ * its event's rows before the statement (the events are distinct).
  */
 function recordQueryPg(leaseOwner: string, attempts: readonly ScheduledAttempt[], now: number) {
-  const col = <T>(f: (o: ScheduledAttempt) => T): T[] => attempts.map(f);
-  const ids = col((o) => o.eventId);
+  const rows = JSON.stringify(
+    attempts.map((o, ord) => ({
+      id: o.eventId,
+      st: o.state,
+      nx: o.nextAttemptAt,
+      att: o.claimedAttempts,
+      started: o.attempt.startedAt,
+      dur: Math.max(0, Math.round(o.attempt.durationMs)),
+      http: o.attempt.httpStatus,
+      err: o.attempt.error,
+      ok: o.attempt.ok ? 1 : 0,
+      manual: o.attempt.manual ? 1 : 0,
+      ord,
+    })),
+  );
   // The numbers come from one grouped read (a correlated count per row would rescan the table it
-  // inserts into); `= ANY(ids)` keeps both reads on their indexes whatever the planner's statistics;
-  // the rows go in in the batch's order (the delivery log lists attempts by id).
+  // inserts into); `= ANY(ids)` (an array computed once) keeps both reads on their indexes whatever
+  // the planner's statistics; the rows go in in the batch's order (the delivery log lists attempts by id).
   return sql<{ event_id: string }>`
-    WITH v AS (
-      SELECT * FROM unnest(${ids}::text[], ${col((o) => o.state)}::text[],
-        ${col((o) => o.nextAttemptAt)}::bigint[], ${col((o) => o.claimedAttempts)}::int[],
-        ${col((o) => o.attempt.startedAt)}::bigint[], ${col((o) => Math.max(0, Math.round(o.attempt.durationMs)))}::int[],
-        ${col((o) => o.attempt.httpStatus)}::int[], ${col((o) => o.attempt.error)}::text[],
-        ${col((o) => (o.attempt.ok ? 1 : 0))}::int[], ${col((o) => (o.attempt.manual ? 1 : 0))}::int[])
-        WITH ORDINALITY AS v(id, st, nx, att, started, dur, http, err, ok, manual, ord)
+    WITH v AS MATERIALIZED (
+      SELECT * FROM json_to_recordset(${rows}::json) AS v(id text, st text, nx bigint, att int,
+        started bigint, dur int, http int, err text, ok int, manual int, ord int)
     ), counted AS (
-      SELECT event_id, count(*) AS n FROM webhook_attempts WHERE event_id = ANY(${ids}::text[]) GROUP BY event_id
+      SELECT event_id, count(*) AS n FROM webhook_attempts WHERE event_id = ANY(ARRAY(SELECT id FROM v)) GROUP BY event_id
     ), logged AS (
       INSERT INTO webhook_attempts (event_id, attempt, started_at, duration_ms, http_status, error, ok, manual)
       SELECT v.id, coalesce(counted.n, 0) + 1, v.started, v.dur, v.http, v.err, v.ok, v.manual
@@ -383,7 +417,7 @@ function recordQueryPg(leaseOwner: string, attempts: readonly ScheduledAttempt[]
     UPDATE webhook_events e SET state = v.st, next_attempt_at = v.nx, attempts = e.attempts + 1,
       lease_owner = NULL, lease_expires_at = NULL, updated_at = ${now}
     FROM v
-    WHERE e.event_id = ANY(${ids}::text[]) AND e.event_id = v.id AND e.state = 'pending'
+    WHERE e.event_id = ANY(ARRAY(SELECT id FROM v)) AND e.event_id = v.id AND e.state = 'pending'
       AND e.lease_owner = ${leaseOwner} AND e.attempts = v.att
     RETURNING e.event_id`;
 }

@@ -362,7 +362,7 @@ export class WebhookDispatcher {
       let started = false;
       while (d.queue.length > 0 && d.inFlight < this.perDestination && this.inFlight.size < concurrency) {
         const event = d.queue.shift()!;
-        if (Number(event.lease_expires_at) - clock.now() < timeoutMs + LEASE_RESERVE_MS) {
+        if (event.lease_expires_at - clock.now() < timeoutMs + LEASE_RESERVE_MS) {
           // Waited too long behind slow attempts: hand it back rather than risk a second sender.
           this.release(event.event_id);
           continue;
@@ -382,16 +382,17 @@ export class WebhookDispatcher {
     d.inFlight++;
     const attempt = this.opts.sender.start(event);
     const done = attempt.result.then(
-      (result) => this.settled(name, d, event, () => this.finished(event, d, result)),
-      (err: unknown) => this.settled(name, d, event, () => this.abandoned(event, err)),
+      (result) => this.settled(name, d, event, result, undefined),
+      (err: unknown) => this.settled(name, d, event, undefined, err),
     );
     this.inFlight.set(event.event_id, { destination: name, attempt, done });
   }
 
-  /** An attempt ended: its bookkeeping, then its slot goes to the next queued event. */
-  private settled(name: string, d: Destination, event: Claimed, bookkeeping: () => void): void {
+  /** An attempt ended (a result, or rejected at shutdown): its bookkeeping, then its slot goes to the next queued event. */
+  private settled(name: string, d: Destination, event: Claimed, result: AttemptResult | undefined, err: unknown): void {
     try {
-      bookkeeping();
+      if (result) this.finished(event, d, result);
+      else this.abandoned(event, err);
     } catch (err) {
       this.opts.log.error(
         { err, event_id: event.event_id, job_uuid: event.job_uuid },
@@ -438,7 +439,7 @@ export class WebhookDispatcher {
       eventType: event.event_type,
       number,
       claimedAttempts,
-      attempt: { ...result, manual: false },
+      attempt: result,
       state,
       nextAttemptAt,
       now,
@@ -489,9 +490,16 @@ export class WebhookDispatcher {
 
   /** One transaction: the attempts, the hand-backs and the endpoints' failure records. */
   private async write(items: readonly Recording[]): Promise<Recorded[]> {
-    const attempts = items.flatMap((i) => ('attempt' in i ? [i.attempt] : []));
-    const release = items.flatMap((i) => ('release' in i ? [i.release] : []));
-    const outcomes = attempts.flatMap((f) => (f.endpoint ? [f.endpoint] : []));
+    const attempts: Finished[] = [];
+    const release: string[] = [];
+    const outcomes: EndpointOutcome[] = [];
+    for (const i of items) {
+      if (!('attempt' in i)) release.push(i.release);
+      else {
+        attempts.push(i.attempt);
+        if (i.attempt.endpoint) outcomes.push(i.attempt.endpoint);
+      }
+    }
     const now = this.opts.clock.now();
     let disabled: DisabledEndpoint[] = [];
     const { db, dialect } = this.opts.store;
@@ -502,10 +510,10 @@ export class WebhookDispatcher {
           }
         : undefined;
     const applied = await recordScheduledAttempts(db, dialect, this.id, attempts, release, now, endpointHealth);
-    return items.map((i, n) => ({
-      applied: 'attempt' in i ? applied.has(i.attempt.eventId) : true,
-      ...(n === 0 ? { disabled } : {}),
-    }));
+    return items.map((i, n) => {
+      const ok = 'attempt' in i ? applied.has(i.attempt.eventId) : true;
+      return n === 0 ? { applied: ok, disabled } : { applied: ok };
+    });
   }
 
   /** After the commit: the operator events, and one log line per attempt. */

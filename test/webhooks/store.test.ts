@@ -118,7 +118,12 @@ describe('webhook outbox claims', () => {
     expect(await claimDueEvent(b, { leaseOwner: 'B', leaseMs: LEASE, now: T0 + LEASE - 1 })).toBeUndefined();
     const again = await claimDueEvent(b, { leaseOwner: 'B', leaseMs: LEASE, now: T0 + LEASE + 1 });
     expect(again?.event_id).toBe('e0');
-    expect(again?.lease_owner).toBe('B');
+    const row = await b.db
+      .selectFrom('webhook_events')
+      .select('lease_owner')
+      .where('event_id', '=', 'e0')
+      .executeTakeFirst();
+    expect(row?.lease_owner).toBe('B');
   });
 
   it('lets only the lease holder record the outcome', async () => {
@@ -230,7 +235,17 @@ describe('webhook outbox batches', () => {
       ],
     });
     expect(got.map((e) => e.event_id).sort()).toEqual(['dead00', 'dead01', 'dead02', 'dead03', 'live1', 'live2']);
-    expect(got.every((e) => e.lease_owner === 'A' && Number(e.lease_expires_at) === T1 + 60_000)).toBe(true);
+    expect(got.every((e) => e.lease_expires_at === T1 + 60_000)).toBe(true);
+    const leases = await a.db
+      .selectFrom('webhook_events')
+      .select(['lease_owner', 'lease_expires_at'])
+      .where(
+        'event_id',
+        'in',
+        got.map((e) => e.event_id),
+      )
+      .execute();
+    expect(leases.every((r) => r.lease_owner === 'A' && Number(r.lease_expires_at) === T1 + 60_000)).toBe(true);
     // The other dispatcher gets the next ones of the backlog, never the same.
     const other = await claimDueEvents(b.db, b.dialect, {
       leaseOwner: 'B',
