@@ -3,37 +3,22 @@
  * blend. Pure computation apart from an optional sharp resize of the source.
  */
 import { cloneCorrection, composite } from './blend.js';
-import {
-  channelStats,
-  evenOutFeatures,
-  labToRgb,
-  rgbToLab,
-  transferLocal,
-  transferStats,
-  type ColorStats,
-} from './color.js';
+import { labToRgb, rgbToLab, type ColorStats } from './color.js';
 export type { ColorStats } from './color.js';
 import { boundingRegion, convexHull, faceSize, type Region } from './geometry.js';
 import { resizeRegion } from './image.js';
-import {
-  dilate,
-  distanceInside,
-  featherAlpha,
-  featherMask,
-  fillFromSurroundings,
-  fillPolygon,
-  rasterizePolygon,
-} from './mask.js';
+import { dilate, distanceInside, featherAlpha, fillFromSurroundings, fillPolygon, rasterizePolygon } from './mask.js';
 import type { BlendMode } from './options.js';
 import { laplacianVariance, matchDetail } from './detail.js';
 import { removeRedEye } from './redeye.js';
 import { innerMouthHole, mouthGap, OPEN_GAP } from './mouth.js';
 import { occlusionMask } from './occlusion.js';
-import { fitSkinModel, nonSkinMask, softenMask, transferLighting } from './skin.js';
+import { fitSkinModel, nonSkinMask, softenMask } from './skin.js';
+import { matchColour } from './recolor.js';
 import type { Point, RgbImage } from './types.js';
 import { opaqueExtent, upsampleFace, type Rendered } from './upsample.js';
 import { triangulate, warpPiecewiseAffine } from './warp.js';
-import { bytes, copyOf, floats, withScratch } from './scratch.js';
+import { bytes, floats, withScratch } from './scratch.js';
 
 export interface SwapOptions {
   blend: BlendMode;
@@ -104,13 +89,6 @@ const MAX_DOWNSAMPLE = 1.25;
 const MAX_EXTRA_FOLDED = 0.01;
 /** Margin around eyes, brows and mouth left out of the skin statistics. */
 const FEATURE_MARGIN = 0.04;
-/**
- * Polynomial degree of the lightness surface (target − source over skin): enough for a side light,
- * too smooth to draw the target's lips, lids or brows into the new face.
- */
-const LIGHT_DEGREE = 3;
-/** Polynomial degree of the chroma surface: a light's colour gradient across the face, nothing finer. */
-const CHROMA_DEGREE = 2;
 /** Share of the target face's Laplacian variance the new face is sharpened up to. */
 const DETAIL_TARGET = 0.9;
 
@@ -469,45 +447,6 @@ function keepOccluders(c: Canvas, o: Outline, dst: FacePlanes, alpha: Float32Arr
   const soft = softenMask(occluded, w, h);
   for (let i = 0; i < w * h; i++) alpha[i] = alpha[i]! * (1 - soft[i]!);
   return occluded;
-}
-
-/**
- * The source's colour (src.lab, in place) matched to the target's skin and light. Statistics and
- * lighting over skin only: no feature zone of either face, nothing either skin model calls non-skin
- * (lipstick or eye shadow beyond the landmarks, hair, an occluder). Returns the statistics measured
- * (`given`, video's running average, is used instead when set).
- */
-function matchColour(
-  c: Canvas,
-  src: FacePlanes,
-  dst: FacePlanes,
-  mask: { alpha: Float32Array; occluded: Uint8Array | undefined },
-  given: ColorStats | undefined,
-  tuning: SwapTuning,
-): ColorStats {
-  const { width: w, height: h } = c.region;
-  const n = w * h;
-  const skin = floats(n);
-  for (let i = 0; i < n; i++) {
-    if (dst.zones[i] || src.zones[i] || dst.nonSkin[i] || src.nonSkin[i] || mask.occluded?.[i]) continue;
-    skin[i] = mask.alpha[i]!;
-  }
-  const measured = { src: channelStats(src.lab, skin), dst: channelStats(dst.lab, skin) };
-  const use = given ?? measured;
-  transferStats(src.lab, c.covered, use.src, use.dst);
-  // Lightness: a smooth surface (the target's broad light, none of its features). Chroma: first a
-  // quadratic surface (a coloured light across the source, which would tint one eye teal), then
-  // the local low-pass difference over skin only (a coloured light carries no identity).
-  transferLighting(src.lab, dst.lab, skin, c.covered, w, h, [LIGHT_DEGREE, CHROMA_DEGREE, CHROMA_DEGREE]);
-  const sab = tuning.sigmaAB * c.size;
-  // Inside the features (lips, eyes, brows) the local field would be drawn from whichever skin lies
-  // nearest (chin below the lower lip, the lid above an iris) and tint the two lips apart or an iris
-  // teal: there one shift per feature, the field's mean over it, so they keep the source's colours.
-  const before = copyOf(src.lab);
-  transferLocal(src.lab, dst.lab, skin, c.covered, w, h, [0, sab, sab]);
-  const k = featherMask(src.zones, w, h, Math.max(1, Math.round(c.margin)));
-  evenOutFeatures(before, src.lab, src.zones, k, c.covered, FEATURES.length);
-  return measured;
 }
 
 /**
