@@ -1,8 +1,8 @@
 /**
  * Video face swap throughput: a 720p/30 fps clip with one face (a pan over a sample photograph),
  * swapped through the job type's run() with the service's default swap threads (plus the job type's
- * one models thread), after warm-up (models loaded; the swap code is still cold, as in a service's
- * first video job). The job type comes from the compiled build (dist/, built first unless
+ * one models thread), after the pools' warm-up (models loaded and run once, synthetic and real faces
+ * swapped on the swap threads), as in a service's first video job. The job type comes from the compiled build (dist/, built first unless
  * BENCH_NO_BUILD=1), as `npm start` runs it: from TypeScript every worker thread would also carry
  * tsx's loader (~90 MB more RSS than the service has).
  * Prints seconds of processing per second of video (wall clock, and CPU including the ffmpeg

@@ -76,6 +76,33 @@ describe('findFaces', () => {
     for (const t of [tensor, ours, theirs]) t.dispose();
   });
 
+  it('finds on a picture padded to whole cells the faces face-api finds on it padded to a square', async () => {
+    const { faceapi } = await loadFaceModels();
+    const iou = (a: Box, b: Box) => {
+      const w = Math.max(0, Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x));
+      const h = Math.max(0, Math.min(a.y + a.height, b.y + b.height) - Math.max(a.y, b.y));
+      return (w * h) / (a.width * a.height + b.width * b.height - w * h);
+    };
+    let faces = 0;
+    for (const n of [1, 2, 3, 4, 5, 6] as const) {
+      // The 512 pass of findFaces: the photo shrunk so its longer side is the net's input.
+      const img = await shrunk(await decode(sample(n)), 512);
+      const ours = await locateFacesTiny(img, 0.3, 512);
+      const tensor = faceapi.tf.tensor3d(img.data, [img.height, img.width, 3], 'int32');
+      const options = new faceapi.TinyFaceDetectorOptions({ inputSize: 512, scoreThreshold: 0.3 });
+      const theirs = await faceapi.nets.tinyFaceDetector.locateFaces(tensor, options);
+      tensor.dispose();
+      expect(ours, `sample${n}`).toHaveLength(theirs.length);
+      for (const t of theirs) {
+        const match = ours.find((o) => iou(o.box, t.box) > 0.8);
+        expect(match, `sample${n}: face-api's face at ${Math.round(t.box.x)}`).toBeDefined();
+        expect(Math.abs(match!.score - t.score)).toBeLessThan(0.05);
+      }
+      faces += theirs.length;
+    }
+    expect(faces).toBeGreaterThan(15);
+  });
+
   it('finds the four faces of the group photo with Tiny alone, in boxes like SSD', async () => {
     const img = await decode(sample(4));
     const mine = await findFaces(img, 0.5);

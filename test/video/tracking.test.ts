@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { computeDescriptor, detectLandmarks, locateFacesTiny } from '../../src/processors/face-swap/detect.js';
 import { faceSize } from '../../src/processors/face-swap/geometry.js';
 import type { Point } from '../../src/processors/face-swap/types.js';
-import { FaceTracker } from '../../src/processors/video/tracker.js';
+import { FaceTracker, MEASURE_EVERY } from '../../src/processors/video/tracker.js';
 import { decodeFrames, makeClip } from './fixtures.js';
 
 /** Mean landmark displacement between consecutive frames, in % of the face size. */
@@ -56,4 +56,15 @@ describe('tracking', () => {
     expect(s).toBeLessThan(0.25);
     expect(s).toBeLessThan(r / 2);
   }, 300_000);
+
+  it('measures every other frame and every key frame; the frames between are interpolated', () => {
+    const none = () => Promise.reject(new Error('not called'));
+    const tracker = new FaceTracker(
+      { detect: none, landmarks: none, descriptor: none },
+      { mode: 'largest', matchThreshold: 0.6, keyInterval: 5, fps: 15, maxFaces: 8 },
+    );
+    expect(MEASURE_EVERY).toBe(2);
+    const measured = Array.from({ length: 12 }, (_, i) => i).filter((i) => tracker.measures(i));
+    expect(measured).toEqual([0, 2, 4, 5, 6, 8, 10]);
+  });
 });

@@ -11,6 +11,7 @@ import type * as TfWasmModule from '@tensorflow/tfjs-backend-wasm';
 import { extents, faceSize } from './geometry.js';
 import { resizeRegion } from './image.js';
 import { MAX_FACES } from './options.js';
+import { installFastTinyForward, tinyDetectRect, type TinyLayers, type TinyNet } from './tiny.js';
 import type { Box, DetectedFace, Point, RgbImage } from './types.js';
 
 const require = createRequire(import.meta.url);
@@ -62,87 +63,30 @@ export function loadFaceModels(): Promise<Runtime> {
   return runtime;
 }
 
-type TinyNet = FaceApiModule.TinyFaceDetector;
-type Tensor4D = FaceApiModule.tf.Tensor4D;
-type Tensor1D = FaceApiModule.tf.Tensor1D;
-interface ConvParams {
-  filters: Tensor4D;
-  bias: Tensor1D;
-}
-interface SeparableParams {
-  depthwise_filter: Tensor4D;
-  pointwise_filter: Tensor4D;
-  bias: Tensor1D;
-}
-
-/**
- * The Tiny Face Detector's forward pass with the same weights and arithmetic as face-api's
- * (TinyYolov2Base.runMobilenet), about twice as fast on the wasm backend: face-api subtracts the
- * mean colour through a 3-way tf.concat along the channel axis, which this backend runs as a
- * per-element JavaScript loop (55-85 ms of a 140 ms pass at input 512); a broadcast subtraction
- * does the same. Each bias + leaky ReLU (written as five element-wise ops) is fused into its
- * convolution. Outputs agree with face-api's to float rounding (test/face-swap/detect.test.ts).
- */
-function installFastTinyForward(faceapi: FaceApi, net: TinyNet): void {
-  const tf = faceapi.tf;
-  const meanRgb = net.config.meanRgb;
-  if (!meanRgb || !net.config.withSeparableConvs || !net.config.isFirstLayerConv2d) {
-    throw new Error('unexpected Tiny Face Detector configuration');
-  }
-  const mean = tf.tensor1d(meanRgb);
-  const LEAK = 0.1; // face-api's leaky(): max(x, 0.1 x)
-  // face-api's tf types omit tf.fused (the runtime object is @tensorflow/tfjs's, which has it).
-  const fusedConv2d = (faceapi.tf as unknown as Tf).fused.conv2d;
-  const convLeaky = (x: Tensor4D, filter: Tensor4D, bias: Tensor1D, pad: 'same' | 'valid') =>
-    fusedConv2d({
-      ...({ x, filter, bias } as unknown as Pick<Parameters<typeof fusedConv2d>[0], 'x' | 'filter' | 'bias'>),
-      strides: 1,
-      pad,
-      activation: 'leakyrelu',
-      leakyreluAlpha: LEAK,
-    }) as unknown as Tensor4D;
-  const separable = (x: Tensor4D, p: SeparableParams) =>
-    convLeaky(tf.depthwiseConv2d(x, p.depthwise_filter, 1, 'same'), p.pointwise_filter, p.bias, 'valid');
-  // Layer by layer, each freed once the next exists (one tidy around the whole pass kept every
-  // layer's output alive to its end: ~60 MB at input 512, and the wasm heap never shrinks).
-  net.forwardInput = (input, inputSize) => {
-    const p = net.params as unknown as Record<string, (ConvParams & SeparableParams) | undefined>;
-    let out = tf.tidy(() => {
-      const batch = tf.cast(input.toBatchTensor(inputSize, false), 'float32');
-      return convLeaky(tf.div(tf.sub(batch, mean), 255), p.conv0!.filters, p.conv0!.bias, 'valid');
-    });
-    const then = (layer: (x: Tensor4D) => Tensor4D) => {
-      const next = tf.tidy(() => layer(out));
-      out.dispose();
-      out = next;
-    };
-    for (const layer of ['conv1', 'conv2', 'conv3', 'conv4', 'conv5'] as const) {
-      then((x) => separable(tf.maxPool(x, [2, 2], [2, 2], 'same'), p[layer]!));
-    }
-    then((x) => tf.maxPool(x, [2, 2], [1, 1], 'same'));
-    if (p.conv6) then((x) => separable(x, p.conv6!));
-    if (p.conv7) then((x) => separable(x, p.conv7!));
-    then((x) => tf.add(tf.conv2d(x, p.conv8!.filters, 1, 'valid'), p.conv8!.bias));
-    return out;
-  };
-}
-
-let tinyLoaded: Promise<TinyNet> | undefined;
+let tinyLoaded: Promise<{ net: TinyNet; layers: TinyLayers }> | undefined;
 
 /** The Tiny Face Detector, loaded (with the fast forward pass) on first use. */
-async function tinyNet(): Promise<TinyNet> {
+async function tinyNet(): Promise<{ net: TinyNet; layers: TinyLayers }> {
   const { faceapi } = await loadFaceModels();
   tinyLoaded ??= (async () => {
     const net = faceapi.nets.tinyFaceDetector;
     await net.loadFromDisk(path.join(packageDir('@vladmandic/face-api'), 'model'));
-    installFastTinyForward(faceapi, net);
-    return net;
+    return { net, layers: installFastTinyForward(faceapi, net) };
   })();
   tinyLoaded.catch(() => {
     tinyLoaded = undefined;
   });
   return tinyLoaded;
 }
+
+/**
+ * The smallest input the Tiny detector is given unpadded (tiny.ts tinyDetectRect) rather than padded
+ * square. At 512 and 416 a third or more of face-api's pass is padding, and on 27 pictures (the
+ * sheet's targets, the portraits at two sizes, the bench's target, four 720p frames) findFaces
+ * returns the same boxes and scores either way; at 224 the net's receptive field spans the whole
+ * picture, the padding moves boxes, scores and which face is borderline, for ~4 ms.
+ */
+const RECT_MIN_INPUT = 416;
 
 /**
  * The Tiny Face Detector (video key frames): about 5x faster than SSD MobileNet v1 on this backend,
@@ -154,21 +98,29 @@ export async function locateFacesTiny(
   inputSize = 416,
 ): Promise<{ box: Box; score: number }[]> {
   const { faceapi } = await loadFaceModels();
-  const net = await tinyNet();
+  const { net, layers } = await tinyNet();
   // Shrunk to the net's input first (area-averaged by sharp): face-api would pad a whole video
   // frame to a square of int32 and resize it bilinearly, tens of MB of tensors per call.
   const { small, sx, sy } = await shrinkTo(img, inputSize);
-  const tensor = toTensor(faceapi, small);
+  const found =
+    Math.max(small.width, small.height) === inputSize && inputSize >= RECT_MIN_INPUT
+      ? await tinyDetectRect(faceapi, net, layers, small, minConfidence)
+      : await tinySquare(faceapi, net, small, minConfidence, inputSize);
+  return found
+    .map((d) => ({ box: scaleBox(d.box, sx, sy), score: d.score }))
+    .filter((f) => f.box.width >= 8 && f.box.height >= 8)
+    .sort(largestFirst);
+}
+
+/** A picture smaller than the net's input, through face-api (which pads it square and enlarges it). */
+async function tinySquare(faceapi: FaceApi, net: TinyNet, img: RgbImage, scoreThreshold: number, inputSize: number) {
+  const tensor = toTensor(faceapi, img);
   try {
-    const options = new faceapi.TinyFaceDetectorOptions({ inputSize, scoreThreshold: minConfidence });
-    const found = await net.locateFaces(tensor, options);
-    return found
-      .map((d) => ({
-        box: scaleBox({ x: d.box.x, y: d.box.y, width: d.box.width, height: d.box.height }, sx, sy),
-        score: d.score,
-      }))
-      .filter((f) => f.box.width >= 8 && f.box.height >= 8)
-      .sort(largestFirst);
+    const found = await net.locateFaces(tensor, new faceapi.TinyFaceDetectorOptions({ inputSize, scoreThreshold }));
+    return found.map((d) => ({
+      box: { x: d.box.x, y: d.box.y, width: d.box.width, height: d.box.height },
+      score: d.score,
+    }));
   } finally {
     tensor.dispose();
   }

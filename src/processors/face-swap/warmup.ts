@@ -7,11 +7,16 @@
  * first three swaps of a thread (bench/face-swap-job.ts's target) cost 700, 700 and 350-450 ms of
  * CPU (under half on the thread itself, the rest V8's compiler and GC threads), warm ~90 ms; after
  * warmSwap 430-600, 350-430, then 90-150 ms (a real face still takes paths the synthetic one does
- * not: the skin models and occluder tests run on real texture).
+ * not: the skin models and occluder tests run on real texture). warmRealSwap then swaps real faces.
  */
-import { detectLandmarks, findFaces, loadFaceModels } from './detect.js';
-import { encodeImage } from './image.js';
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { detectLandmarks, findFaces, loadFaceModels, locateFacesTiny } from './detect.js';
+import { DEFAULT_MAX_PIXELS, faceSwapOptionsSchema } from './options.js';
+import { decodeImage, encodeImage, resizeRegion } from './image.js';
 import { swapLevelled } from './level.js';
+import { runFaceSwap } from './pipeline.js';
 import type { Point, RgbImage } from './types.js';
 
 const SIDE = 384;
@@ -33,6 +38,18 @@ function syntheticPicture(side = SIDE): RgbImage {
   return { data, width: side, height: side };
 }
 
+/**
+ * The video models thread's warm-up: the models loaded, then the Tiny detector as key frames use it
+ * (its default input size) and the landmark net run once, so the first key frame and the first tracked frames do
+ * not pay for XNNPACK's set-up and V8's compilation.
+ */
+export async function warmTracking(): Promise<void> {
+  await loadFaceModels();
+  const picture = syntheticPicture();
+  await locateFacesTiny(picture, 0.99);
+  await detectLandmarks(picture, { x: SIDE / 4, y: SIDE / 4, width: SIDE / 2, height: SIDE / 2 });
+}
+
 /** Loads the models, then runs findFaces (both Tiny passes and, finding nothing, SSD), landmarks and a JPEG encode. */
 export async function warmUp(): Promise<void> {
   await loadFaceModels();
@@ -41,6 +58,7 @@ export async function warmUp(): Promise<void> {
   await detectLandmarks(picture, { x: SIDE / 4, y: SIDE / 4, width: SIDE / 2, height: SIDE / 2 });
   await encodeImage(picture, 'jpeg', 90);
   await warmSwap();
+  await warmRealSwap();
 }
 
 /**
@@ -82,5 +100,60 @@ export async function warmSwap(): Promise<void> {
     ] as const) {
       await swapLevelled(syntheticPicture(side), templateFace(side, face), source, srcLm, opts);
     }
+  }
+}
+
+const REAL_SWAP_ROUNDS = 2;
+
+/** One of face-api's demo photos (in its npm package, MIT), or undefined if the package has none. */
+async function demoPhoto(name: string): Promise<Buffer | undefined> {
+  const dir = path.join(
+    path.dirname(createRequire(import.meta.url).resolve('@vladmandic/face-api/package.json')),
+    'demo',
+  );
+  return readFile(path.join(dir, name)).catch(() => undefined);
+}
+
+/**
+ * REAL_SWAP_ROUNDS whole swap jobs on real photos (face-api's demo photos: sample3's largest face
+ * into sample6's, 1920 px wide), when the package ships them (~550 ms of CPU each). Real skin and
+ * features take paths of the swap (skin models, occluder tests, the work-size resampling) that
+ * synthetic faces do not: measured in-process by CPU time after warmUp, the first three swaps of
+ * bench/face-swap-job.ts's target cost 381, 286, 121 ms with the synthetic swaps alone, 338, 156,
+ * 69 after one real round, 139-163, 139-149, 71-76 after two (warm: 50-90 ms); two rounds without
+ * the synthetic swaps left 316, 341, 143.
+ */
+export async function warmRealSwap(rounds = REAL_SWAP_ROUNDS): Promise<void> {
+  const [source, target] = await Promise.all([demoPhoto('sample3.jpg'), demoPhoto('sample6.jpg')]);
+  if (!source || !target) return;
+  const hooks = { progress: () => {}, checkAborted: () => {} };
+  for (let i = 0; i < rounds; i++) {
+    const options = faceSwapOptionsSchema.parse({});
+    await runFaceSwap({ source, target, options, maxPixels: DEFAULT_MAX_PIXELS }, hooks);
+  }
+}
+
+/** Where TEMPLATE's face is in face-api's demo photo sample6.jpg: the square its landmarks span (px). */
+const TEMPLATE_IN_SAMPLE6 = { left: 665, top: 403, side: 216 } as const;
+
+/**
+ * Swaps on a real face without the face models (the video swap threads have none): sample6's face
+ * whose landmarks TEMPLATE holds, cut out with room around it, swapped into a copy of itself
+ * enlarged twice (as video swaps a ~180 px source into a larger face), `rounds` times. Nothing when
+ * the demo photo is missing.
+ */
+export async function warmSwapOnPhoto(rounds = 3): Promise<void> {
+  const bytes = await demoPhoto('sample6.jpg');
+  if (!bytes) return;
+  const photo = await decodeImage(bytes, 'warm-up', DEFAULT_MAX_PIXELS);
+  const { left, top, side } = TEMPLATE_IN_SAMPLE6;
+  const margin = Math.round(side / 2);
+  const region = { left: left - margin, top: top - margin, width: side + 2 * margin, height: side + 2 * margin };
+  const source = await resizeRegion(photo, region, region.width, region.height);
+  const srcLm = templateFace(region.width, side);
+  const opts = { blend: 'poisson' as const, colorCorrection: true };
+  for (let round = 0; round < rounds; round++) {
+    const target = await resizeRegion(photo, region, 2 * region.width, 2 * region.height);
+    await swapLevelled(target, templateFace(target.width, 2 * side), source, srcLm, opts);
   }
 }

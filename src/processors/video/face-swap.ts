@@ -320,6 +320,12 @@ function createTracker(job: Job, prepared: Prepared, v: VideoStreamInfo, frameBy
   );
 }
 
+/** A face to swap on one frame: its track (colour statistics) and its landmarks on that frame. */
+interface FrameFace {
+  track: Track;
+  landmarks: Point[];
+}
+
 /** Sends a frame's face region to a swap thread; a frame without a face passes through untouched. */
 function startSwap(
   job: Job,
@@ -327,23 +333,22 @@ function startSwap(
   prepared: Prepared,
   regions: BufferPool,
   frame: RgbImage,
-  tracks: Track[],
+  faces: FrameFace[],
 ): Pending {
-  if (tracks.length === 0) return { done: Promise.resolve({ frame, stats: [] }), tracks: [] };
+  if (faces.length === 0) return { done: Promise.resolve({ frame, stats: [] }), tracks: [] };
   // Only the faces' region travels to the swap thread and back.
   const r = swapRegion(
-    tracks.map((t) => t.smooth),
+    faces.map((f) => f.landmarks),
     frame.width,
     frame.height,
   );
   const part = cropFrame(frame, r, regions.take(r.width * r.height * 3));
-  const faces = tracks.map((t) => ({ landmarks: shiftPoints(t.smooth, -r.left, -r.top), stats: t.stats }));
   const done = job
     .call(
       {
         kind: 'swap',
         frame: part,
-        faces,
+        faces: faces.map((f) => ({ landmarks: shiftPoints(f.landmarks, -r.left, -r.top), stats: f.track.stats })),
         source: sourceImage,
         srcLandmarks: prepared.source.landmarks,
         blend: job.options.blend,
@@ -358,8 +363,31 @@ function startSwap(
       return { frame, stats: reply.stats };
     });
   done.catch(() => {});
-  return { done, tracks: [...tracks] };
+  return { done, tracks: faces.map((f) => f.track) };
 }
+
+/** Frames not measured (FaceTracker.measures), waiting for the next measured one. */
+interface Held {
+  frames: { frame: RgbImage; index: number }[];
+  /** The active tracks' smoothed landmarks on the last measured frame, and its index. */
+  before: Map<Track, Point[]>;
+  beforeIndex: number;
+}
+
+/**
+ * The faces of a held frame: each face of the measured frame before it, its landmarks interpolated
+ * towards the measured frame after it (`tracks`, at `index`) when the face is still followed there.
+ */
+function between(held: Held, at: number, tracks: readonly Track[], index: number): FrameFace[] {
+  const w = (at - held.beforeIndex) / (index - held.beforeIndex);
+  return [...held.before].map(([track, a]) => {
+    if (!tracks.includes(track)) return { track, landmarks: a };
+    const b = track.smooth;
+    return { track, landmarks: a.map((p, i) => ({ x: p.x + w * (b[i]!.x - p.x), y: p.y + w * (b[i]!.y - p.y) })) };
+  });
+}
+
+const measuredFaces = (tracks: readonly Track[]): FrameFace[] => tracks.map((t) => ({ track: t, landmarks: t.smooth }));
 
 /** Waits for the oldest frame in flight, updates its faces' colour statistics and encodes it. */
 async function flushFrame(p: Pending, encoder: SpawnedProcess, frames: BufferPool, signal: AbortSignal): Promise<void> {
@@ -390,8 +418,16 @@ async function swapFrames(
   const regions = new BufferPool(window + 2, 0.25);
   const pending: Pending[] = [];
   const flushOne = () => flushFrame(pending.shift()!, coders.encoder, frames, signal);
-  let index = 0;
   let swapped = 0;
+  const submit = async (frame: RgbImage, faces: FrameFace[]) => {
+    if (faces.length > 0) swapped++;
+    pending.push(startSwap(job, sourceImage, steps.prepared, regions, frame, faces));
+    while (pending.length >= window) await flushOne();
+  };
+  const { tracker } = steps;
+  let held: Held | undefined;
+  let lastMeasured = 0;
+  let index = 0;
   try {
     for await (const data of readFrames(coders.decoder.child.stdout, plan.frameBytes, frames)) {
       signal.throwIfAborted();
@@ -401,11 +437,21 @@ async function swapFrames(
       const frame: RgbImage = { data, width: plan.width, height: plan.height };
       // Every frame: the worker writes at most one update per 500 ms.
       job.ctx.progress('swapping faces', { current: index + 1, total: Math.max(steps.total, index + 1) });
-      const tracks = await abortable(steps.tracker.analyse(frame, index), signal);
-      index++;
-      if (tracks.length > 0) swapped++;
-      pending.push(startSwap(job, sourceImage, steps.prepared, regions, frame, tracks));
-      while (pending.length >= window) await flushOne();
+      if (!tracker.measures(index)) {
+        const active = () => tracker.tracks.filter((t) => t.active).map((t) => [t, t.smooth] as const);
+        held ??= { frames: [], before: new Map(active()), beforeIndex: lastMeasured };
+        held.frames.push({ frame, index: index++ });
+        continue;
+      }
+      const tracks = await abortable(tracker.analyse(frame, index), signal);
+      for (const h of held?.frames ?? []) await submit(h.frame, between(held!, h.index, tracks, index));
+      held = undefined;
+      lastMeasured = index++;
+      await submit(frame, measuredFaces(tracks));
+    }
+    // Frames held at the end have no measured frame after them: measured now, in order.
+    for (const h of held?.frames ?? []) {
+      await submit(h.frame, measuredFaces(await abortable(tracker.analyse(h.frame, h.index), signal)));
     }
     while (pending.length > 0) await flushOne();
     coders.encoder.child.stdin.end();

@@ -1,7 +1,8 @@
 /**
  * Which faces to swap in each frame, and where their landmarks are. Faces are detected on key frames
  * (every `keyInterval` frames, or sooner when tracking looks wrong); in between, each face's landmarks
- * come from the landmark net run on a crop placed by the previous frame's landmarks. Landmarks are
+ * come from the landmark net run on a crop placed by the previous analysed frame's landmarks, on the
+ * frames `measures` names (the caller interpolates the others). Landmarks are
  * smoothed over time (One-Euro). Identity is kept by face descriptor: a face that leaves and comes
  * back is recognised, and `reference` picks the person by descriptor.
  */
@@ -92,9 +93,18 @@ function iou(a: Box, b: Box): number {
   return inter / (a.width * a.height + b.width * b.height - inter);
 }
 
+/**
+ * Landmarks are measured on every MEASURE_EVERY-th frame (and every key frame); the frames between
+ * are swapped with landmarks interpolated between their measured neighbours (face-swap.ts). The
+ * landmark net was a tenth of a video frame's CPU.
+ */
+export const MEASURE_EVERY = 2;
+
 export class FaceTracker {
   readonly tracks: Track[] = [];
   private nextId = 1;
+  /** The last frame analysed: the smoothing's time step spans the frames between. */
+  private lastIndex: number | undefined;
   /** Whether any face was ever detected, and the nearest reference distance seen (for error messages). */
   sawFace = false;
   closestReference = Infinity;
@@ -103,6 +113,11 @@ export class FaceTracker {
     private readonly deps: TrackerDeps,
     private readonly cfg: TrackerConfig,
   ) {}
+
+  /** Whether frame `index` must be analysed; the others may be interpolated (see MEASURE_EVERY). */
+  measures(index: number): boolean {
+    return index % MEASURE_EVERY === 0 || index % this.cfg.keyInterval === 0;
+  }
 
   /** Active tracks for frame `index`, with smoothed landmarks in frame coordinates. */
   async analyse(frame: RgbImage, index: number): Promise<Track[]> {
@@ -124,7 +139,8 @@ export class FaceTracker {
 
     if (index % this.cfg.keyInterval === 0 || suspicious) await this.keyFrame(frame);
 
-    const dt = 1 / this.cfg.fps;
+    const dt = (index - (this.lastIndex ?? index - 1)) / this.cfg.fps;
+    this.lastIndex = index;
     const out = this.tracks.filter((t) => t.active);
     for (const t of out) t.smooth = t.filter.next(t.raw, dt, faceSize(t.raw));
     return out;

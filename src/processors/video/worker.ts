@@ -14,7 +14,6 @@ import {
   detectLandmarks,
   findFaces,
   leftToRight,
-  loadFaceModels,
   locateFacesTiny,
   refineLandmarks,
 } from '../face-swap/detect.js';
@@ -23,6 +22,7 @@ import { decodeImage, resizeRegion } from '../face-swap/image.js';
 import { pickByIndex } from '../face-swap/pipeline.js';
 import type { BlendMode } from '../face-swap/options.js';
 import { levelled, swapLevelled } from '../face-swap/level.js';
+import { warmSwap, warmSwapOnPhoto, warmTracking } from '../face-swap/warmup.js';
 import { extendForehead, type ColorStats } from '../face-swap/swap.js';
 import type { Box, Point, RgbImage } from '../face-swap/types.js';
 
@@ -43,7 +43,11 @@ export interface FoundFace {
 }
 
 export type VideoTask =
-  /** `models`: load the face models (the models thread); a swap thread has nothing to load. */
+  /**
+   * `models`: load the face models and run them once (the models thread); a swap thread loads no
+   * models but swaps small synthetic faces, so V8 has compiled the swap's loops before the first job
+   * (cold, they cost ~2 CPU-s over a job's first second on two threads).
+   */
   | { kind: 'warmup'; models: boolean }
   | {
       kind: 'prepare';
@@ -105,7 +109,8 @@ async function cropSource(img: RgbImage, landmarks: Point[]): Promise<{ image: R
 async function handleTask(task: VideoTask): Promise<VideoReply> {
   switch (task.kind) {
     case 'warmup':
-      if (task.models) await loadFaceModels();
+      if (task.models) await warmTracking();
+      else await warmSwap().then(() => warmSwapOnPhoto());
       return { kind: 'ready' };
     case 'prepare': {
       const src = await faceOf(task.source, 'input.source', task.minConfidence, task.maxPixels, task.sourceFaceIndex);
