@@ -1,7 +1,9 @@
-/** The level frame (level.ts) and the open-mouth hole (mouth.ts) on synthetic pictures. */
+/** The level frame (level.ts), the open-mouth hole (mouth.ts) and the mirrored source (mirror.ts) on synthetic pictures. */
 import { describe, expect, it } from 'vitest';
 import { composite } from '../../src/processors/face-swap/blend.js';
 import { fromLevel, levelFrame, rollOf, toLevel, unlevel } from '../../src/processors/face-swap/level.js';
+import { noseAcross } from '../../src/processors/face-swap/geometry.js';
+import { mirrorFace, prefersMirror } from '../../src/processors/face-swap/mirror.js';
 import { innerMouthHole, mouthGap } from '../../src/processors/face-swap/mouth.js';
 import type { Point, RgbImage } from '../../src/processors/face-swap/types.js';
 
@@ -104,5 +106,36 @@ describe('open mouth', () => {
     const hole = innerMouthHole(open, region, 100)!;
     expect(hole[210 * 400 + 200]).toBe(1); // the middle of the opening
     expect(hole[180 * 400 + 200]).toBe(0); // the nose, well outside it
+  });
+});
+
+describe('mirrored source', () => {
+  it('mirrors the face region and renumbers its landmarks, so each point stays on its feature', () => {
+    const img = gradient(400, 360);
+    // A schematic face turned: its nose tip pushed towards the jaw's left end.
+    const lm = face(200, 180, 0);
+    for (const i of [27, 28, 29, 30, 31, 32, 33, 34, 35]) lm[i] = { x: lm[i]!.x - 20, y: lm[i]!.y };
+    const m = mirrorFace(img, lm);
+    // The left eye's outer corner (36) is now the mirror of the right eye's (45), still on image left.
+    expect(m.lm[36]!.x).toBeLessThan(m.lm[45]!.x);
+    expect(m.lm[0]!.x).toBeLessThan(m.lm[16]!.x);
+    expect(noseAcross(m.lm)).toBeCloseTo(1 - noseAcross(lm), 6);
+    // Pixels: the one under a landmark's partner in the original is the one under it in the mirror
+    // (within a pixel: the schematic points sit on pixel edges; the gradient's red is x, blue x + y).
+    const p = m.lm[45]!;
+    const q = lm[36]!;
+    const at = (im: RgbImage, x: number, y: number) => im.data[(Math.floor(y) * im.width + Math.floor(x)) * 3 + 2]!;
+    expect(Math.abs(at(m.image, p.x, p.y) - at(img, q.x, q.y))).toBeLessThanOrEqual(1);
+    // Mirrored twice: the same landmarks.
+    const back = mirrorFace(m.image, m.lm);
+    expect(noseAcross(back.lm)).toBeCloseTo(noseAcross(lm), 6);
+  });
+
+  it('mirrors only for a target turned the other way, and turned enough', () => {
+    const frontal = face(200, 180, 0);
+    const turned = (dx: number) => frontal.map((p, i) => (i >= 27 && i < 36 ? { x: p.x + dx, y: p.y } : p));
+    expect(prefersMirror(turned(-10), turned(20), 0.12)).toBe(true);
+    expect(prefersMirror(turned(-10), turned(-20), 0.12)).toBe(false);
+    expect(prefersMirror(turned(-10), turned(5), 0.12)).toBe(false);
   });
 });

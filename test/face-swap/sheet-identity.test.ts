@@ -26,7 +26,7 @@ describe('identity over the six sample photos', () => {
   afterAll(() => jt.close());
 
   it(
-    'moves no face >= 100 px away from the source, and none ends further than 0.65 from it',
+    'moves no face >= 100 px away from the source, the median under 0.44, none further than 0.645',
     async () => {
       const source = await sheetSource();
       const srcImg = await decode(source);
@@ -47,17 +47,23 @@ describe('identity over the six sample photos', () => {
           rows.push({ name: `${t.name} face ${index}`, before, after });
         }
       }
-      // The source's own face (sample6, rightmost) is in the set but says nothing about transfer.
+      // The source's own face (sample6, rightmost) swapped onto itself: what the pipeline alone
+      // costs. It went 0.09 -> 0.30 while the source's hair fill took her brow; now 0.185 (the rest
+      // is mostly the red-eye step: the source's own photo has red pupils).
+      const self = rows.filter((r) => r.before <= 0.3);
+      expect(self).toHaveLength(1);
+      expect(self[0]!.after).toBeLessThan(0.2);
       const others = rows.filter((r) => r.before > 0.3);
       expect(others.length).toBeGreaterThanOrEqual(24);
-      // Every face nearer the source is not reached: sample1's face 2 stays at 0.64.
       const farther = others.filter((r) => r.after > r.before + 0.01).map((r) => r.name);
       expect(farther).toEqual([]);
       const after = others.map((r) => r.after).sort((a, b) => a - b);
-      // Before round 3's quality work: sample1's face 2 (rolled 47°) went 0.64 -> 0.68, further
-      // from the source. Now the worst is 0.64 and the median 0.515-0.52 (the goal, < 0.40, is not met).
-      expect(after[after.length - 1]!).toBeLessThan(0.65);
-      expect(after[Math.floor(after.length / 2)]!).toBeLessThan(0.53);
+      // Before round 3's identity pass: median 0.515-0.52, worst 0.64, 4 under 0.45. Now median
+      // 0.430, worst 0.637 (sample1's face 2, rolled 47° and turned), 13 under 0.45 (the goals, a
+      // median under 0.40 and every face under 0.45, are not met).
+      expect(after[after.length - 1]!).toBeLessThan(0.645);
+      expect(after[Math.floor(after.length / 2)]!).toBeLessThan(0.44);
+      expect(after.filter((a) => a < 0.45).length).toBeGreaterThanOrEqual(13);
     },
     LONG,
   );

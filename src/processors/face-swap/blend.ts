@@ -14,9 +14,9 @@ import type { RgbImage } from './types.js';
 import { bytes, floats, ints } from './scratch.js';
 
 /** Cell states of the membrane grid. */
-const NONE = 0; // no data (outside the warped face): not part of the problem
-const INSIDE = 1; // unknown: solved for
-const KNOWN = 2; // Dirichlet boundary value
+export const NONE = 0; // no data (outside the warped face): not part of the problem
+export const INSIDE = 1; // unknown: solved for
+export const KNOWN = 2; // Dirichlet boundary value
 
 interface Level {
   w: number;

@@ -134,17 +134,35 @@ export function channelStats(values: Float32Array, weight: Float32Array): Channe
 }
 
 /**
- * Moves `values` (Lab, in place) from the `from` statistics to the `to` statistics. The spread ratio is
- * clamped: an extreme ratio (a face half in shadow, a tiny region) would amplify noise or flatten the face.
+ * Bounds of the spread ratio (target / source) per channel. Lightness is never compressed: that
+ * would flatten the face's detail (a soft patch at 100 %); the lighting step matches the target's
+ * broad shading instead. Skin chroma may be compressed much further than it may be stretched: a
+ * source lit blue from one side and orange from the other has four times the b* spread of evenly
+ * lit skin, and at the old bound (0.75) its blue nose and lids stayed blue; stretched, noise grows.
  */
-export function transferStats(values: Float32Array, use: Uint8Array, from: ChannelStats, to: ChannelStats): void {
-  const k = [0, 0, 0];
+const SPREAD_BOUNDS: readonly (readonly [number, number])[] = [
+  [1, 1.33],
+  [0.2, 1.33],
+  [0.2, 1.33],
+];
+
+/** The factor each channel's deviation from the mean is scaled by (see SPREAD_BOUNDS). */
+export function spreadGains(from: ChannelStats, to: ChannelStats): [number, number, number] {
+  const k: [number, number, number] = [1, 1, 1];
   for (let c = 0; c < 3; c++) {
     const ratio = from.std[c]! > 1e-3 ? to.std[c]! / from.std[c]! : 1;
-    // Lightness is never compressed: that would flatten the face's detail (a soft patch at 100 %);
-    // the lighting step matches the target's broad shading instead.
-    k[c] = Math.min(1.33, Math.max(c === 0 ? 1 : 0.75, ratio));
+    k[c] = Math.min(SPREAD_BOUNDS[c]![1], Math.max(SPREAD_BOUNDS[c]![0], ratio));
   }
+  return k;
+}
+
+/**
+ * Moves `values` (Lab, in place) from the `from` statistics to the `to` statistics. The spread ratio is
+ * clamped (SPREAD_BOUNDS): an extreme ratio (a face half in shadow, a tiny region) would amplify noise
+ * or flatten the face.
+ */
+export function transferStats(values: Float32Array, use: Uint8Array, from: ChannelStats, to: ChannelStats): void {
+  const k = spreadGains(from, to);
   for (let i = 0; i < use.length; i++) {
     if (!use[i]) continue;
     for (let c = 0; c < 3; c++) {
@@ -206,6 +224,79 @@ function boxPass(
   }
 }
 
+/** Box size giving three box passes the spread of a Gaussian of `sigma` (grid cells). */
+function boxRadius(sigma: number): number {
+  return Math.max(1, Math.round((Math.sqrt(4 * sigma * sigma + 1) - 1) / 2));
+}
+
+/** Three box passes each way (≈ Gaussian of `sigma` cells) over a grid of 4 floats per cell, in place. */
+function blurGrid(a: Float32Array, lw: number, lh: number, sigma: number): void {
+  const r = boxRadius(sigma);
+  const b = floats(a.length);
+  for (let pass = 0; pass < 3; pass++) {
+    boxPass(a, b, lw, lh, r, 1, lw); // horizontal
+    boxPass(b, a, lh, lw, r, lw, 1); // vertical (rows and columns swapped)
+  }
+}
+
+/**
+ * The `weight`-weighted local mean of each Lab channel at scale `sigma`, where `use` is set (NaN
+ * where no weight lies near): the colour of the skin around each pixel. On a grid sigma/3 coarser,
+ * as transferLocal.
+ */
+export function localMean(
+  lab: Float32Array,
+  weight: Float32Array,
+  use: Uint8Array,
+  width: number,
+  height: number,
+  sigma: number,
+): Float32Array {
+  const f = Math.max(1, Math.floor(sigma / 3));
+  const lw = Math.ceil(width / f);
+  const lh = Math.ceil(height / f);
+  const a = floats(lw * lh * 4);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const i = y * width + x;
+      const wt = weight[i]!;
+      if (wt <= 0) continue;
+      const o = (Math.floor(y / f) * lw + Math.floor(x / f)) * 4;
+      for (let c = 0; c < 3; c++) a[o + c] = a[o + c]! + lab[i * 3 + c]! * wt;
+      a[o + 3] = a[o + 3]! + wt;
+    }
+  }
+  blurGrid(a, lw, lh, sigma / f);
+  const out = floats(width * height * 3).fill(Number.NaN);
+  const v = new Float64Array(4);
+  for (let y = 0; y < height; y++) {
+    const gy = Math.min(lh - 1, Math.max(0, (y + 0.5) / f - 0.5));
+    const y0 = Math.floor(gy);
+    const y1 = Math.min(lh - 1, y0 + 1);
+    const fy = gy - y0;
+    for (let x = 0; x < width; x++) {
+      const i = y * width + x;
+      if (!use[i]) continue;
+      const gx = Math.min(lw - 1, Math.max(0, (x + 0.5) / f - 0.5));
+      const x0 = Math.floor(gx);
+      const x1 = Math.min(lw - 1, x0 + 1);
+      const fx = gx - x0;
+      const o00 = (y0 * lw + x0) * 4;
+      const o01 = (y0 * lw + x1) * 4;
+      const o10 = (y1 * lw + x0) * 4;
+      const o11 = (y1 * lw + x1) * 4;
+      const w00 = (1 - fx) * (1 - fy);
+      const w01 = fx * (1 - fy);
+      const w10 = (1 - fx) * fy;
+      const w11 = fx * fy;
+      for (let c = 0; c < 4; c++) v[c] = a[o00 + c]! * w00 + a[o01 + c]! * w01 + a[o10 + c]! * w10 + a[o11 + c]! * w11;
+      if (v[3]! <= 1e-6 * f * f) continue;
+      for (let c = 0; c < 3; c++) out[i * 3 + c] = v[c]! / v[3]!;
+    }
+  }
+  return out;
+}
+
 /**
  * Local (low-frequency) colour transfer: adds blur(target) - blur(source) to the source, in Lab, so
  * the new face takes on the target's lighting and local skin tone (a face lit blue on one side and
@@ -244,13 +335,7 @@ export function transferLocal(
         a[o + 3] = a[o + 3]! + wt;
       }
     }
-    const sl = sg / f;
-    const r = Math.max(1, Math.round((Math.sqrt(4 * sl * sl + 1) - 1) / 2));
-    const b = floats(a.length);
-    for (let pass = 0; pass < 3; pass++) {
-      boxPass(a, b, lw, lh, r, 1, lw); // horizontal
-      boxPass(b, a, lh, lw, r, lw, 1); // vertical (rows and columns swapped)
-    }
+    blurGrid(a, lw, lh, sg / f);
     const c0 = sigma[0] === sg;
     const c1 = sigma[1] === sg;
     const c2 = sigma[2] === sg;
@@ -293,36 +378,84 @@ export function transferLocal(
   }
 }
 
+/** Bounds of the lightness scale of the light's share in a feature pixel (see settleChroma). */
+const SHARE_SCALE = [0.35, 1.25] as const;
+
 /**
- * Inside each feature zone (ids 1..zones in `zone`, weight `t` 0..1), replaces the chroma shift
- * `after - before` by the zone's mean shift: a lip or an eye gets one colour correction as a whole,
- * the one of the skin around it on average, so its parts keep the source's own colour relations
- * (no two-tone lips, no tinted iris) and it still sits in the target's light.
+ * A feature's own chroma (relative to the skin around it) is compressed no further than this: it is
+ * mostly its own colour (a source's eyeliner), but partly a light's that changes across it.
  */
-export function evenOutFeatures(
-  before: Float32Array,
-  after: Float32Array,
-  zone: Uint8Array,
-  t: Float32Array,
-  use: Uint8Array,
-  zones: number,
-): void {
-  const sum = new Float64Array((zones + 1) * 3);
-  for (let i = 0; i < zone.length; i++) {
-    const z = zone[i]!;
+const FEATURE_SPREAD_MIN = 0.75;
+
+/** What settleChroma needs besides the corrected colours. */
+export interface ChromaSettle {
+  /** The source's Lab before any correction, and after the smooth steps (statistics, surfaces). */
+  orig: Float32Array;
+  smooth: Float32Array;
+  /** The source statistics the spread was scaled about, and the spread gains (spreadGains). */
+  from: ChannelStats;
+  gains: readonly [number, number, number];
+  /** Feature zone of each pixel (0: none, 1..255) and how fully it is in it (0..1, soft at the margin). */
+  zone: Uint8Array;
+  inZone: Float32Array;
+  /** The source's skin colour around each pixel (localMean of `orig`; NaN: none near). */
+  skin: Float32Array;
+}
+
+/**
+ * Settles the chroma correction `after - orig` (a*, b*, in place in `after`) on the features. The
+ * correction splits into a field (what a pixel of the skin's mean colour gets: the mean shift and
+ * the lighting surface, smooth across the face, then the low-pass of the skin's difference, local)
+ * and the spread compression about the skin mean (which on skin takes off a coloured light's
+ * share). Skin keeps both as they are. Inside a feature zone (brow, eye, mouth; softly over its
+ * margin):
+ * - the local part is one value, its mean over the zone (per pixel it is drawn from whichever skin
+ *   lies nearest, the chin below the lower lip or the lid above an iris, and tints the parts apart);
+ * - the compression is split into the light's share, the skin around the pixel compressed as skin
+ *   is and scaled by the pixel's lightness against that skin's, (L + 16) / (L_skin + 16) (under a
+ *   change of light, von Kries, a colour's a* and b* move about in proportion to that term, so a
+ *   dark iris carries less of a light's cast than the cheek beside it), and the feature's own
+ *   colour against that skin, compressed no further than FEATURE_SPREAD_MIN. Compressed about the
+ *   skin's mean as a whole, a blue-lit iris and an orange-lit one (one albedo) came out 6 a* and
+ *   b* units apart; so they agree, and keep the source's own colour relations.
+ */
+export function settleChroma(after: Float32Array, use: Uint8Array, p: ChromaSettle): void {
+  const n = use.length;
+  const sum = new Float64Array(256 * 3);
+  for (let i = 0; i < n; i++) {
+    const z = p.zone[i]!;
     if (!z || !use[i]) continue;
     sum[z * 3] = sum[z * 3]! + 1;
-    for (let c = 1; c < 3; c++) sum[z * 3 + c] = sum[z * 3 + c]! + after[i * 3 + c]! - before[i * 3 + c]!;
+    for (let c = 1; c < 3; c++) sum[z * 3 + c] = sum[z * 3 + c]! + after[i * 3 + c]! - p.smooth[i * 3 + c]!;
   }
-  for (let i = 0; i < zone.length; i++) {
-    const z = zone[i]!;
-    const k = t[i]!;
-    if (!z || !use[i] || k <= 0) continue;
-    const cnt = sum[z * 3]!;
+  for (let i = 0; i < n; i++) {
+    if (!use[i]) continue;
+    const z = p.zone[i]!;
+    const t = z ? p.inZone[i]! : 0;
+    const ref = p.skin[i * 3]!;
+    const known = !Number.isNaN(ref);
+    // A colour's a*, b* under a light scale about with its lightness term (von Kries): a dark
+    // iris carries less of a light's cast than the skin around it.
+    const share = known
+      ? Math.min(SHARE_SCALE[1], Math.max(SHARE_SCALE[0], (p.orig[i * 3]! + 16) / (Math.max(ref, 1) + 16)))
+      : 1;
     for (let c = 1; c < 3; c++) {
-      const local = after[i * 3 + c]! - before[i * 3 + c]!;
-      const mean = sum[z * 3 + c]! / cnt;
-      after[i * 3 + c] = before[i * 3 + c]! + local + k * (mean - local);
+      const o = i * 3 + c;
+      const k = p.gains[c]! - 1;
+      const spread = k * (p.orig[o]! - p.from.mean[c]!);
+      let local = after[o]! - p.smooth[o]!;
+      let own = spread;
+      if (t > 0) {
+        local += t * (sum[z * 3 + c]! / sum[z * 3]! - local);
+        // The light's share (the skin around, compressed as skin is, scaled) and the feature's own colour
+        // relative to that skin, compressed mildly.
+        const around = known ? p.skin[o]! : p.from.mean[c]!;
+        own =
+          share * k * (around - p.from.mean[c]!) +
+          (Math.max(p.gains[c]!, FEATURE_SPREAD_MIN) - 1) * (p.orig[o]! - around);
+      }
+      const field = p.smooth[o]! - p.orig[o]! - spread + local;
+      after[o] = p.orig[o]! + field + spread + t * (own - spread);
     }
   }
 }

@@ -6,7 +6,7 @@
 import type { ColorStats } from './color.js';
 import { composite } from './blend.js';
 import { boundingRegion, extents, type Region } from './geometry.js';
-import { DEFAULT_TUNING, extendForehead, sharpenToMatch, swapFace, type SwapOptions } from './swap.js';
+import { DEFAULT_TUNING, extendForehead, sharpenToMatch, swapFace, type SwapOptions, type SwapTuning } from './swap.js';
 import type { Point, RgbImage } from './types.js';
 import { sampleBicubic } from './warp.js';
 
@@ -174,17 +174,17 @@ export async function swapLevelled(
   srcLm: readonly Point[],
   opts: SwapOptions,
   refit?: Refit,
+  tuning: SwapTuning = DEFAULT_TUNING,
 ): Promise<ColorStats | undefined> {
-  const reach = extendForehead(targetLm, DEFAULT_TUNING.forehead);
+  const reach = extendForehead(targetLm, tuning.forehead);
   const dst = await levelled(target, targetLm, reach, refit);
-  if (!dst.frame) return swapFace(target, targetLm, source, srcLm, opts);
+  if (!dst.frame) return swapFace(target, targetLm, source, srcLm, opts, tuning);
   const alpha = new Float32Array(dst.image.width * dst.image.height);
-  const stats = await swapFace(dst.image, dst.lm, source, srcLm, { ...opts, alphaOut: alpha });
+  const stats = await swapFace(dst.image, dst.lm, source, srcLm, { ...opts, alphaOut: alpha }, tuning);
   const back = unlevel(target, dst.frame, alpha);
-  if (back) {
-    // The crop was resampled twice (there and back): sharpened again to the photo's own detail.
-    sharpenToMatch(target, back.region, back.face, back.alpha);
-    composite(target, back.region, back.face, back.alpha);
-  }
+  if (!back) return stats;
+  // The crop was resampled twice (there and back): sharpened again to the photo's own detail.
+  if (!tuning.skip?.includes('detail')) sharpenToMatch(target, back.region, back.face, back.alpha);
+  composite(target, back.region, back.face, back.alpha);
   return stats;
 }

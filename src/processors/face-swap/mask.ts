@@ -4,6 +4,7 @@
  * ("eroded") and then ramps up smoothly ("feathered"). Both come from one Euclidean distance
  * transform: distance to the nearest pixel outside the hull.
  */
+import { INSIDE, KNOWN, solveMembrane } from './blend.js';
 import type { Region } from './geometry.js';
 import type { Point } from './types.js';
 import { bytes, copyOf, doubles, floats, ints } from './scratch.js';
@@ -182,6 +183,45 @@ export function dilate(mask: Uint8Array, w: number, h: number): Uint8Array {
   return out;
 }
 
+/**
+ * Fills (in place) the pixels where `hole` is set from the `known` pixels around them: the
+ * harmonic interpolation (Laplace's equation, as the blend's membrane) of the known pixels right at
+ * the hole's edge, so a lock of hair along a shaded temple takes that shade and not the mean of
+ * the brighter skin further in (a flat, paler band: a grey streak on a target lit from one side).
+ * A box mean (boxFill) first, which stays where no known pixel borders the hole.
+ */
+export function fillFromSurroundings(
+  lab: Float32Array,
+  hole: Uint8Array,
+  known: Uint8Array,
+  w: number,
+  h: number,
+): void {
+  boxFill(lab, hole, known, w, h);
+  const n = w * h;
+  const state = bytes(n);
+  const val = floats(n * 3);
+  let edge = 0;
+  for (let i = 0; i < n; i++) {
+    if (hole[i]) {
+      state[i] = INSIDE;
+    } else if (known[i]) {
+      const x = i % w;
+      const next =
+        (x > 0 && hole[i - 1]) || (x < w - 1 && hole[i + 1]) || (i >= w && hole[i - w]) || (i < n - w && hole[i + w]);
+      if (!next) continue;
+      state[i] = KNOWN;
+      edge++;
+    } else continue;
+    for (let c = 0; c < 3; c++) val[i * 3 + c] = lab[i * 3 + c]!;
+  }
+  // Every edge pixel counts: robust rejection over the whole edge (the blend ring's dropOutliers)
+  // took a lit cheek's edge for an outlier against a long shaded lock's and filled it dark.
+  if (edge === 0) return;
+  solveMembrane(state, val, w, h);
+  for (let i = 0; i < n; i++) if (hole[i]) for (let c = 0; c < 3; c++) lab[i * 3 + c] = val[i * 3 + c]!;
+}
+
 /** Known pixels a fill's box needs at most (fewer while the box is small). */
 const MIN_KNOWN = 64;
 
@@ -192,13 +232,7 @@ const MIN_KNOWN = 64;
  * hole, with no texture of its own. One summed-area table; each pass only visits the pixels still
  * unfilled, with a box twice as large.
  */
-export function fillFromSurroundings(
-  lab: Float32Array,
-  hole: Uint8Array,
-  known: Uint8Array,
-  w: number,
-  h: number,
-): void {
+function boxFill(lab: Float32Array, hole: Uint8Array, known: Uint8Array, w: number, h: number): void {
   const W = w + 1;
   const sat = doubles(W * (h + 1) * 4);
   for (let y = 0; y < h; y++) {

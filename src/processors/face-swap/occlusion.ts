@@ -10,6 +10,12 @@ import { bytes, ints } from './scratch.js';
 const STEP_DELTA_E2 = 12 * 12;
 /** Occluders smaller than this (fraction of the face size squared, outside the feature zones) are ignored. */
 const MIN_OCCLUDER_AREA = 0.004;
+/**
+ * Holes in the source's hair up to this area (fraction of the face size squared) are hair too:
+ * a pocket that size enclosed by a lock is its darker core (the lock's mean colour is lighter), or
+ * skin that the fill makes smooth.
+ */
+const MAX_HOLE_AREA = 0.02;
 /** An occluder is kept inside the inner face only when it covers this much of it. */
 const INNER_COVER = 0.03;
 /** ...or spans this much of the face size inside it. */
@@ -49,6 +55,13 @@ interface Component {
   b: number;
 }
 
+/** A colour in CIELAB. */
+interface Lab {
+  l: number;
+  a: number;
+  b: number;
+}
+
 /**
  * The occluded pixels of a face: 1 where something in front of it must be kept. A component is an
  * occluder when it reaches the outline and covers enough area outside the zones; it enters the
@@ -75,7 +88,69 @@ export function occlusionMask(p: OcclusionPlanes, anywhere = false): Uint8Array 
     if (!c.touches || c.outside < minArea) continue;
     markOccluder(p, c, queue, occluded, anywhere, { zones: zoneArea, inner: innerArea });
   }
+  if (anywhere) {
+    absorbNeighbours(p, occluded, queue);
+    fillHoles(occluded, p.width, p.height, MAX_HOLE_AREA * p.size * p.size, queue);
+  }
   return occluded;
+}
+
+/**
+ * Closes small holes in the occluded pixels (in place): regions of fewer than `maxArea` pixels
+ * enclosed by them. A lock's mid-dark strands are skin by a lenient lightness band, and its darkest
+ * core inside a brow's zone is too far from the lock's colour to join it: left out, a dark target
+ * took them to black, a speck beside the brow inside the filled hair.
+ */
+function fillHoles(occluded: Uint8Array, w: number, h: number, maxArea: number, queue: Int32Array): void {
+  const seen = bytes(w * h);
+  for (let s = 0; s < w * h; s++) {
+    if (occluded[s] || seen[s]) continue;
+    let tail = 0;
+    let border = false;
+    queue[tail++] = s;
+    seen[s] = 1;
+    for (let head = 0; head < tail; head++) {
+      const i = queue[head]!;
+      const x = i % w;
+      const y = (i - x) / w;
+      if (x === 0 || y === 0 || x === w - 1 || y === h - 1) border = true;
+      for (let k = 0; k < 4; k++) {
+        if ((k === 0 && x === 0) || (k === 1 && x === w - 1) || (k === 2 && y === 0) || (k === 3 && y === h - 1))
+          continue;
+        const j = k === 0 ? i - 1 : k === 1 ? i + 1 : k === 2 ? i - w : i + w;
+        if (occluded[j] || seen[j]) continue;
+        seen[j] = 1;
+        queue[tail++] = j;
+      }
+    }
+    if (border || tail > maxArea) continue;
+    for (let k = 0; k < tail; k++) occluded[queue[k]!] = 1;
+  }
+}
+
+/**
+ * Grows the occluded pixels (in place) over every non-skin pixel connected to them outside the
+ * feature zones, whatever its colour: the darkest strands inside a lock differ from its lighter,
+ * skin-blended edge by more than one region's colour step, and left as small regions of their own
+ * (too small to count) they were carried into the target as a dark speck beside the brow.
+ */
+function absorbNeighbours(p: OcclusionPlanes, occluded: Uint8Array, queue: Int32Array): void {
+  const { width: w, height: h } = p;
+  let tail = 0;
+  for (let i = 0; i < occluded.length; i++) if (occluded[i]) queue[tail++] = i;
+  for (let head = 0; head < tail; head++) {
+    const i = queue[head]!;
+    const x = i % w;
+    const y = (i - x) / w;
+    for (let k = 0; k < 4; k++) {
+      if ((k === 0 && x === 0) || (k === 1 && x === w - 1) || (k === 2 && y === 0) || (k === 3 && y === h - 1))
+        continue;
+      const j = k === 0 ? i - 1 : k === 1 ? i + 1 : k === 2 ? i - w : i + w;
+      if (occluded[j] || !p.nonSkin[j] || p.zoneOf[j]) continue;
+      occluded[j] = 1;
+      queue[tail++] = j;
+    }
+  }
 }
 
 /**
@@ -145,19 +220,46 @@ function markOccluder(
   anywhere: boolean,
   area: { zones: Map<number, number>; inner: number },
 ): void {
-  const w = p.width;
   const cover = new Map<number, number>();
   let inInner = 0;
+  for (let k = 0; k < c.count; k++) {
+    const i = queue[k]!;
+    const z = p.zoneOf[i]!;
+    if (z) cover.set(z, (cover.get(z) ?? 0) + 1);
+    inInner += p.innerCore[i]!;
+  }
+  const crosses = anywhere || inInner >= INNER_COVER * area.inner || coreSpan(p, c, queue) >= INNER_SPAN * p.size;
+  // Inside the inner face and the zones only in the colour it has where it enters: dark eye
+  // make-up touching dark hair at the temple joins the hair's region, but is not hair.
+  const own = entryColour(p, c, queue) ?? c;
+  for (let k = 0; k < c.count; k++) {
+    const i = queue[k]!;
+    if (p.inner[i] && !crosses) continue;
+    const z = p.zoneOf[i]!;
+    if (!z && (anywhere || !p.inner[i])) {
+      occluded[i] = 1;
+      continue;
+    }
+    if (z && !anywhere && cover.get(z)! < ZONE_COVER * area.zones.get(z)!) continue;
+    const dE = Math.hypot(p.lab[i * 3]! - own.l, p.lab[i * 3 + 1]! - own.a, p.lab[i * 3 + 2]! - own.b);
+    if (dE < ZONE_DELTA_E) occluded[i] = 1;
+  }
+}
+
+/**
+ * Largest extent (x or y, px) of the component's pixels inside the landmarks' hull: hair falling
+ * down the side of a turned face lies along the grown inner face for its whole height without
+ * crossing it.
+ */
+function coreSpan(p: OcclusionPlanes, c: Component, queue: Int32Array): number {
+  const w = p.width;
   let x0 = w;
   let x1 = -1;
   let y0 = p.height;
   let y1 = -1;
   for (let k = 0; k < c.count; k++) {
     const i = queue[k]!;
-    const z = p.zoneOf[i]!;
-    if (z) cover.set(z, (cover.get(z) ?? 0) + 1);
-    inInner += p.innerCore[i]!;
-    if (!p.inner[i]) continue;
+    if (!p.innerCore[i]) continue;
     const x = i % w;
     const y = (i - x) / w;
     x0 = Math.min(x0, x);
@@ -165,17 +267,27 @@ function markOccluder(
     y0 = Math.min(y0, y);
     y1 = Math.max(y1, y);
   }
-  const crosses = anywhere || inInner >= INNER_COVER * area.inner || Math.max(x1 - x0, y1 - y0) >= INNER_SPAN * p.size;
-  for (let k = 0; k < c.count; k++) {
-    const i = queue[k]!;
-    if (p.inner[i] && !crosses) continue;
-    const z = p.zoneOf[i]!;
-    if (!z) {
-      occluded[i] = 1;
-      continue;
+  return Math.max(x1 - x0, y1 - y0);
+}
+
+/**
+ * Mean colour of the component where it enters the face (its pixels at the outline, else those
+ * outside the inner face), if it has any pixel there.
+ */
+function entryColour(p: OcclusionPlanes, c: Component, queue: Int32Array): Lab | undefined {
+  for (const at of [p.edge, p.inner]) {
+    const entering = at === p.edge ? 1 : 0;
+    let n = 0;
+    const m = { l: 0, a: 0, b: 0 };
+    for (let k = 0; k < c.count; k++) {
+      const i = queue[k]!;
+      if (at[i] !== entering) continue;
+      n++;
+      m.l += p.lab[i * 3]!;
+      m.a += p.lab[i * 3 + 1]!;
+      m.b += p.lab[i * 3 + 2]!;
     }
-    if (!anywhere && cover.get(z)! < ZONE_COVER * area.zones.get(z)!) continue;
-    const dE = Math.hypot(p.lab[i * 3]! - c.l, p.lab[i * 3 + 1]! - c.a, p.lab[i * 3 + 2]! - c.b);
-    if (dE < ZONE_DELTA_E) occluded[i] = 1;
+    if (n > 0) return { l: m.l / n, a: m.a / n, b: m.b / n };
   }
+  return undefined;
 }

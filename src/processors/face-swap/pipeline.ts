@@ -13,7 +13,7 @@ import {
   largestFaceLandmarks,
   leftToRight,
 } from './detect.js';
-import { extents } from './geometry.js';
+import { extents, noseAcross } from './geometry.js';
 import { CONTENT_TYPES, EXTENSIONS, decodeImage, encodeImage } from './image.js';
 import type { FaceMode, FaceSwapOptions } from './options.js';
 import { levelled, swapLevelled } from './level.js';
@@ -188,20 +188,6 @@ export async function findSwapFaces(
   }
   for (const lm of refined.targets) refuseProfile(lm, 'input.target');
   return refined;
-}
-
-/**
- * Where the nose tip (landmark 30) sits between the ends of the jaw line (0 and 16), measured
- * along the eye line: 0.5 for a frontal face, towards 0 or 1 as the head turns. On the 22 faces of
- * face-api's six sample photos 0.22-0.81, and 0.05 on sample2's full profile (whose landmarks
- * otherwise look like a three-quarter face's; swapped, it came out smeared with a second eye).
- */
-export function noseAcross(lm: readonly Point[]): number {
-  const ex = lm[45]!.x + lm[42]!.x - lm[39]!.x - lm[36]!.x;
-  const ey = lm[45]!.y + lm[42]!.y - lm[39]!.y - lm[36]!.y;
-  const along = (p: Point) => p.x * ex + p.y * ey;
-  const a = along(lm[0]!);
-  return (along(lm[30]!) - a) / (along(lm[16]!) - a);
 }
 
 /** noseAcross nearer an edge than this: a profile, which a 2-D warp of a frontal face cannot fill. */

@@ -3,37 +3,23 @@
  * blend. Pure computation apart from an optional sharp resize of the source.
  */
 import { cloneCorrection, composite } from './blend.js';
-import {
-  channelStats,
-  evenOutFeatures,
-  labToRgb,
-  rgbToLab,
-  transferLocal,
-  transferStats,
-  type ColorStats,
-} from './color.js';
+import { labToRgb, rgbToLab, type ColorStats } from './color.js';
 export type { ColorStats } from './color.js';
 import { boundingRegion, convexHull, faceSize, type Region } from './geometry.js';
 import { resizeRegion } from './image.js';
-import {
-  dilate,
-  distanceInside,
-  featherAlpha,
-  featherMask,
-  fillFromSurroundings,
-  fillPolygon,
-  rasterizePolygon,
-} from './mask.js';
+import { dilate, distanceInside, featherAlpha, fillFromSurroundings, fillPolygon, rasterizePolygon } from './mask.js';
 import type { BlendMode } from './options.js';
 import { laplacianVariance, matchDetail } from './detail.js';
 import { removeRedEye } from './redeye.js';
 import { innerMouthHole, mouthGap, OPEN_GAP } from './mouth.js';
+import { mirrorFace, prefersMirror } from './mirror.js';
 import { occlusionMask } from './occlusion.js';
-import { fitSkinModel, nonSkinMask, softenMask, transferLighting } from './skin.js';
+import { fitSkinModel, nonSkinMask, softenMask } from './skin.js';
+import { matchColour } from './recolor.js';
 import type { Point, RgbImage } from './types.js';
 import { opaqueExtent, upsampleFace, type Rendered } from './upsample.js';
 import { triangulate, warpPiecewiseAffine } from './warp.js';
-import { bytes, copyOf, floats, withScratch } from './scratch.js';
+import { bytes, floats, withScratch } from './scratch.js';
 
 export interface SwapOptions {
   blend: BlendMode;
@@ -52,6 +38,11 @@ export interface SwapOptions {
    * own size, but at least MIN_WORK_SIZE (a smaller source has no more detail to give).
    */
   workSize?: number | undefined;
+  /**
+   * Whether the source may be mirrored for a target turned the other way (default true). Video sets
+   * false: a head turning across the threshold would flip the face from one frame to the next.
+   */
+  mirror?: boolean | undefined;
   /** A plane of the target's size that receives the alpha each pixel was written with (level.ts pastes by it). */
   alphaOut?: Float32Array | undefined;
 }
@@ -80,14 +71,33 @@ export interface SwapTuning {
   shape: number;
   /** How far above the brows the replaced area reaches, so the target's brows are covered too. */
   forehead: number;
+  /** Share of `shape` the brows move by (they sit next to the fixed forehead points). */
+  brows: number;
+  /** Share of `shape` the jaw line moves by (0: the target's outline stays exactly). */
+  jaw: number;
+  /** Share of `shape` an open mouth's outer lip line moves by (its inner lip line stays the target's). */
+  openLips: number;
+  /** The source is mirrored when turned the other way from a target turned at least this much (mirror.ts; Infinity: never). */
+  mirror: number;
+  /** Stages left out (bench/face-swap-ablation.ts measures what each costs the identity). */
+  skip?: readonly SwapStage[] | undefined;
 }
+
+/** Stages of a render that can be left out for measurement (colour, Poisson, occlusion: see SwapOptions). */
+export type SwapStage = 'redeye' | 'hairFill' | 'detail' | 'mouthHole';
 
 /**
  * Round 3 (contact sheet, 24 faces, with the red-eye and hair fill fixes): forehead 0.1 -> 0.2 and
  * sigmaAB 0.025 -> 0.1 (more of the source's own brows, forehead and skin colour). A firmer edge
- * (erode 0.01, feather 0.03) reached median 0.500 and worst 0.63 but narrowed the open-mouth
- * test's smile below 0.6 of its gap, so the edge stays as it was; shape 1.25 (features beyond the
- * source's proportions) did not help.
+ * (erode 0.01, feather 0.03) narrowed the open-mouth test's smile below 0.6 of its gap, so the edge
+ * stays as it was; shape 1.25 (features beyond the source's proportions) did not help.
+ * Round 3's identity pass (bench/face-swap-ablation.ts, median over the sheet's 24 faces; each step
+ * on top of the last): the source's brows kept out of its hair fill 0.517 -> 0.482, brows moving
+ * fully with the source's proportions (0.5 before) -> 0.454, the source mirrored for targets turned
+ * the other way -> 0.431, forehead 0.25 -> 0.428, mirrored only for targets turned 0.12 or more
+ * (landmarks nearer the target's) and the brow test made strand-proof -> 0.430. Tried and left: jaw 0.3-1 (0.42-0.46, but the
+ * result's landmarks leave the target's: median 0.077-0.082 of the eye distance), an open mouth's
+ * outer lips moved (openLips 1: the open-mouth test's smile closed to 0.33 of its gap).
  */
 export const DEFAULT_TUNING: Readonly<SwapTuning> = {
   erode: 0.02,
@@ -95,7 +105,11 @@ export const DEFAULT_TUNING: Readonly<SwapTuning> = {
   sigmaAB: 0.1,
   kernel: 'bicubic',
   shape: 1,
-  forehead: 0.2,
+  forehead: 0.25,
+  brows: 1,
+  jaw: 0,
+  openLips: 0,
+  mirror: 0.12,
 };
 
 /** Shrink the source first when its face is this much larger than the target face. */
@@ -104,13 +118,6 @@ const MAX_DOWNSAMPLE = 1.25;
 const MAX_EXTRA_FOLDED = 0.01;
 /** Margin around eyes, brows and mouth left out of the skin statistics. */
 const FEATURE_MARGIN = 0.04;
-/**
- * Polynomial degree of the lightness surface (target − source over skin): enough for a side light,
- * too smooth to draw the target's lips, lids or brows into the new face.
- */
-const LIGHT_DEGREE = 3;
-/** Polynomial degree of the chroma surface: a light's colour gradient across the face, nothing finer. */
-const CHROMA_DEGREE = 2;
 /** Share of the target face's Laplacian variance the new face is sharpened up to. */
 const DETAIL_TARGET = 0.9;
 
@@ -126,6 +133,7 @@ const FEATURES: readonly (readonly [number, number])[] = [
 const OUTLINE = [...Array.from({ length: 17 }, (_, i) => i), ...Array.from({ length: 10 }, (_, i) => 68 + i)];
 /** First mouth landmark (48-59 outer lip line, 60-67 inner). */
 const MOUTH_FROM = 48;
+const INNER_LIP = 60;
 /** Points used to fit the similarity alignment: brows, nose, eyes, mouth. */
 const INNER = Array.from({ length: 68 - 17 }, (_, i) => i + 17);
 
@@ -192,9 +200,10 @@ export function alignSimilarity(src: readonly Point[], dst: readonly Point[], fi
 }
 
 /**
- * Where the source's landmarks go in the target: jaw and forehead points stay on the target's outline;
- * brows, eyes, nose and mouth move `shape` of the way to the source's own (aligned) proportions.
- * Brows move half as far: they sit next to the fixed forehead points and must not cross them.
+ * Where the source's landmarks go in the target: jaw and forehead points stay on the target's outline
+ * (`jaw` 0); brows, eyes, nose and mouth move `shape` of the way to the source's own (aligned)
+ * proportions, the brows `brows` of that (they sit next to the fixed forehead points), an open
+ * mouth's outer lips `openLips` of it and its inner lips not at all.
  */
 function destinationPoints(srcLm: readonly Point[], targetLm: readonly Point[], tuning: SwapTuning): Point[] {
   const aligned = alignSimilarity(srcLm, targetLm, INNER);
@@ -203,8 +212,10 @@ function destinationPoints(srcLm: readonly Point[], targetLm: readonly Point[], 
     // Jaw: the blend's edge. An open mouth: the target's expression (the source's lips are warped
     // onto the target's lips around its teeth), so no second, closed mouth appears beside it. A
     // closed one keeps the source's proportions, which carry some of its identity.
-    if (i < 17 || (open && i >= MOUTH_FROM)) return p;
-    const k = i < 27 ? tuning.shape / 2 : tuning.shape;
+    const part =
+      i < 17 ? tuning.jaw : i < 27 ? tuning.brows : open && i >= MOUTH_FROM ? (i < INNER_LIP ? tuning.openLips : 0) : 1;
+    const k = tuning.shape * part;
+    if (k === 0) return p;
     const a = aligned[i]!;
     return { x: p.x + k * (a.x - p.x), y: p.y + k * (a.y - p.y) };
   });
@@ -273,7 +284,7 @@ export async function swapFace(
   const size = faceSize(targetLm);
   const work = opts.workSize ?? Math.max(MIN_WORK_SIZE, faceSize(srcLm));
   if (size <= work * WORK_SLACK) {
-    const placed = await placeSource(targetLm, source, srcLm, tuning);
+    const placed = await placeSource(targetLm, source, srcLm, geometryTuning(opts, tuning));
     return withScratch(() => {
       const r = renderFace(target, targetLm, placed, opts, tuning, true);
       if (r) writeFace(target, r.region, r.face, r.alpha, opts.alphaOut);
@@ -289,7 +300,7 @@ export async function swapFace(
   const kx = R.width / sw;
   const ky = R.height / sh;
   const lm = targetLm.map((p) => ({ x: (p.x - R.left) / kx, y: (p.y - R.top) / ky }));
-  const placed = await placeSource(lm, source, srcLm, tuning);
+  const placed = await placeSource(lm, source, srcLm, geometryTuning(opts, tuning));
   return withScratch(() => {
     const r = renderFace(small, lm, placed, opts, tuning, false);
     if (!r) return undefined;
@@ -297,10 +308,15 @@ export async function swapFace(
     const S = opaqueExtent(r, R, kx, ky);
     if (!S) return r.stats;
     const { face, alpha } = upsampleFace(r, R, kx, ky, S);
-    sharpenToMatch(target, S, face, alpha);
+    if (!tuning.skip?.includes('detail')) sharpenToMatch(target, S, face, alpha);
     writeFace(target, S, face, alpha, opts.alphaOut);
     return r.stats;
   });
+}
+
+/** The tuning the geometry uses: without mirroring when the caller rules it out (video). */
+function geometryTuning(opts: SwapOptions, tuning: SwapTuning): SwapTuning {
+  return opts.mirror === false ? { ...tuning, mirror: Infinity } : tuning;
 }
 
 /** Composites the face into `target` and, if asked, records the alpha it was written with. */
@@ -363,6 +379,8 @@ async function placeSource(
   tuning: SwapTuning,
 ): Promise<Placement> {
   const size = faceSize(targetLm);
+  // Turned the other way from the target: the source mirrored shows the side the target shows.
+  if (prefersMirror(srcLm, targetLm, tuning.mirror)) ({ image: source, lm: srcLm } = mirrorFace(source, srcLm));
   let srcPts = extendForehead(srcLm, tuning.forehead);
   // Keep as much of the source's proportions as the geometry allows: a source face much longer or
   // wider than the target's could push its features across the fixed outline and fold triangles
@@ -448,6 +466,7 @@ function fillSourceHair(c: Canvas, o: Outline, src: FacePlanes): boolean {
   const { width: w, height: h } = c.region;
   // Grown by 2 px: its anti-aliased edge, half hair and half skin, must go too.
   const hair = dilate(dilate(occludersOf(c, o, src, true), w, h), w, h);
+  keepBrows(c, o, src, hair);
   if (!hair.includes(1)) return false;
   // From the skin around it only: not from the rest of the hair, nor from beyond the outline
   // (where nothing was classified).
@@ -456,6 +475,69 @@ function fillSourceHair(c: Canvas, o: Outline, src: FacePlanes): boolean {
   fillFromSurroundings(src.lab, hair, skin, w, h);
   for (let i = 0; i < w * h; i++) if (hair[i]) src.nonSkin[i] = 0;
   return true;
+}
+
+/** Band around each brow's landmarks (of the face size) where the brow's own colour is kept... */
+const BROW_BAND = 0.05;
+/** ...within this colour distance (ΔE) of the brow's inner end, which hair seldom covers. */
+const BROW_DELTA_E = 25;
+/** A brow's chroma is at most this far (a*b*) from the skin's mean. */
+const BROW_FROM_SKIN_AB = 25;
+/** Each brow's landmarks, outer end first (17-21 image left, 26-22 image right). */
+const BROWS = [
+  [17, 18, 19, 20, 21],
+  [26, 25, 24, 23, 22],
+];
+
+/**
+ * A brow is not hair, even where it touches hair of its own colour at the temple (the sheet's source,
+ * a brunette: her whole left brow was filled with skin, which cost the self-swap 0.12 of identity):
+ * `hair` is cleared (in place) in a band around each brow, short of its outer end, wherever the
+ * colour is the brow's own, measured at its inner end. A strand of another colour across a brow end
+ * is still filled, and so is one lying over the brow's inner end (its hue is not near the skin's).
+ */
+function keepBrows(c: Canvas, o: Outline, src: FacePlanes, hair: Uint8Array): void {
+  const band = BROW_BAND * c.size;
+  const { width: w, height: h } = c.region;
+  const skin = { a: 0, b: 0, n: 0 };
+  for (let i = 0; i < w * h; i++) {
+    if (!o.inside[i] || src.nonSkin[i]) continue;
+    skin.a += src.lab[i * 3 + 1]!;
+    skin.b += src.lab[i * 3 + 2]!;
+    skin.n++;
+  }
+  skin.a /= Math.max(1, skin.n);
+  skin.b /= Math.max(1, skin.n);
+  let keep = bytes(w * h);
+  for (const brow of BROWS) {
+    const inner = rasterizePolygon(grow(convexHull(brow.slice(3).map((i) => src.lm[i]!)), band), c.region);
+    const mean = [0, 0, 0];
+    let n = 0;
+    for (let i = 0; i < inner.length; i++) {
+      if (!inner[i] || !src.nonSkin[i]) continue;
+      for (let k = 0; k < 3; k++) mean[k]! += src.lab[i * 3 + k]!;
+      n++;
+    }
+    // A brow's hue is near the skin's (brown, black, blonde): a blue strand over the brow is not one.
+    if (n === 0 || Math.hypot(mean[1]! / n - skin.a, mean[2]! / n - skin.b) > BROW_FROM_SKIN_AB) continue;
+    const whole = rasterizePolygon(grow(convexHull(brow.map((i) => src.lm[i]!)), band), c.region);
+    // Not beyond the brow's outer end (along the brow, from its inner end): that is temple hair.
+    const from = src.lm[brow[4]!]!;
+    const to = src.lm[brow[0]!]!;
+    const ux = to.x - from.x;
+    const uy = to.y - from.y;
+    const beyond = (i: number) =>
+      ((i % w) + c.region.left + 0.5 - from.x) * ux + (Math.floor(i / w) + c.region.top + 0.5 - from.y) * uy >
+      ux * ux + uy * uy;
+    for (let i = 0; i < whole.length; i++) {
+      if (!whole[i] || !hair[i] || beyond(i)) continue;
+      const d = Math.hypot(...[0, 1, 2].map((k) => src.lab[i * 3 + k]! - mean[k]! / n));
+      if (d < BROW_DELTA_E) keep[i] = 1;
+    }
+  }
+  // With its soft edge (as far as the hair mask was grown), which would otherwise be cut as a ring.
+  keep = dilate(dilate(keep, w, h), w, h);
+  for (let i = 0; i < w * h; i++) if (keep[i]) hair[i] = 0;
 }
 
 /**
@@ -469,45 +551,6 @@ function keepOccluders(c: Canvas, o: Outline, dst: FacePlanes, alpha: Float32Arr
   const soft = softenMask(occluded, w, h);
   for (let i = 0; i < w * h; i++) alpha[i] = alpha[i]! * (1 - soft[i]!);
   return occluded;
-}
-
-/**
- * The source's colour (src.lab, in place) matched to the target's skin and light. Statistics and
- * lighting over skin only: no feature zone of either face, nothing either skin model calls non-skin
- * (lipstick or eye shadow beyond the landmarks, hair, an occluder). Returns the statistics measured
- * (`given`, video's running average, is used instead when set).
- */
-function matchColour(
-  c: Canvas,
-  src: FacePlanes,
-  dst: FacePlanes,
-  mask: { alpha: Float32Array; occluded: Uint8Array | undefined },
-  given: ColorStats | undefined,
-  tuning: SwapTuning,
-): ColorStats {
-  const { width: w, height: h } = c.region;
-  const n = w * h;
-  const skin = floats(n);
-  for (let i = 0; i < n; i++) {
-    if (dst.zones[i] || src.zones[i] || dst.nonSkin[i] || src.nonSkin[i] || mask.occluded?.[i]) continue;
-    skin[i] = mask.alpha[i]!;
-  }
-  const measured = { src: channelStats(src.lab, skin), dst: channelStats(dst.lab, skin) };
-  const use = given ?? measured;
-  transferStats(src.lab, c.covered, use.src, use.dst);
-  // Lightness: a smooth surface (the target's broad light, none of its features). Chroma: first a
-  // quadratic surface (a coloured light across the source, which would tint one eye teal), then
-  // the local low-pass difference over skin only (a coloured light carries no identity).
-  transferLighting(src.lab, dst.lab, skin, c.covered, w, h, [LIGHT_DEGREE, CHROMA_DEGREE, CHROMA_DEGREE]);
-  const sab = tuning.sigmaAB * c.size;
-  // Inside the features (lips, eyes, brows) the local field would be drawn from whichever skin lies
-  // nearest (chin below the lower lip, the lid above an iris) and tint the two lips apart or an iris
-  // teal: there one shift per feature, the field's mean over it, so they keep the source's colours.
-  const before = copyOf(src.lab);
-  transferLocal(src.lab, dst.lab, skin, c.covered, w, h, [0, sab, sab]);
-  const k = featherMask(src.zones, w, h, Math.max(1, Math.round(c.margin)));
-  evenOutFeatures(before, src.lab, src.zones, k, c.covered, FEATURES.length);
-  return measured;
 }
 
 /**
@@ -531,7 +574,8 @@ function renderFace(
   const n = region.width * region.height;
 
   const { rgb: warped, covered } = warpPiecewiseAffine(src, srcPts, dstPts, triangles, region, tuning.kernel);
-  removeRedEye(warped, dstPts, region);
+  const skip = (s: SwapStage) => tuning.skip?.includes(s) === true;
+  if (!skip('redeye')) removeRedEye(warped, dstPts, region);
 
   const inside = rasterizePolygon(convexHull(OUTLINE.map((i) => dstPts[i]!)), region);
   for (let i = 0; i < n; i++) inside[i] = inside[i]! & covered[i]!;
@@ -564,7 +608,7 @@ function renderFace(
   const canvas: Canvas = { region, covered, size, margin };
   const source: FacePlanes = { lm: dstPts, lab: srcLab, zones: srcZones, nonSkin: srcNonSkin, modelled: !!srcSkin };
   const dest: FacePlanes = { lm: targetLm, lab: dstLab, zones: dstZones, nonSkin: dstNonSkin, modelled: !!dstSkin };
-  if (fillSourceHair(canvas, { inside, dist }, source) && !opts.colorCorrection) {
+  if (!skip('hairFill') && fillSourceHair(canvas, { inside, dist }, source) && !opts.colorCorrection) {
     warped.set(labToRgb(srcLab, covered));
   }
   const occluded = opts.occlusion !== false ? keepOccluders(canvas, { inside, dist }, dest, alpha) : undefined;
@@ -577,10 +621,10 @@ function renderFace(
 
   const face = warped;
   // Sharpened before the membrane is added: the membrane is smooth and changes no detail.
-  if (detail) sharpenToMatch(target, region, face, alpha, covered);
+  if (detail && !skip('detail')) sharpenToMatch(target, region, face, alpha, covered);
   if (opts.blend === 'poisson') cloneCorrection(target, region, face, covered, alpha, size, occluded);
   // Cut after the membrane, which must not take the teeth's colour as the face's boundary.
-  const hole = innerMouthHole(targetLm, region, size);
+  const hole = skip('mouthHole') ? undefined : innerMouthHole(targetLm, region, size);
   if (hole) for (let i = 0; i < n; i++) alpha[i] = alpha[i]! * (1 - hole[i]!);
   return { region, face, alpha, stats: measured };
 }

@@ -152,6 +152,8 @@ async function handleTask(task: VideoTask): Promise<VideoReply> {
             blend: task.blend,
             colorCorrection: task.colorCorrection,
             colorStats: f.stats,
+            // Not mirrored: a head turning across the threshold would flip the face between frames.
+            mirror: false,
           }),
         );
       }

@@ -1,0 +1,86 @@
+/**
+ * The new face's colour matched to the target's skin and light (step 9 of the swap): statistics,
+ * lighting surfaces and the chroma low-pass, all fitted on skin only, then the chroma settled so
+ * that features and shadows take the target's light as a change of light (settleChroma).
+ */
+import {
+  channelStats,
+  localMean,
+  settleChroma,
+  spreadGains,
+  transferLocal,
+  transferStats,
+  type ColorStats,
+} from './color.js';
+import type { Region } from './geometry.js';
+import { featherMask } from './mask.js';
+import { copyOf, floats } from './scratch.js';
+import { transferLighting } from './skin.js';
+
+/**
+ * Polynomial degree of the lightness surface (target − source over skin): enough for a side light,
+ * too smooth to draw the target's lips, lids or brows into the new face.
+ */
+const LIGHT_DEGREE = 3;
+/** Polynomial degree of the chroma surface: a light's colour gradient across the face, nothing finer. */
+const CHROMA_DEGREE = 2;
+
+/** The render's region, where the warp covered it, the face size and the feature zones' margin (px). */
+export interface ColourCanvas {
+  region: Region;
+  covered: Uint8Array;
+  size: number;
+  margin: number;
+}
+
+/** One face's planes: CIELAB, feature zones (1..n), and what its skin model calls non-skin. */
+export interface ColourPlanes {
+  lab: Float32Array;
+  zones: Uint8Array;
+  nonSkin: Uint8Array;
+}
+
+/**
+ * The source's colour (src.lab, in place) matched to the target's skin and light. Statistics and
+ * lighting over skin only: no feature zone of either face, nothing either skin model calls non-skin
+ * (lipstick or eye shadow beyond the landmarks, hair, an occluder). Returns the statistics measured
+ * (`given`, video's running average, is used instead when set). `sigmaAB`: scale of the chroma
+ * low-pass, as a fraction of the face size.
+ */
+export function matchColour(
+  c: ColourCanvas,
+  src: ColourPlanes,
+  dst: ColourPlanes,
+  mask: { alpha: Float32Array; occluded: Uint8Array | undefined },
+  given: ColorStats | undefined,
+  tuning: { sigmaAB: number },
+): ColorStats {
+  const { width: w, height: h } = c.region;
+  const n = w * h;
+  const skin = floats(n);
+  for (let i = 0; i < n; i++) {
+    if (dst.zones[i] || src.zones[i] || dst.nonSkin[i] || src.nonSkin[i] || mask.occluded?.[i]) continue;
+    skin[i] = mask.alpha[i]!;
+  }
+  const measured = { src: channelStats(src.lab, skin), dst: channelStats(dst.lab, skin) };
+  const use = given ?? measured;
+  const orig = copyOf(src.lab);
+  const sab = tuning.sigmaAB * c.size;
+  transferStats(src.lab, c.covered, use.src, use.dst);
+  // Lightness: a smooth surface (the target's broad light, none of its features). Chroma: first a
+  // quadratic surface (a coloured light across the source, which would tint one eye teal), then
+  // the local low-pass difference over skin only (a coloured light carries no identity).
+  transferLighting(src.lab, dst.lab, skin, c.covered, w, h, [LIGHT_DEGREE, CHROMA_DEGREE, CHROMA_DEGREE]);
+  const smooth = copyOf(src.lab);
+  transferLocal(src.lab, dst.lab, skin, c.covered, w, h, [0, sab, sab]);
+  settleChroma(src.lab, c.covered, {
+    orig,
+    smooth,
+    from: use.src,
+    gains: spreadGains(use.src, use.dst),
+    zone: src.zones,
+    inZone: featherMask(src.zones, w, h, Math.max(1, Math.round(c.margin))),
+    skin: localMean(orig, skin, c.covered, w, h, sab),
+  });
+  return measured;
+}
