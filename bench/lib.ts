@@ -444,6 +444,24 @@ export async function waitUntil(
   }
 }
 
+/**
+ * The status scenario's subject: one completed no-op job, submitted through `base` and polled until
+ * done. Returns its status path and the envelope's text (bare Fastify answers with the same bytes).
+ */
+export async function completedNoopStatus(base: string, key: string): Promise<{ path: string; text: string }> {
+  const c = httpClient(base, key, 1);
+  const uuid = (await c.call('POST', NOOP_PATH, NOOP_BODY)).json.data.uuid as string;
+  const path = `/api/v1/jobs/${uuid}/status`;
+  let text = '';
+  await waitUntil('the job to complete', async () => {
+    const r = await c.call('GET', path);
+    text = JSON.stringify(r.json);
+    return r.json.data?.status === 'completed';
+  });
+  await c.close();
+  return { path, text };
+}
+
 // ---------------------------------------------------------------- autocannon
 
 export interface LoadResult {

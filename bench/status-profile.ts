@@ -19,14 +19,12 @@ import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import {
+  completedNoopStatus,
   authHeaders,
   cpuMicros,
   freePort,
   freshStore,
-  httpClient,
   median,
-  NOOP_BODY,
-  NOOP_PATH,
   ROOT,
   serviceEnv,
   waitUntil,
@@ -92,16 +90,7 @@ try {
   const baseRoot = process.env.STATUS_BASE;
   if (baseRoot) servers.push(await startService('base', path.resolve(baseRoot), store, extra));
 
-  const c = httpClient(ours.base, store.key, 1);
-  const uuid = (await c.call('POST', NOOP_PATH, NOOP_BODY)).json.data.uuid as string;
-  const statusPath = `/api/v1/jobs/${uuid}/status`;
-  let text = '';
-  await waitUntil('the job to complete', async () => {
-    const r = await c.call('GET', statusPath);
-    text = JSON.stringify(r.json);
-    return r.json.data?.status === 'completed';
-  });
-  await c.close();
+  const { path: statusPath, text } = await completedNoopStatus(ours.base, store.key);
   const barePort = String(await freePort());
   servers.push(await start('bare', ROOT, 'bare.ts', { PORT: barePort, BARE_BODY: text }));
 

@@ -4,25 +4,22 @@
  * (LOG_LEVEL=warn) as the headline; the same with request logs on (info) for comparison.
  */
 import {
+  completedNoopStatus,
   authHeaders,
   checkLoad,
   describeLoad,
   fmt,
   freePort,
   freshStore,
-  httpClient,
   load,
   log,
   median,
-  NOOP_BODY,
-  NOOP_PATH,
   raw,
   settings,
   setScenario,
   spawnChild,
   startService,
   stopAll,
-  waitUntil,
   type Child,
   type LoadResult,
   type Row,
@@ -38,16 +35,7 @@ export async function statusScenario(): Promise<Row[]> {
   try {
     const service = await startService(store, { role: 'all', env: { WORKER_CONCURRENCY: '1' } });
     svc = service;
-    const c = httpClient(service.base, store.key, 1);
-    const uuid = (await c.call('POST', NOOP_PATH, NOOP_BODY)).json.data.uuid as string;
-    const statusPath = `/api/v1/jobs/${uuid}/status`;
-    let text = '';
-    await waitUntil('the job to complete', async () => {
-      const r = await c.call('GET', statusPath);
-      text = JSON.stringify(r.json);
-      return r.json.data?.status === 'completed';
-    });
-    await c.close();
+    const { path: statusPath, text } = await completedNoopStatus(service.base, store.key);
 
     const barePort = await freePort();
     bare = await spawnChild(

@@ -270,26 +270,10 @@ export function localMean(
   const out = floats(width * height * 3).fill(Number.NaN);
   const v = new Float64Array(4);
   for (let y = 0; y < height; y++) {
-    const gy = Math.min(lh - 1, Math.max(0, (y + 0.5) / f - 0.5));
-    const y0 = Math.floor(gy);
-    const y1 = Math.min(lh - 1, y0 + 1);
-    const fy = gy - y0;
     for (let x = 0; x < width; x++) {
       const i = y * width + x;
       if (!use[i]) continue;
-      const gx = Math.min(lw - 1, Math.max(0, (x + 0.5) / f - 0.5));
-      const x0 = Math.floor(gx);
-      const x1 = Math.min(lw - 1, x0 + 1);
-      const fx = gx - x0;
-      const o00 = (y0 * lw + x0) * 4;
-      const o01 = (y0 * lw + x1) * 4;
-      const o10 = (y1 * lw + x0) * 4;
-      const o11 = (y1 * lw + x1) * 4;
-      const w00 = (1 - fx) * (1 - fy);
-      const w01 = fx * (1 - fy);
-      const w10 = (1 - fx) * fy;
-      const w11 = fx * fy;
-      for (let c = 0; c < 4; c++) v[c] = a[o00 + c]! * w00 + a[o01 + c]! * w01 + a[o10 + c]! * w10 + a[o11 + c]! * w11;
+      sampleGrid(a, lw, lh, f, x, y, v);
       if (v[3]! <= 1e-6 * f * f) continue;
       for (let c = 0; c < 3; c++) out[i * 3 + c] = v[c]! / v[3]!;
     }
@@ -340,39 +324,19 @@ export function transferLocal(
     const c1 = sigma[1] === sg;
     const c2 = sigma[2] === sg;
     // Bilinear back up (on a grid as fine as the image, f = 1, that is the cell itself).
+    const v = new Float64Array(4);
     for (let y = 0; y < height; y++) {
-      const gy = Math.min(lh - 1, Math.max(0, (y + 0.5) / f - 0.5));
-      const y0 = Math.floor(gy);
-      const y1 = Math.min(lh - 1, y0 + 1);
-      const fy = gy - y0;
       for (let x = 0; x < width; x++) {
         const i = y * width + x;
         if (!use[i]) continue;
-        const gx = f === 1 ? x : Math.min(lw - 1, Math.max(0, (x + 0.5) / f - 0.5));
-        const x0 = Math.floor(gx);
-        const x1 = Math.min(lw - 1, x0 + 1);
-        const fx = gx - x0;
-        const o00 = (y0 * lw + x0) * 4;
-        const o01 = (y0 * lw + x1) * 4;
-        const o10 = (y1 * lw + x0) * 4;
-        const o11 = (y1 * lw + x1) * 4;
-        const w00 = (1 - fx) * (1 - fy);
-        const w01 = fx * (1 - fy);
-        const w10 = (1 - fx) * fy;
-        const w11 = fx * fy;
-        const wt = a[o00 + 3]! * w00 + a[o01 + 3]! * w01 + a[o10 + 3]! * w10 + a[o11 + 3]! * w11;
+        sampleGrid(a, lw, lh, f, x, y, v);
+        const wt = v[3]!;
         // Far from any skin (blurred weight ~0) there is nothing to learn from: leave the pixel.
         if (wt <= 1e-6 * f * f) continue;
         const q = i * 3;
-        if (c0) srcLab[q] = srcLab[q]! + (a[o00]! * w00 + a[o01]! * w01 + a[o10]! * w10 + a[o11]! * w11) / wt;
-        if (c1) {
-          srcLab[q + 1] =
-            srcLab[q + 1]! + (a[o00 + 1]! * w00 + a[o01 + 1]! * w01 + a[o10 + 1]! * w10 + a[o11 + 1]! * w11) / wt;
-        }
-        if (c2) {
-          srcLab[q + 2] =
-            srcLab[q + 2]! + (a[o00 + 2]! * w00 + a[o01 + 2]! * w01 + a[o10 + 2]! * w10 + a[o11 + 2]! * w11) / wt;
-        }
+        if (c0) srcLab[q] = srcLab[q]! + v[0]! / wt;
+        if (c1) srcLab[q + 1] = srcLab[q + 1]! + v[1]! / wt;
+        if (c2) srcLab[q + 2] = srcLab[q + 2]! + v[2]! / wt;
       }
     }
   }
@@ -458,4 +422,28 @@ export function settleChroma(after: Float32Array, use: Uint8Array, p: ChromaSett
       after[o] = p.orig[o]! + field + spread + t * (own - spread);
     }
   }
+}
+
+/**
+ * The 4 channels of the coarse grid `a` (lw × lh cells, each f × f pixels) at pixel (x, y), bilinear
+ * between cell centres (clamped at the edges), into `v`.
+ */
+function sampleGrid(a: Float32Array, lw: number, lh: number, f: number, x: number, y: number, v: Float64Array): void {
+  const gy = Math.min(lh - 1, Math.max(0, (y + 0.5) / f - 0.5));
+  const y0 = Math.floor(gy);
+  const y1 = Math.min(lh - 1, y0 + 1);
+  const fy = gy - y0;
+  const gx = Math.min(lw - 1, Math.max(0, (x + 0.5) / f - 0.5));
+  const x0 = Math.floor(gx);
+  const x1 = Math.min(lw - 1, x0 + 1);
+  const fx = gx - x0;
+  const o00 = (y0 * lw + x0) * 4;
+  const o01 = (y0 * lw + x1) * 4;
+  const o10 = (y1 * lw + x0) * 4;
+  const o11 = (y1 * lw + x1) * 4;
+  const w00 = (1 - fx) * (1 - fy);
+  const w01 = fx * (1 - fy);
+  const w10 = (1 - fx) * fy;
+  const w11 = fx * fy;
+  for (let c = 0; c < 4; c++) v[c] = a[o00 + c]! * w00 + a[o01 + c]! * w01 + a[o10 + c]! * w10 + a[o11 + c]! * w11;
 }

@@ -115,9 +115,8 @@ function fillHoles(occluded: Uint8Array, w: number, h: number, maxArea: number, 
       const y = (i - x) / w;
       if (x === 0 || y === 0 || x === w - 1 || y === h - 1) border = true;
       for (let k = 0; k < 4; k++) {
-        if ((k === 0 && x === 0) || (k === 1 && x === w - 1) || (k === 2 && y === 0) || (k === 3 && y === h - 1))
-          continue;
-        const j = k === 0 ? i - 1 : k === 1 ? i + 1 : k === 2 ? i - w : i + w;
+        const j = neighbour(i, x, y, k, w, h);
+        if (j < 0) continue;
         if (occluded[j] || seen[j]) continue;
         seen[j] = 1;
         queue[tail++] = j;
@@ -143,9 +142,8 @@ function absorbNeighbours(p: OcclusionPlanes, occluded: Uint8Array, queue: Int32
     const x = i % w;
     const y = (i - x) / w;
     for (let k = 0; k < 4; k++) {
-      if ((k === 0 && x === 0) || (k === 1 && x === w - 1) || (k === 2 && y === 0) || (k === 3 && y === h - 1))
-        continue;
-      const j = k === 0 ? i - 1 : k === 1 ? i + 1 : k === 2 ? i - w : i + w;
+      const j = neighbour(i, x, y, k, w, h);
+      if (j < 0) continue;
       if (occluded[j] || !p.nonSkin[j] || p.zoneOf[j]) continue;
       occluded[j] = 1;
       queue[tail++] = j;
@@ -185,9 +183,8 @@ function floodComponent(
     const x = i % w;
     const y = (i - x) / w;
     for (let k = 0; k < 4; k++) {
-      if ((k === 0 && x === 0) || (k === 1 && x === w - 1) || (k === 2 && y === 0) || (k === 3 && y === h - 1))
-        continue;
-      const j = k === 0 ? i - 1 : k === 1 ? i + 1 : k === 2 ? i - w : i + w;
+      const j = neighbour(i, x, y, k, w, h);
+      if (j < 0) continue;
       if (!p.nonSkin[j] || label[j]! >= 0) continue;
       const dl = lab[j * 3]! - lab[i * 3]!;
       const da = lab[j * 3 + 1]! - lab[i * 3 + 1]!;
@@ -290,4 +287,12 @@ function entryColour(p: OcclusionPlanes, c: Component, queue: Int32Array): Lab |
     if (n > 0) return { l: m.l / n, a: m.a / n, b: m.b / n };
   }
   return undefined;
+}
+
+/** Pixel i's (at x, y) k-th 4-neighbour (left, right, up, down), or -1 past the w × h edge. */
+function neighbour(i: number, x: number, y: number, k: number, w: number, h: number): number {
+  if (k === 0) return x === 0 ? -1 : i - 1;
+  if (k === 1) return x === w - 1 ? -1 : i + 1;
+  if (k === 2) return y === 0 ? -1 : i - w;
+  return y === h - 1 ? -1 : i + w;
 }
