@@ -3,7 +3,7 @@
  * blend. Pure computation apart from an optional sharp resize of the source.
  */
 import { cloneCorrection, composite } from './blend.js';
-import { labToRgb, rgbToLab, type ColorStats } from './color.js';
+import { channelStats, labToRgb, rgbToLab, type ColorStats } from './color.js';
 export type { ColorStats } from './color.js';
 import { boundingRegion, convexHull, faceSize, type Region } from './geometry.js';
 import { resizeRegion } from './image.js';
@@ -505,27 +505,16 @@ const BROWS = [
 function keepBrows(c: Canvas, o: Outline, src: FacePlanes, hair: Uint8Array): void {
   const band = BROW_BAND * c.size;
   const { width: w, height: h } = c.region;
-  const skin = { a: 0, b: 0, n: 0 };
-  for (let i = 0; i < w * h; i++) {
-    if (!o.inside[i] || src.nonSkin[i]) continue;
-    skin.a += src.lab[i * 3 + 1]!;
-    skin.b += src.lab[i * 3 + 2]!;
-    skin.n++;
-  }
-  skin.a /= Math.max(1, skin.n);
-  skin.b /= Math.max(1, skin.n);
+  const weight = floats(w * h);
+  for (let i = 0; i < w * h; i++) weight[i] = o.inside[i]! & (src.nonSkin[i]! ^ 1);
+  const skin = channelStats(src.lab, weight).mean;
   let keep = bytes(w * h);
   for (const brow of BROWS) {
     const inner = rasterizePolygon(grow(convexHull(brow.slice(3).map((i) => src.lm[i]!)), band), c.region);
-    const mean = [0, 0, 0];
-    let n = 0;
-    for (let i = 0; i < inner.length; i++) {
-      if (!inner[i] || !src.nonSkin[i]) continue;
-      for (let k = 0; k < 3; k++) mean[k]! += src.lab[i * 3 + k]!;
-      n++;
-    }
+    for (let i = 0; i < w * h; i++) weight[i] = inner[i]! & src.nonSkin[i]!;
+    const { mean } = channelStats(src.lab, weight);
     // A brow's hue is near the skin's (brown, black, blonde): a blue strand over the brow is not one.
-    if (n === 0 || Math.hypot(mean[1]! / n - skin.a, mean[2]! / n - skin.b) > BROW_FROM_SKIN_AB) continue;
+    if (!weight.includes(1) || Math.hypot(mean[1] - skin[1], mean[2] - skin[2]) > BROW_FROM_SKIN_AB) continue;
     const whole = rasterizePolygon(grow(convexHull(brow.map((i) => src.lm[i]!)), band), c.region);
     // Not along its outer end (measured along the brow, from its inner end): that is temple hair.
     const from = src.lm[brow[4]!]!;
@@ -537,7 +526,8 @@ function keepBrows(c: Canvas, o: Outline, src: FacePlanes, hair: Uint8Array): vo
       BROW_KEPT_LENGTH * (ux * ux + uy * uy);
     for (let i = 0; i < whole.length; i++) {
       if (!whole[i] || !hair[i] || beyond(i)) continue;
-      const d = Math.hypot(...[0, 1, 2].map((k) => src.lab[i * 3 + k]! - mean[k]! / n));
+      const q = i * 3;
+      const d = Math.hypot(src.lab[q]! - mean[0], src.lab[q + 1]! - mean[1], src.lab[q + 2]! - mean[2]);
       if (d < BROW_DELTA_E) keep[i] = 1;
     }
   }
