@@ -16,17 +16,12 @@ import {
   computeDescriptor,
   descriptorDistance,
   detectLandmarks,
-  findFaces,
-  findLargeFaces,
-  largestFaceLandmarks,
-  leftToRight,
   refineLandmarks,
 } from '../src/processors/face-swap/detect.js';
-import { decodeImage } from '../src/processors/face-swap/image.js';
 import { levelled, swapLevelled } from '../src/processors/face-swap/level.js';
 import { DEFAULT_TUNING, extendForehead, type SwapOptions, type SwapTuning } from '../src/processors/face-swap/swap.js';
 import type { Box, Point, RgbImage } from '../src/processors/face-swap/types.js';
-import { sheetSource, sheetTargets } from '../test/face-swap/fixtures.js';
+import { landmarkError, SELF_BEFORE, sheetFaces, sheetSourceFace } from '../test/face-swap/sheet.js';
 
 interface Config {
   opts?: Partial<SwapOptions>;
@@ -64,42 +59,19 @@ interface Face {
   before: number;
 }
 
-const dec = (b: Uint8Array) => decodeImage(b, 'x', 1e8);
-
-function interOcular(lm: readonly Point[]): number {
-  const c = (a: number, b: number) =>
-    lm.slice(a, b).reduce((s, p) => ({ x: s.x + p.x / (b - a), y: s.y + p.y / (b - a) }), { x: 0, y: 0 });
-  const l = c(36, 42);
-  const r = c(42, 48);
-  return Math.hypot(l.x - r.x, l.y - r.y);
-}
-
-function landmarkError(a: readonly Point[], b: readonly Point[]): number {
-  let s = 0;
-  for (let i = 0; i < 68; i++) s += Math.hypot(a[i]!.x - b[i]!.x, a[i]!.y - b[i]!.y);
-  return s / 68 / interOcular(a);
-}
-
 async function prepare(selfOnly: boolean) {
-  const srcImg = await dec(await sheetSource());
-  const srcLm = await largestFaceLandmarks(srcImg, await findLargeFaces(srcImg, 0.5));
-  const srcDesc = await computeDescriptor(srcImg, srcLm);
-  const refined = await refineLandmarks(srcImg, srcLm);
-  const src = await levelled(srcImg, refined, extendForehead(refined, DEFAULT_TUNING.forehead), refineLandmarks);
+  const source = await sheetSourceFace();
+  const refined = await refineLandmarks(source.image, source.lm);
+  const src = await levelled(source.image, refined, extendForehead(refined, DEFAULT_TUNING.forehead), refineLandmarks);
   const faces: Face[] = [];
-  for (const t of await sheetTargets()) {
-    if (selfOnly && t.name !== 'sample6') continue;
-    const image = await dec(t.bytes);
-    for (const [index, f] of leftToRight(await findFaces(image, t.confidence)).entries()) {
-      if (Math.max(f.box.width, f.box.height) < 100) continue;
-      const measured = await detectLandmarks(image, f.box);
-      const before = descriptorDistance(srcDesc, await computeDescriptor(image, measured));
-      if (selfOnly && before > 0.3) continue;
-      const lm = await refineLandmarks(image, measured);
-      faces.push({ name: `${t.name} face ${index}`, image, box: f.box, lm, measured, before });
-    }
+  for await (const { image, face: f, name } of sheetFaces(selfOnly ? (n) => n === 'sample6' : undefined)) {
+    const measured = await detectLandmarks(image, f.box);
+    const before = descriptorDistance(source.descriptor, await computeDescriptor(image, measured));
+    if (selfOnly && before > SELF_BEFORE) continue;
+    const lm = await refineLandmarks(image, measured);
+    faces.push({ name, image, box: f.box, lm, measured, before });
   }
-  return { src, srcDesc, faces };
+  return { src, srcDesc: source.descriptor, faces };
 }
 
 type Prepared = Awaited<ReturnType<typeof prepare>>;
@@ -121,8 +93,8 @@ async function runConfig(p: Prepared, c: Config) {
 const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
 
 function summary(rows: Awaited<ReturnType<typeof runConfig>>): string {
-  const self = rows.find((r) => r.before <= 0.3);
-  const others = rows.filter((r) => r.before > 0.3);
+  const self = rows.find((r) => r.before <= SELF_BEFORE);
+  const others = rows.filter((r) => r.before > SELF_BEFORE);
   const parts = [`self ${self ? `${self.before.toFixed(3)} -> ${self.after.toFixed(3)}` : '-'}`];
   if (others.length > 0) {
     const after = others.map((r) => r.after);

@@ -10,38 +10,13 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { createFaceSwapJobType } from '../src/processors/face-swap/index.js';
-import {
-  computeDescriptor,
-  descriptorDistance,
-  detectLandmarks,
-  findFaces,
-  largestFaceLandmarks,
-  leftToRight,
-} from '../src/processors/face-swap/detect.js';
-import { decodeImage } from '../src/processors/face-swap/image.js';
-import type { Box, Point, RgbImage } from '../src/processors/face-swap/types.js';
-import { sheetSource, sheetTargets } from '../test/face-swap/fixtures.js';
+import { computeDescriptor, descriptorDistance, detectLandmarks } from '../src/processors/face-swap/detect.js';
+import type { Box, RgbImage } from '../src/processors/face-swap/types.js';
+import { runContext } from '../test/face-swap/fixtures.js';
+import { decodeSheetImage as dec, landmarkError, sheetFaces, sheetSourceFace } from '../test/face-swap/sheet.js';
 
 const out = process.argv[2] ?? fileURLToPath(new URL('../docs/face-swap-sheet.jpg', import.meta.url));
-const source = await sheetSource();
-const targets = await sheetTargets();
-
-const dec = (b: Buffer) => decodeImage(b, 'x', 1e8);
-const srcImg = await dec(source);
-const srcDesc = await computeDescriptor(srcImg, await largestFaceLandmarks(srcImg, await findFaces(srcImg, 0.5)));
-
-const interOcular = (lm: Point[]) => {
-  const c = (a: number, b: number) =>
-    lm.slice(a, b).reduce((s, p) => ({ x: s.x + p.x / (b - a), y: s.y + p.y / (b - a) }), { x: 0, y: 0 });
-  const l = c(36, 42);
-  const r = c(42, 48);
-  return Math.hypot(l.x - r.x, l.y - r.y);
-};
-const meanErr = (a: Point[], b: Point[], from = 0, to = 68) => {
-  let s = 0;
-  for (let i = from; i < to; i++) s += Math.hypot(a[i]!.x - b[i]!.x, a[i]!.y - b[i]!.y);
-  return s / (to - from) / interOcular(a);
-};
+const { bytes: source, descriptor: srcDesc } = await sheetSourceFace();
 
 const SIDE = 240;
 const LABEL = 22;
@@ -75,47 +50,32 @@ const tiles: Buffer[] = [];
 const rows: string[] = [];
 const jt = createFaceSwapJobType();
 try {
-  for (const t of targets) {
-    const img = await dec(t.bytes);
-    const faces = leftToRight(await findFaces(img, t.confidence));
-    for (const [index, f] of faces.entries()) {
-      if (Math.max(f.box.width, f.box.height) < 100) continue;
-      const img0 = img;
-      let result;
-      try {
-        result = await jt.run({
-          model: 'warp-blend-v1',
-          options: jt.options.parse({
-            format: 'png',
-            target_face_indices: [index],
-            min_confidence: t.confidence,
-          }),
-          media: {
-            source: [{ url: 'sheet:source', bytes: source, mime: 'image/jpeg' }],
-            target: [{ url: 'sheet:target', bytes: t.bytes, mime: 'image/jpeg' }],
-          },
-          signal: new AbortController().signal,
-          progress: () => {},
-        });
-      } catch (err) {
-        const line = `${t.name} face ${index} (${Math.round(f.box.width)} px, score ${f.score.toFixed(2)}): ${(err as Error).message}`;
-        console.log(line);
-        rows.push(line);
-        tiles.push(await tile(img0, f.box, `${t.name} #${index}`));
-        tiles.push(await tile(img0, f.box, 'failed'));
-        continue;
-      }
-      const res = await dec(result.bytes);
-      const lmT = await detectLandmarks(img, f.box);
-      const lmR = await detectLandmarks(res, f.box);
-      const before = descriptorDistance(srcDesc, await computeDescriptor(img, lmT));
-      const after = descriptorDistance(srcDesc, await computeDescriptor(res, lmR));
-      const line = `${t.name} face ${index} (${Math.round(f.box.width)} px, score ${f.score.toFixed(2)}): identity ${before.toFixed(2)} -> ${after.toFixed(2)}, landmarks ${meanErr(lmT, lmR).toFixed(3)}, mouth ${meanErr(lmT, lmR, 48, 68).toFixed(3)}`;
+  for await (const { target: t, image: img, index, face: f } of sheetFaces()) {
+    let result;
+    try {
+      const run = runContext(
+        { source, target: t.bytes },
+        { format: 'png', target_face_indices: [index], min_confidence: t.confidence },
+      );
+      result = await jt.run(run.ctx);
+    } catch (err) {
+      const line = `${t.name} face ${index} (${Math.round(f.box.width)} px, score ${f.score.toFixed(2)}): ${(err as Error).message}`;
       console.log(line);
       rows.push(line);
       tiles.push(await tile(img, f.box, `${t.name} #${index}`));
-      tiles.push(await tile(res, f.box, `result ${after.toFixed(2)} (was ${before.toFixed(2)})`));
+      tiles.push(await tile(img, f.box, 'failed'));
+      continue;
     }
+    const res = await dec(result.bytes);
+    const lmT = await detectLandmarks(img, f.box);
+    const lmR = await detectLandmarks(res, f.box);
+    const before = descriptorDistance(srcDesc, await computeDescriptor(img, lmT));
+    const after = descriptorDistance(srcDesc, await computeDescriptor(res, lmR));
+    const line = `${t.name} face ${index} (${Math.round(f.box.width)} px, score ${f.score.toFixed(2)}): identity ${before.toFixed(2)} -> ${after.toFixed(2)}, landmarks ${landmarkError(lmT, lmR).toFixed(3)}, mouth ${landmarkError(lmT, lmR, 48, 68).toFixed(3)}`;
+    console.log(line);
+    rows.push(line);
+    tiles.push(await tile(img, f.box, `${t.name} #${index}`));
+    tiles.push(await tile(res, f.box, `result ${after.toFixed(2)} (was ${before.toFixed(2)})`));
   }
 } finally {
   await jt.close();

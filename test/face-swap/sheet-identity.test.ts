@@ -6,20 +6,12 @@
  * Slow (about 25 swaps), no timing assertions.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  computeDescriptor,
-  descriptorDistance,
-  detectLandmarks,
-  findFaces,
-  largestFaceLandmarks,
-  leftToRight,
-} from '../../src/processors/face-swap/detect.js';
-import { decodeImage } from '../../src/processors/face-swap/image.js';
+import { computeDescriptor, descriptorDistance, detectLandmarks } from '../../src/processors/face-swap/detect.js';
 import { createFaceSwapJobType } from '../../src/processors/face-swap/index.js';
-import { runContext, sheetSource, sheetTargets } from './fixtures.js';
+import { runContext } from './fixtures.js';
+import { decodeSheetImage, SELF_BEFORE, sheetFaces, sheetSourceFace } from './sheet.js';
 
 const LONG = 900_000;
-const decode = (bytes: Buffer | Uint8Array) => decodeImage(bytes, 'test', 1e9);
 
 describe('identity over the six sample photos', () => {
   const jt = createFaceSwapJobType();
@@ -28,32 +20,25 @@ describe('identity over the six sample photos', () => {
   it(
     'moves no face >= 100 px away from the source, the median under 0.44, none further than 0.645',
     async () => {
-      const source = await sheetSource();
-      const srcImg = await decode(source);
-      const srcDesc = await computeDescriptor(srcImg, await largestFaceLandmarks(srcImg, await findFaces(srcImg, 0.5)));
+      const { bytes: source, descriptor: srcDesc } = await sheetSourceFace();
       const rows: { name: string; before: number; after: number }[] = [];
-      for (const t of await sheetTargets()) {
-        const img = await decode(t.bytes);
-        const faces = leftToRight(await findFaces(img, t.confidence));
-        for (const [index, f] of faces.entries()) {
-          if (Math.max(f.box.width, f.box.height) < 100) continue;
-          const run = runContext(
-            { source, target: t.bytes },
-            { format: 'png', target_face_indices: [index], min_confidence: t.confidence },
-          );
-          const res = await decode((await jt.run(run.ctx)).bytes);
-          const before = descriptorDistance(srcDesc, await computeDescriptor(img, await detectLandmarks(img, f.box)));
-          const after = descriptorDistance(srcDesc, await computeDescriptor(res, await detectLandmarks(res, f.box)));
-          rows.push({ name: `${t.name} face ${index}`, before, after });
-        }
+      for await (const { target: t, image: img, index, face: f, name } of sheetFaces()) {
+        const run = runContext(
+          { source, target: t.bytes },
+          { format: 'png', target_face_indices: [index], min_confidence: t.confidence },
+        );
+        const res = await decodeSheetImage((await jt.run(run.ctx)).bytes);
+        const before = descriptorDistance(srcDesc, await computeDescriptor(img, await detectLandmarks(img, f.box)));
+        const after = descriptorDistance(srcDesc, await computeDescriptor(res, await detectLandmarks(res, f.box)));
+        rows.push({ name, before, after });
       }
       // The source's own face (sample6, rightmost) swapped onto itself: what the pipeline alone
       // costs. It went 0.09 -> 0.30 while the source's hair fill took her brow; now 0.185 (the rest
       // is mostly the red-eye step: the source's own photo has red pupils).
-      const self = rows.filter((r) => r.before <= 0.3);
+      const self = rows.filter((r) => r.before <= SELF_BEFORE);
       expect(self).toHaveLength(1);
       expect(self[0]!.after).toBeLessThan(0.2);
-      const others = rows.filter((r) => r.before > 0.3);
+      const others = rows.filter((r) => r.before > SELF_BEFORE);
       expect(others.length).toBeGreaterThanOrEqual(24);
       const farther = others.filter((r) => r.after > r.before + 0.01).map((r) => r.name);
       expect(farther).toEqual([]);

@@ -1,0 +1,69 @@
+/**
+ * The contact sheet's faces and measures, shared by the sheet (bench/face-swap-sheet.ts), its test
+ * (sheet-identity.test.ts) and the ablation (bench/face-swap-ablation.ts): every face of at least
+ * SHEET_MIN_FACE px of each sheet target, left to right (as a user picks them by index), the source's
+ * descriptor, and how far a result's landmarks are from the target's.
+ */
+import {
+  computeDescriptor,
+  findFaces,
+  largestFaceLandmarks,
+  leftToRight,
+} from '../../src/processors/face-swap/detect.js';
+import { decodeImage } from '../../src/processors/face-swap/image.js';
+import type { Point, RgbImage } from '../../src/processors/face-swap/types.js';
+import { sheetSource, sheetTargets } from './fixtures.js';
+
+/** Faces smaller than this (px, the box's larger side) are left out of the sheet. */
+export const SHEET_MIN_FACE = 100;
+/** A face this near the source before the swap is the source's own (sample6's), swapped onto itself. */
+export const SELF_BEFORE = 0.3;
+
+export const decodeSheetImage = (bytes: Uint8Array) => decodeImage(bytes, 'sheet', 1e8);
+
+export interface SheetFace {
+  target: { name: string; bytes: Buffer; confidence: number };
+  /** The target decoded. */
+  image: RgbImage;
+  /** Its index left to right (the job's target_face_indices). */
+  index: number;
+  /** As findFaces gives it (box, score). */
+  face: Awaited<ReturnType<typeof findFaces>>[number];
+  name: string;
+}
+
+/** The sheet's faces, target by target (`only`: the targets to keep, by name). */
+export async function* sheetFaces(only?: (name: string) => boolean): AsyncGenerator<SheetFace> {
+  for (const target of await sheetTargets()) {
+    if (only && !only(target.name)) continue;
+    const image = await decodeSheetImage(target.bytes);
+    for (const [index, face] of leftToRight(await findFaces(image, target.confidence)).entries()) {
+      if (Math.max(face.box.width, face.box.height) < SHEET_MIN_FACE) continue;
+      yield { target, image, index, face, name: `${target.name} face ${index}` };
+    }
+  }
+}
+
+/** The source photo, decoded, its face's landmarks and descriptor (what identity is measured against). */
+export async function sheetSourceFace() {
+  const bytes = await sheetSource();
+  const image = await decodeSheetImage(bytes);
+  const lm = await largestFaceLandmarks(image, await findFaces(image, 0.5));
+  return { bytes, image, lm, descriptor: await computeDescriptor(image, lm) };
+}
+
+/** Distance between the eye centres (landmarks 36-41 and 42-47). */
+function interOcular(lm: readonly Point[]): number {
+  const c = (a: number, b: number) =>
+    lm.slice(a, b).reduce((s, p) => ({ x: s.x + p.x / (b - a), y: s.y + p.y / (b - a) }), { x: 0, y: 0 });
+  const l = c(36, 42);
+  const r = c(42, 48);
+  return Math.hypot(l.x - r.x, l.y - r.y);
+}
+
+/** Mean distance of landmarks `from`..`to` of `b` from `a`'s, over `a`'s eye distance. */
+export function landmarkError(a: readonly Point[], b: readonly Point[], from = 0, to = 68): number {
+  let s = 0;
+  for (let i = from; i < to; i++) s += Math.hypot(a[i]!.x - b[i]!.x, a[i]!.y - b[i]!.y);
+  return s / (to - from) / interOcular(a);
+}
