@@ -8,7 +8,7 @@ import path from 'node:path';
 import type * as FaceApiModule from '@vladmandic/face-api/dist/face-api.node-wasm.js';
 import type * as TfModule from '@tensorflow/tfjs';
 import type * as TfWasmModule from '@tensorflow/tfjs-backend-wasm';
-import { extents, faceSize } from './geometry.js';
+import { extents, faceSize, overlapArea } from './geometry.js';
 import { resizeRegion } from './image.js';
 import { MAX_FACES } from './options.js';
 import { installFastTinyForward, tinyDetectRect, type TinyLayers, type TinyNet } from './tiny.js';
@@ -188,9 +188,7 @@ export const FIND_INPUT_SIZES = [512, 224] as const;
 
 /** Two boxes are one face when their overlap covers half of the smaller one. */
 function sameFace(a: Box, b: Box): boolean {
-  const w = Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x);
-  const h = Math.min(a.y + a.height, b.y + b.height) - Math.max(a.y, b.y);
-  return w > 0 && h > 0 && w * h > 0.5 * Math.min(a.width * a.height, b.width * b.height);
+  return overlapArea(a, b) > 0.5 * Math.min(a.width * a.height, b.width * b.height);
 }
 
 /**

@@ -1,5 +1,5 @@
-/** Small plane-geometry helpers for landmark sets. */
-import type { Point } from './types.js';
+/** Small plane-geometry helpers for landmark sets and boxes. */
+import type { Box, Point } from './types.js';
 
 /** Convex hull, counter-clockwise (Andrew's monotone chain). */
 export function convexHull(points: readonly Point[]): Point[] {
@@ -81,4 +81,17 @@ export function noseAcross(lm: readonly Point[]): number {
   const along = (p: Point) => p.x * ex + p.y * ey;
   const a = along(lm[0]!);
   return (along(lm[30]!) - a) / (along(lm[16]!) - a);
+}
+
+/** The area two boxes share (0 when apart). */
+export function overlapArea(a: Box, b: Box): number {
+  const w = Math.max(0, Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x));
+  const h = Math.max(0, Math.min(a.y + a.height, b.y + b.height) - Math.max(a.y, b.y));
+  return w * h;
+}
+
+/** Intersection over union of two boxes (face-api's iou()). */
+export function iou(a: Box, b: Box): number {
+  const inter = overlapArea(a, b);
+  return inter / (a.width * a.height + b.width * b.height - inter);
 }

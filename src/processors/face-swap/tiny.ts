@@ -5,6 +5,7 @@
  */
 import type * as FaceApiModule from '@vladmandic/face-api/dist/face-api.node-wasm.js';
 import type * as TfModule from '@tensorflow/tfjs';
+import { iou } from './geometry.js';
 import type { Box, RgbImage } from './types.js';
 
 type FaceApi = typeof FaceApiModule;
@@ -114,14 +115,6 @@ function rectInput(faceapi: FaceApi, img: RgbImage, meanRgb: readonly number[]):
 }
 
 const sigmoid = (v: number) => 1 / (1 + Math.exp(-v));
-
-/** Intersection over union, as face-api's iou(). */
-function iou(a: Box, b: Box): number {
-  const w = Math.max(0, Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x));
-  const h = Math.max(0, Math.min(a.y + a.height, b.y + b.height) - Math.max(a.y, b.y));
-  const inter = w * h;
-  return inter / (a.width * a.height + b.width * b.height - inter);
-}
 
 /** face-api's nonMaxSuppression: best score first, dropping boxes overlapping a kept one by more than `threshold`. */
 function nonMaxSuppression<T extends { box: Box; score: number }>(found: T[], threshold: number): T[] {

@@ -8,7 +8,7 @@
  */
 import { descriptorDistance, leftToRight } from '../face-swap/detect.js';
 import { pickByIndex } from '../face-swap/pipeline.js';
-import { boundingRegion, extents, faceSize } from '../face-swap/geometry.js';
+import { boundingRegion, extents, faceSize, iou } from '../face-swap/geometry.js';
 import type { FaceMode } from '../face-swap/options.js';
 import type { ColorStats } from '../face-swap/swap.js';
 import type { Box, Point, RgbImage } from '../face-swap/types.js';
@@ -84,13 +84,6 @@ function boxFrom(lm: readonly Point[], rel: BoxRel): Box {
     width: w,
     height: h,
   };
-}
-
-function iou(a: Box, b: Box): number {
-  const ix = Math.max(0, Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x));
-  const iy = Math.max(0, Math.min(a.y + a.height, b.y + b.height) - Math.max(a.y, b.y));
-  const inter = ix * iy;
-  return inter / (a.width * a.height + b.width * b.height - inter);
 }
 
 /**
