@@ -4,16 +4,12 @@
  *
  *   npx tsx bench/face-swap-example.ts
  */
-import { readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
+import { sample } from '../test/face-swap/fixtures.js';
+import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { createFaceSwapJobType } from '../src/processors/face-swap/index.js';
 
-const require = createRequire(import.meta.url);
-const demo = path.join(path.dirname(require.resolve('@vladmandic/face-api/package.json')), 'demo');
-const sample = (n: number) => readFileSync(path.join(demo, `sample${n}.jpg`));
 const out = fileURLToPath(new URL('../docs/face-swap-example.jpg', import.meta.url));
 
 // Source: the middle woman of sample3. Target: the right-hand woman of sample6.

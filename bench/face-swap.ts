@@ -17,9 +17,7 @@
  * Target (issue 18): at most 0.5 s of processing (warm median) for the 1920x1280 target with one
  * ~350 px face; the other cases are informational.
  */
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { readFileSync } from 'node:fs';
+import { sample } from '../test/face-swap/fixtures.js';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import os from 'node:os';
 import sharp from 'sharp';
@@ -28,9 +26,6 @@ import { runFaceSwap } from '../src/processors/face-swap/pipeline.js';
 import type { FaceSwapOptions } from '../src/processors/face-swap/index.js';
 import type { RunContext } from '../src/processors/types.js';
 
-const require = createRequire(import.meta.url);
-const demo = path.join(path.dirname(require.resolve('@vladmandic/face-api/package.json')), 'demo');
-const sample = (n: number) => readFileSync(path.join(demo, `sample${n}.jpg`));
 const iterations = Math.max(1, Number(process.argv[2] ?? 5));
 
 const source = await sharp(sample(3))

@@ -4,17 +4,13 @@
  * sorts them; the crops below are fixed rectangles so the fixtures do not depend on detection.
  */
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import sharp from 'sharp';
 import type { FetchedMedia, RunContext } from '../../src/processors/types.js';
+import { faceApiDemoPhoto } from '../../src/processors/face-swap/detect.js';
 import { faceSwapOptionsSchema, type FaceSwapOptions } from '../../src/processors/face-swap/index.js';
 
-const require = createRequire(import.meta.url);
-const demoDir = path.join(path.dirname(require.resolve('@vladmandic/face-api/package.json')), 'demo');
-
 export function sample(n: 1 | 2 | 3 | 4 | 5 | 6): Buffer {
-  return readFileSync(path.join(demoDir, `sample${n}.jpg`));
+  return readFileSync(faceApiDemoPhoto(`sample${n}.jpg`));
 }
 
 export interface Rect {

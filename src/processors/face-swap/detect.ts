@@ -38,6 +38,14 @@ function packageDir(name: string): string {
   return path.dirname(require.resolve(`${name}/package.json`));
 }
 
+/**
+ * A demo photo of the installed face-api package (`sample1.jpg` … `sample6.jpg`, MIT): the warm-up's
+ * real faces, and the tests' and benchmarks' pictures.
+ */
+export function faceApiDemoPhoto(name: string): string {
+  return path.join(packageDir('@vladmandic/face-api'), 'demo', name);
+}
+
 /** Loads tfjs-wasm and the three face-api nets once; later calls share the same promise. */
 export function loadFaceModels(): Promise<Runtime> {
   runtime ??= (async () => {

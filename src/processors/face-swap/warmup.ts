@@ -10,9 +10,7 @@
  * not: the skin models and occluder tests run on real texture). warmRealSwap then swaps real faces.
  */
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { detectLandmarks, findFaces, loadFaceModels, locateFacesTiny } from './detect.js';
+import { detectLandmarks, faceApiDemoPhoto, findFaces, loadFaceModels, locateFacesTiny } from './detect.js';
 import { DEFAULT_MAX_PIXELS, faceSwapOptionsSchema } from './options.js';
 import { decodeImage, encodeImage, resizeRegion } from './image.js';
 import { swapLevelled } from './level.js';
@@ -20,6 +18,8 @@ import { runFaceSwap } from './pipeline.js';
 import type { Point, RgbImage } from './types.js';
 
 const SIDE = 384;
+/** The synthetic picture's middle, where the landmark net is run once. */
+const CENTRE = { x: SIDE / 4, y: SIDE / 4, width: SIDE / 2, height: SIDE / 2 } as const;
 
 /** A grey picture with a skin-coloured oval and a little deterministic texture (no face is found). */
 function syntheticPicture(side = SIDE): RgbImage {
@@ -47,7 +47,7 @@ export async function warmTracking(): Promise<void> {
   await loadFaceModels();
   const picture = syntheticPicture();
   await locateFacesTiny(picture, 0.99);
-  await detectLandmarks(picture, { x: SIDE / 4, y: SIDE / 4, width: SIDE / 2, height: SIDE / 2 });
+  await detectLandmarks(picture, CENTRE);
 }
 
 /** Loads the models, then runs findFaces (both Tiny passes and, finding nothing, SSD), landmarks and a JPEG encode. */
@@ -55,7 +55,7 @@ export async function warmUp(): Promise<void> {
   await loadFaceModels();
   const picture = syntheticPicture();
   await findFaces(picture, 0.99);
-  await detectLandmarks(picture, { x: SIDE / 4, y: SIDE / 4, width: SIDE / 2, height: SIDE / 2 });
+  await detectLandmarks(picture, CENTRE);
   await encodeImage(picture, 'jpeg', 90);
   await warmSwap();
   await warmRealSwap();
@@ -105,13 +105,9 @@ export async function warmSwap(): Promise<void> {
 
 const REAL_SWAP_ROUNDS = 2;
 
-/** One of face-api's demo photos (in its npm package, MIT), or undefined if the package has none. */
-async function demoPhoto(name: string): Promise<Buffer | undefined> {
-  const dir = path.join(
-    path.dirname(createRequire(import.meta.url).resolve('@vladmandic/face-api/package.json')),
-    'demo',
-  );
-  return readFile(path.join(dir, name)).catch(() => undefined);
+/** One of face-api's demo photos, or undefined if the package has none. */
+function demoPhoto(name: string): Promise<Buffer | undefined> {
+  return readFile(faceApiDemoPhoto(name)).catch(() => undefined);
 }
 
 /**
