@@ -58,8 +58,10 @@ export function lazyThreadPool<T, R>(
     }));
   return {
     get,
-    /** Starts every thread and lets it load its models (before the first job, not during it). */
-    /** Once per pool, however many job types share it (face-detect and image-face-swap do). */
+    /**
+     * Starts every thread and lets it load its models (before the first job, not during it); once
+     * per pool, however many job types share it (face-detect and image-face-swap do).
+     */
     warmup(): Promise<void> {
       const p = get();
       return (warmed ??= Promise.all(Array.from({ length: threads }, () => p.run(warmupTask))).then(() => undefined));
