@@ -6,12 +6,24 @@
  * Slow (about 25 swaps), no timing assertions.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { computeDescriptor, descriptorDistance, detectLandmarks } from '../../src/processors/face-swap/detect.js';
+import {
+  computeDescriptor,
+  descriptorDistance,
+  detectLandmarks,
+  refineLandmarks,
+} from '../../src/processors/face-swap/detect.js';
 import { createFaceSwapJobType } from '../../src/processors/face-swap/index.js';
 import { runContext } from './fixtures.js';
-import { decodeSheetImage, SELF_BEFORE, sheetFaces, sheetSourceFace } from './sheet.js';
+import { decodeSheetImage, SELF_BEFORE, sheetFaces, sheetSourceFace, uprightDescriptor } from './sheet.js';
 
 const LONG = 900_000;
+
+/** Each rolled target and the same face upright in its photo. */
+const UPRIGHT_OF: Record<string, string> = {
+  'sample3 right +25° face 0': 'sample3 face 2',
+  'sample3 right -25° face 0': 'sample3 face 2',
+  'sample4 third +25° face 0': 'sample4 face 2',
+};
 
 describe('identity over the six sample photos', () => {
   const jt = createFaceSwapJobType();
@@ -21,7 +33,7 @@ describe('identity over the six sample photos', () => {
     'moves no face >= 100 px away from the source, the median under 0.44, none further than 0.645',
     async () => {
       const { bytes: source, descriptor: srcDesc } = await sheetSourceFace();
-      const rows: { name: string; before: number; after: number }[] = [];
+      const rows: { name: string; before: number; after: number; upright: number }[] = [];
       for await (const { target: t, image: img, index, face: f, name } of sheetFaces()) {
         const run = runContext(
           { source, target: t.bytes },
@@ -30,7 +42,9 @@ describe('identity over the six sample photos', () => {
         const res = await decodeSheetImage((await jt.run(run.ctx)).bytes);
         const before = descriptorDistance(srcDesc, await computeDescriptor(img, await detectLandmarks(img, f.box)));
         const after = descriptorDistance(srcDesc, await computeDescriptor(res, await detectLandmarks(res, f.box)));
-        rows.push({ name, before, after });
+        const lm = await refineLandmarks(img, await detectLandmarks(img, f.box));
+        const upright = descriptorDistance(srcDesc, await uprightDescriptor(res, f.box, lm));
+        rows.push({ name, before, after, upright });
       }
       // The source's own face (sample6, rightmost) swapped onto itself: what the pipeline alone
       // costs. It went 0.09 -> 0.30 while the source's hair fill took her brow; now 0.185 (the rest
@@ -49,6 +63,13 @@ describe('identity over the six sample photos', () => {
       expect(after[after.length - 1]!).toBeLessThan(0.645);
       expect(after[Math.floor(after.length / 2)]!).toBeLessThan(0.44);
       expect(after.filter((a) => a < 0.45).length).toBeGreaterThanOrEqual(13);
+      // Read upright (uprightDescriptor: the faces rolled more than 15° read in their level frame,
+      // the rest as above): the rolled faces swap as well as upright ones. sample1's face 2 (47°)
+      // 0.43; sample3's right face +25° 0.41, -25° 0.34 (0.40 upright); sample4's third +25° 0.35
+      // (0.35 upright).
+      const upright = (n: string) => others.find((r) => r.name === n)!.upright;
+      expect(upright('sample1 face 2')).toBeLessThan(0.45);
+      for (const [rolled, of] of Object.entries(UPRIGHT_OF)) expect(upright(rolled)).toBeLessThan(upright(of) + 0.03);
     },
     LONG,
   );
