@@ -33,7 +33,7 @@ describe('identity over the six sample photos', () => {
     'moves no face >= 100 px away from the source, the median under 0.44, none further than 0.645',
     async () => {
       const { bytes: source, descriptor: srcDesc } = await sheetSourceFace();
-      const rows: { name: string; before: number; after: number; upright: number }[] = [];
+      const rows: { name: string; before: number; after: number; upright: number; uprightBefore: number }[] = [];
       for await (const { target: t, image: img, index, face: f, name } of sheetFaces()) {
         const run = runContext(
           { source, target: t.bytes },
@@ -44,7 +44,8 @@ describe('identity over the six sample photos', () => {
         const after = descriptorDistance(srcDesc, await computeDescriptor(res, await detectLandmarks(res, f.box)));
         const lm = await refineLandmarks(img, await detectLandmarks(img, f.box));
         const upright = descriptorDistance(srcDesc, await uprightDescriptor(res, f.box, lm));
-        rows.push({ name, before, after, upright });
+        const uprightBefore = descriptorDistance(srcDesc, await uprightDescriptor(img, f.box, lm));
+        rows.push({ name, before, after, upright, uprightBefore });
       }
       // The source's own face (sample6, rightmost) swapped onto itself: what the pipeline alone
       // costs. It went 0.09 -> 0.30 while the source's hair fill took her brow; now 0.185 (the rest
@@ -73,6 +74,7 @@ describe('identity over the six sample photos', () => {
       expect(read[read.length - 1]!).toBeLessThan(0.535);
       expect(read.filter((a) => a < 0.45).length).toBeGreaterThanOrEqual(19);
       expect(upright('sample1 face 2')).toBeLessThan(0.45);
+      expect(others.filter((r) => r.upright >= r.uprightBefore).map((r) => r.name)).toEqual([]);
       for (const [rolled, of] of Object.entries(UPRIGHT_OF)) expect(upright(rolled)).toBeLessThan(upright(of) + 0.03);
     },
     LONG,
