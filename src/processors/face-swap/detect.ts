@@ -374,27 +374,19 @@ export async function detectLandmarks(img: RgbImage, box: Box): Promise<Point[]>
 const SSD_FROM_LANDMARKS = { cx: 0.011, cy: -0.164, w: 0.941, h: 1.386 } as const;
 
 /**
- * The crop in SSD's shape around landmarks `lm` (see SSD_FROM_LANDMARKS), moved sideways by `shift`
- * of its width (positive: to the right).
- */
-export function landmarkCrop(lm: readonly Point[], shift = 0): Box {
-  const { x0, y0, x1, y1 } = extents(lm);
-  const bw = x1 - x0;
-  const bh = y1 - y0;
-  const w = SSD_FROM_LANDMARKS.w * bw;
-  const h = SSD_FROM_LANDMARKS.h * bh;
-  const cx = (x0 + x1) / 2 + SSD_FROM_LANDMARKS.cx * bw + shift * w;
-  const cy = (y0 + y1) / 2 + SSD_FROM_LANDMARKS.cy * bh;
-  return { x: cx - w / 2, y: cy - h / 2, width: w, height: h };
-}
-
-/**
  * The landmarks again, from a crop placed by the first ones in SSD's shape: the landmark net is
  * sensitive to its crop, and a detector's box (Tiny's, reshaped) is a rougher guess than the face's
  * own landmarks. Used on the faces a swap replaces and puts in, where identity depends on them.
  */
 export async function refineLandmarks(img: RgbImage, lm: readonly Point[]): Promise<Point[]> {
-  return detectLandmarks(img, landmarkCrop(lm));
+  const { x0, y0, x1, y1 } = extents(lm);
+  const bw = x1 - x0;
+  const bh = y1 - y0;
+  const w = SSD_FROM_LANDMARKS.w * bw;
+  const h = SSD_FROM_LANDMARKS.h * bh;
+  const cx = (x0 + x1) / 2 + SSD_FROM_LANDMARKS.cx * bw;
+  const cy = (y0 + y1) / 2 + SSD_FROM_LANDMARKS.cy * bh;
+  return detectLandmarks(img, { x: cx - w / 2, y: cy - h / 2, width: w, height: h });
 }
 
 function mean(points: Point[]): Point {
