@@ -34,12 +34,18 @@ describe('identity over the six sample photos', () => {
     async () => {
       const { bytes: source, descriptor: srcDesc } = await sheetSourceFace();
       const rows: { name: string; before: number; after: number; upright: number; uprightBefore: number }[] = [];
+      const refused: string[] = [];
       for await (const { target: t, image: img, index, face: f, name } of sheetFaces()) {
         const run = runContext(
           { source, target: t.bytes },
           { format: 'png', target_face_indices: [index], min_confidence: t.confidence },
         );
-        const res = await decodeSheetImage((await jt.run(run.ctx)).bytes);
+        const done = await jt.run(run.ctx).catch((err: unknown) => {
+          if (!/is in profile/.test((err as Error).message)) throw err;
+          refused.push(name);
+        });
+        if (!done) continue;
+        const res = await decodeSheetImage(done.bytes);
         const before = descriptorDistance(srcDesc, await computeDescriptor(img, await detectLandmarks(img, f.box)));
         const after = descriptorDistance(srcDesc, await computeDescriptor(res, await detectLandmarks(res, f.box)));
         const lm = await refineLandmarks(img, await detectLandmarks(img, f.box));
@@ -53,8 +59,11 @@ describe('identity over the six sample photos', () => {
       const self = rows.filter((r) => r.before <= SELF_BEFORE);
       expect(self).toHaveLength(1);
       expect(self[0]!.after).toBeLessThan(0.2);
+      // Sample2's profile is refused (its smeared swap read 0.36, counted until then among the 13
+      // under 0.45); the other 23 are swapped.
+      expect(refused).toEqual(['sample2 face 0']);
       const others = rows.filter((r) => r.before > SELF_BEFORE);
-      expect(others.length).toBeGreaterThanOrEqual(24);
+      expect(others.length).toBeGreaterThanOrEqual(23);
       const farther = others.filter((r) => r.after > r.before + 0.01).map((r) => r.name);
       expect(farther).toEqual([]);
       const after = others.map((r) => r.after).sort((a, b) => a - b);
@@ -63,16 +72,16 @@ describe('identity over the six sample photos', () => {
       // median under 0.40 and every face under 0.45, are not met).
       expect(after[after.length - 1]!).toBeLessThan(0.645);
       expect(after[Math.floor(after.length / 2)]!).toBeLessThan(0.44);
-      expect(after.filter((a) => a < 0.45).length).toBeGreaterThanOrEqual(13);
+      expect(after.filter((a) => a < 0.45).length).toBeGreaterThanOrEqual(12);
       // Read upright (uprightDescriptor: the 9 faces rolled more than 15° read in their level frame,
-      // the rest as above): median 0.414, worst 0.525 (sample5's face 3), 19 under 0.45. The rolled
+      // the rest as above): median 0.414, worst 0.525 (sample5's face 3), 18 under 0.45. The rolled
       // faces swap as well as upright ones: sample1's face 2 (47°) 0.43; sample3's right face +25°
       // 0.41, -25° 0.34 (0.40 upright); sample4's third +25° 0.35 (0.35 upright).
       const upright = (n: string) => others.find((r) => r.name === n)!.upright;
       const read = others.map((r) => r.upright).sort((a, b) => a - b);
       expect(read[Math.floor(read.length / 2)]!).toBeLessThan(0.42);
       expect(read[read.length - 1]!).toBeLessThan(0.535);
-      expect(read.filter((a) => a < 0.45).length).toBeGreaterThanOrEqual(19);
+      expect(read.filter((a) => a < 0.45).length).toBeGreaterThanOrEqual(18);
       expect(upright('sample1 face 2')).toBeLessThan(0.45);
       expect(others.filter((r) => r.upright >= r.uprightBefore).map((r) => r.name)).toEqual([]);
       for (const [rolled, of] of Object.entries(UPRIGHT_OF)) expect(upright(rolled)).toBeLessThan(upright(of) + 0.03);
