@@ -199,3 +199,48 @@ describe('occluders of the target', () => {
     expect(kept).toBe(0);
   });
 });
+
+describe('eye make-up as dark as the hair it touches', () => {
+  const HAIR = [20, 3, 10] as const;
+  const hairAt = (x: number) => x < 10;
+  /** An eye's zone; inside it the eye itself (white and iris, in other colours), the paint around. */
+  const zone = (x: number, y: number) => x >= 28 && x < 44 && y >= 21 && y < 31;
+  const eye = (x: number, y: number) => x >= 31 && x < 41 && y >= 22 && y < 30;
+  /** A winged liner from the temple hair to the eye, and clown paint below it down the cheek. */
+  const paint = (x: number, y: number) =>
+    (x >= 10 && x < 28 && y >= 24 && y < 28) || (zone(x, y) && !eye(x, y)) || (x >= 31 && x < 41 && y >= 31 && y < 46);
+
+  it('is replaced with the eye: the paint is not kept in front, the hair at the outline is', () => {
+    const p = planes((q, x, y, i) => {
+      if (zone(x, y)) q.zoneOf[i] = 3;
+      if (hairAt(x) || paint(x, y)) {
+        q.nonSkin[i] = 1;
+        q.lab.set(HAIR, i * 3);
+      } else if (eye(x, y)) {
+        q.nonSkin[i] = 1;
+        q.lab.set(x >= 34 && x < 38 ? [25, 5, 20] : [80, 0, 2], i * 3);
+      }
+    });
+    const occluded = occlusionMask(p);
+    expect(occluded[30 * 60 + 5]).toBe(1);
+    let kept = 0;
+    for (let y = 0; y < 60; y++) for (let x = 20; x < 60; x++) if (paint(x, y)) kept += occluded[y * 60 + x]!;
+    // Kept in front (as before: the paint is the hair's colour, joined to it, and crosses the inner
+    // face), it stayed around the new eye as a ghost of the target's make-up.
+    expect(kept).toBe(0);
+  });
+
+  it('but a bar of that colour hiding a feature whole stays in front of it', () => {
+    const bar = (y: number) => y >= 36 && y < 48;
+    const mouth = (x: number, y: number) => x >= 28 && x < 44 && y >= 38 && y < 46;
+    const p = planes((q, x, y, i) => {
+      if (mouth(x, y)) q.zoneOf[i] = 5;
+      if (hairAt(x) || bar(y)) {
+        q.nonSkin[i] = 1;
+        q.lab.set(HAIR, i * 3);
+      }
+    });
+    const occluded = occlusionMask(p);
+    for (let y = 38; y < 46; y++) for (let x = 28; x < 44; x++) expect(occluded[y * 60 + x], `(${x}, ${y})`).toBe(1);
+  });
+});
