@@ -227,6 +227,21 @@ describe('occluders of the target', () => {
   });
 });
 
+describe('target hair at a temple', () => {
+  it('stays in front in the ring beside the landmarks, short of crossing the face', () => {
+    // A lock down the temple, reaching 3 px into the inner face's margin beside a brow's end.
+    const lock = (x: number, y: number) => x < 23 && y >= 8 && y < 22;
+    const p = planes((q, x, y, i) => {
+      if (!lock(x, y)) return;
+      q.nonSkin[i] = 1;
+      q.lab.set([30, 8, 12], i * 3);
+    });
+    const occluded = occlusionMask(p);
+    // Left out (as it was), the source's pale temple took its place: the README example's pale wedge.
+    for (let y = 8; y < 22; y++) for (let x = 0; x < 23; x++) expect(occluded[y * 60 + x], `(${x}, ${y})`).toBe(1);
+  });
+});
+
 describe('eye make-up as dark as the hair it touches', () => {
   const HAIR = [20, 3, 10] as const;
   const hairAt = (x: number) => x < 10;
