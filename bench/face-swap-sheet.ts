@@ -63,7 +63,9 @@ try {
       console.log(line);
       rows.push(line);
       tiles.push(await tile(img, f.box, `${t.name} #${index}`));
-      tiles.push(await tile(img, f.box, 'failed'));
+      // A refused face (a profile) shows the job's answer where the result would be.
+      const refused = /is in profile/.test((err as Error).message);
+      tiles.push(await tile(img, f.box, refused ? 'refused: in profile, not swapped' : 'failed'));
       continue;
     }
     const res = await dec(result.bytes);

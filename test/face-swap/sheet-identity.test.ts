@@ -22,12 +22,18 @@ describe('identity over the six sample photos', () => {
     async () => {
       const { bytes: source, descriptor: srcDesc } = await sheetSourceFace();
       const rows: { name: string; before: number; after: number }[] = [];
+      const refused: string[] = [];
       for await (const { target: t, image: img, index, face: f, name } of sheetFaces()) {
         const run = runContext(
           { source, target: t.bytes },
           { format: 'png', target_face_indices: [index], min_confidence: t.confidence },
         );
-        const res = await decodeSheetImage((await jt.run(run.ctx)).bytes);
+        const done = await jt.run(run.ctx).catch((err: unknown) => {
+          if (!/is in profile/.test((err as Error).message)) throw err;
+          refused.push(name);
+        });
+        if (!done) continue;
+        const res = await decodeSheetImage(done.bytes);
         const before = descriptorDistance(srcDesc, await computeDescriptor(img, await detectLandmarks(img, f.box)));
         const after = descriptorDistance(srcDesc, await computeDescriptor(res, await detectLandmarks(res, f.box)));
         rows.push({ name, before, after });
@@ -38,8 +44,11 @@ describe('identity over the six sample photos', () => {
       const self = rows.filter((r) => r.before <= SELF_BEFORE);
       expect(self).toHaveLength(1);
       expect(self[0]!.after).toBeLessThan(0.2);
+      // Sample2's profile is refused (its smeared swap read 0.36, counted until then among the 13
+      // under 0.45); the other 23 are swapped.
+      expect(refused).toEqual(['sample2 face 0']);
       const others = rows.filter((r) => r.before > SELF_BEFORE);
-      expect(others.length).toBeGreaterThanOrEqual(24);
+      expect(others.length).toBeGreaterThanOrEqual(23);
       const farther = others.filter((r) => r.after > r.before + 0.01).map((r) => r.name);
       expect(farther).toEqual([]);
       const after = others.map((r) => r.after).sort((a, b) => a - b);
@@ -48,7 +57,7 @@ describe('identity over the six sample photos', () => {
       // median under 0.40 and every face under 0.45, are not met).
       expect(after[after.length - 1]!).toBeLessThan(0.645);
       expect(after[Math.floor(after.length / 2)]!).toBeLessThan(0.44);
-      expect(after.filter((a) => a < 0.45).length).toBeGreaterThanOrEqual(13);
+      expect(after.filter((a) => a < 0.45).length).toBeGreaterThanOrEqual(12);
     },
     LONG,
   );
