@@ -368,6 +368,11 @@ export interface ChromaSettle {
   to: ChannelStats;
   /** Zones (the eyes) where the mean shift, too, scales with the pixel's lightness. */
   dark: readonly number[];
+  /**
+   * Zones of one albedo (the lips) whose chroma varies across them with the light only: their own
+   * colour is the zone's mean against the skin around; what varies about it is compressed as skin is.
+   */
+  even: readonly number[];
 }
 
 /**
@@ -390,12 +395,19 @@ export interface ChromaSettle {
 export function settleChroma(after: Float32Array, use: Uint8Array, p: ChromaSettle): void {
   const n = use.length;
   const sum = new Float64Array(256 * 3);
+  // Per zone: the feature's own colour against the skin around, summed (its mean, for `even` zones).
+  const ownSum = new Float64Array(256 * 3);
   for (let i = 0; i < n; i++) {
     const z = p.zone[i]!;
     if (!z || !use[i]) continue;
     sum[z * 3] = sum[z * 3]! + 1;
     for (let c = 1; c < 3; c++) sum[z * 3 + c] = sum[z * 3 + c]! + after[i * 3 + c]! - p.smooth[i * 3 + c]!;
+    if (Number.isNaN(p.skin[i * 3]!)) continue;
+    ownSum[z * 3] = ownSum[z * 3]! + 1;
+    for (let c = 1; c < 3; c++) ownSum[z * 3 + c] = ownSum[z * 3 + c]! + p.orig[i * 3 + c]! - p.skin[i * 3 + c]!;
   }
+  const even = new Uint8Array(256);
+  for (const z of p.even) even[z] = 1;
   for (let i = 0; i < n; i++) {
     if (!use[i]) continue;
     const z = p.zone[i]!;
@@ -418,9 +430,10 @@ export function settleChroma(after: Float32Array, use: Uint8Array, p: ChromaSett
         // The light's share (the skin around, compressed as skin is, scaled) and the feature's own colour
         // relative to that skin, compressed mildly.
         const around = known ? p.skin[o]! : p.from.mean[c]!;
-        own =
-          share * k * (around - p.from.mean[c]!) +
-          (Math.max(p.gains[c]!, FEATURE_SPREAD_MIN) - 1) * (p.orig[o]! - around);
+        const d = p.orig[o]! - around;
+        // An even zone's own colour is its mean; the rest of d is the light across it (as on skin).
+        const m = even[z] && ownSum[z * 3]! > 0 ? ownSum[z * 3 + c]! / ownSum[z * 3]! : d;
+        own = share * k * (around - p.from.mean[c]!) + (Math.max(p.gains[c]!, FEATURE_SPREAD_MIN) - 1) * m + k * (d - m);
       }
       let field = p.smooth[o]! - p.orig[o]! - spread + local;
       if (t > 0 && p.dark.includes(z)) field -= t * (1 - share) * (p.to.mean[c]! - p.from.mean[c]!);

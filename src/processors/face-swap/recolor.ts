@@ -26,6 +26,8 @@ const LIGHT_DEGREE = 3;
 const CHROMA_DEGREE = 2;
 /** The eyes' feature zones (swap.ts numbers them: brows 1-2, eyes 3-4, mouth 5). */
 const EYE_ZONES = [3, 4];
+/** The mouth's zone: lips, one albedo. */
+const MOUTH_ZONE = 5;
 
 /** The render's region, where the warp covered it, the face size and the feature zones' margin (px). */
 export interface ColourCanvas {
@@ -85,6 +87,7 @@ export function matchColour(
     inZone: featherMask(src.zones, w, h, Math.max(1, Math.round(c.margin))),
     skin: localMean(orig, skin, c.covered, w, h, sab),
     dark: EYE_ZONES,
+    even: [MOUTH_ZONE],
   });
   return measured;
 }
