@@ -14,7 +14,7 @@ import {
 } from './color.js';
 import type { Region } from './geometry.js';
 import { featherMask } from './mask.js';
-import { copyOf, floats } from './scratch.js';
+import { bytes, copyOf, floats } from './scratch.js';
 import { transferLighting } from './skin.js';
 
 /**
@@ -26,8 +26,6 @@ const LIGHT_DEGREE = 3;
 const CHROMA_DEGREE = 2;
 /** The eyes' feature zones (swap.ts numbers them: brows 1-2, eyes 3-4, mouth 5). */
 const EYE_ZONES = [3, 4];
-/** The mouth's zone: lips, one albedo. */
-const MOUTH_ZONE = 5;
 
 /** The render's region, where the warp covered it, the face size and the feature zones' margin (px). */
 export interface ColourCanvas {
@@ -42,6 +40,8 @@ export interface ColourPlanes {
   lab: Float32Array;
   zones: Uint8Array;
   nonSkin: Uint8Array;
+  /** The source's lips (1) and their opening (2): settleChroma's `even`. */
+  lips?: Uint8Array | undefined;
 }
 
 /**
@@ -87,7 +87,7 @@ export function matchColour(
     inZone: featherMask(src.zones, w, h, Math.max(1, Math.round(c.margin))),
     skin: localMean(orig, skin, c.covered, w, h, sab),
     dark: EYE_ZONES,
-    even: [MOUTH_ZONE],
+    even: src.lips ?? bytes(n),
   });
   return measured;
 }
