@@ -135,4 +135,3 @@ export class AttemptHandler implements Attempt, Dispatcher.DispatchHandler {
     return true;
   }
 }
-

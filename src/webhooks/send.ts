@@ -8,7 +8,13 @@
 import type { Dispatcher } from 'undici';
 import type { Clock } from '../clock.js';
 import { createGuardedAgent, type IsPublic, type LookupAll } from '../media/index.js';
-import { AttemptHandler, describeDeliveryError, type Attempt, type AttemptDone, type AttemptResult } from './attempt.js';
+import {
+  AttemptHandler,
+  describeDeliveryError,
+  type Attempt,
+  type AttemptDone,
+  type AttemptResult,
+} from './attempt.js';
 import { deliveryHeaders } from './sign.js';
 
 export interface SenderOptions {
@@ -89,8 +95,18 @@ export class WebhookSender {
         secret: event.secret,
         previousSecrets: event.previousSecrets,
       });
-      // No undici timers of its own: the sender's one timer bounds the whole exchange.
-      this.agent.dispatch({ ...target, method: 'POST', headers, body, headersTimeout: 0, bodyTimeout: 0 }, handler);
+      // No undici timers of its own: the sender's one timer bounds the whole exchange. A literal of
+      // one shape, not a spread: undici reads a dozen options off it, absent ones included.
+      const request = {
+        origin: target.origin,
+        path: target.path,
+        method: 'POST',
+        headers,
+        body,
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      };
+      this.agent.dispatch(request, handler);
     } catch (err) {
       // A URL that does not parse, or undici refusing the request: a failed attempt, never a throw.
       handler.fail(describeDeliveryError(err));
