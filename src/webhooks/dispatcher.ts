@@ -470,18 +470,20 @@ export class WebhookDispatcher {
   /** Recording is in the background: the slot is already free for the next attempt. */
   private submit(item: Recording): void {
     this.recording++;
-    this.recorder.submit(item).then(this.recordedOne, (err: unknown) => {
-      this.recording--;
-      const what = 'attempt' in item ? item.attempt.eventId : item.release;
-      this.opts.log.error(
-        { err, event_id: what },
-        'recording a webhook attempt failed; its event will be sent again when its lease runs out',
-      );
-    });
+    this.recorder.post(item, this.recordedOne, this.recordFailed);
   }
 
   private readonly recordedOne = () => {
     this.recording--;
+  };
+
+  private readonly recordFailed = (err: unknown, item: Recording) => {
+    this.recording--;
+    const what = 'attempt' in item ? item.attempt.eventId : item.release;
+    this.opts.log.error(
+      { err, event_id: what },
+      'recording a webhook attempt failed; its event will be sent again when its lease runs out',
+    );
   };
 
   /** One transaction: the attempts, the hand-backs and the endpoints' failure records. */
