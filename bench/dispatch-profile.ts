@@ -15,6 +15,7 @@
  */
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
+import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
@@ -56,7 +57,9 @@ let serial = 0;
 async function insertEvents(n: number): Promise<Array<{ id: string; body: string }>> {
   const now = Date.now();
   const rows = Array.from({ length: n }, () => {
-    const id = `ev-${serial++}`;
+    // Random, as the service's are: sequential ids would touch fewer index pages per recording.
+    const id = randomUUID();
+    serial++;
     const job = `00000000-0000-4000-8000-${String(serial).padStart(12, '0')}`;
     const body = JSON.stringify({
       event_id: id,
