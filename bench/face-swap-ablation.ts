@@ -4,8 +4,9 @@
  * under several configurations, each leaving one stage out or changing one knob. For each it prints
  * the self-swap (the source's own face in sample6, swapped onto itself: a perfect pipeline leaves it
  * where it was) and, over the other faces, the median and worst descriptor distance to the source,
- * how many are under 0.45, how many end farther than the original, and the median landmark
- * agreement (result's landmarks vs the target's, over the eye distance).
+ * how many are under 0.45, how many end farther than the original, the median landmark
+ * agreement (result's landmarks vs the target's, over the eye distance), and the same identity read
+ * upright (faces rolled more than 15° read in their level frame: the descriptor reads roll as identity).
  *
  *   npx tsx bench/face-swap-ablation.ts [--self] [config ...]     (default: every config below)
  *
@@ -21,7 +22,7 @@ import {
 import { levelled, swapLevelled } from '../src/processors/face-swap/level.js';
 import { DEFAULT_TUNING, extendForehead, type SwapOptions, type SwapTuning } from '../src/processors/face-swap/swap.js';
 import type { Box, Point, RgbImage } from '../src/processors/face-swap/types.js';
-import { landmarkError, SELF_BEFORE, sheetFaces, sheetSourceFace } from '../test/face-swap/sheet.js';
+import { landmarkError, SELF_BEFORE, sheetFaces, sheetSourceFace, uprightDescriptor } from '../test/face-swap/sheet.js';
 
 interface Config {
   opts?: Partial<SwapOptions>;
@@ -79,13 +80,14 @@ type Prepared = Awaited<ReturnType<typeof prepare>>;
 async function runConfig(p: Prepared, c: Config) {
   const opts: SwapOptions = { blend: 'poisson', colorCorrection: true, ...c.opts };
   const tuning: SwapTuning = { ...DEFAULT_TUNING, ...c.tuning };
-  const rows: { name: string; before: number; after: number; lmErr: number }[] = [];
+  const rows: { name: string; before: number; after: number; upright: number; lmErr: number }[] = [];
   for (const f of p.faces) {
     const res: RgbImage = { ...f.image, data: Uint8Array.from(f.image.data) };
     await swapLevelled(res, f.lm, p.src.image, p.src.lm, opts, refineLandmarks, tuning);
     const lmR = await detectLandmarks(res, f.box);
     const after = descriptorDistance(p.srcDesc, await computeDescriptor(res, lmR));
-    rows.push({ name: f.name, before: f.before, after, lmErr: landmarkError(f.measured, lmR) });
+    const upright = descriptorDistance(p.srcDesc, await uprightDescriptor(res, f.box, f.lm));
+    rows.push({ name: f.name, before: f.before, after, upright, lmErr: landmarkError(f.measured, lmR) });
   }
   return rows;
 }
@@ -105,6 +107,7 @@ function summary(rows: Awaited<ReturnType<typeof runConfig>>): string {
       `< 0.45: ${after.filter((a) => a < 0.45).length}/${others.length}`,
       `farther: ${others.filter((r) => r.after > r.before).length}`,
       `landmarks ${median(others.map((r) => r.lmErr)).toFixed(3)}`,
+      `read upright: median ${median(others.map((r) => r.upright)).toFixed(3)}, worst ${Math.max(...others.map((r) => r.upright)).toFixed(3)}, < 0.45: ${others.filter((r) => r.upright < 0.45).length}`,
     );
   }
   return parts.join(', ');
@@ -121,5 +124,7 @@ for (const name of chosen) {
   const rows = await runConfig(prepared, config);
   console.log(`${name.padEnd(24)} ${summary(rows)}`);
   for (const r of verbose ? rows : [])
-    console.log(`  ${r.name}: ${r.before.toFixed(3)} -> ${r.after.toFixed(3)}, landmarks ${r.lmErr.toFixed(3)}`);
+    console.log(
+      `  ${r.name}: ${r.before.toFixed(3)} -> ${r.after.toFixed(3)} (upright ${r.upright.toFixed(3)}), landmarks ${r.lmErr.toFixed(3)}`,
+    );
 }

@@ -6,12 +6,16 @@
  */
 import {
   computeDescriptor,
+  detectLandmarks,
   findFaces,
   largestFaceLandmarks,
   leftToRight,
+  refineLandmarks,
 } from '../../src/processors/face-swap/detect.js';
 import { decodeImage } from '../../src/processors/face-swap/image.js';
-import type { Point, RgbImage } from '../../src/processors/face-swap/types.js';
+import { levelled } from '../../src/processors/face-swap/level.js';
+import { DEFAULT_TUNING, extendForehead } from '../../src/processors/face-swap/swap.js';
+import type { Box, Point, RgbImage } from '../../src/processors/face-swap/types.js';
 import { sheetSource, sheetTargets } from './fixtures.js';
 
 /** Faces smaller than this (px, the box's larger side) are left out of the sheet. */
@@ -50,6 +54,22 @@ export async function sheetSourceFace() {
   const image = await decodeSheetImage(bytes);
   const lm = await largestFaceLandmarks(image, await findFaces(image, 0.5));
   return { bytes, image, lm, descriptor: await computeDescriptor(image, lm) };
+}
+
+/**
+ * The descriptor of the face in `box` of `img` (the target or a result), read upright. face-api's
+ * descriptor crop is not rotated, and its recognition net reads roll as identity: the sheet's
+ * source herself, rotated by ±25°, reads 0.33 and 0.67 from her own upright descriptor, and sample1's
+ * face 2 (rolled 47°) read 0.64 before and after a swap that, read upright, moved it 0.87 -> 0.43.
+ * A face rolled more than the swap's MIN_ROLL (by the target's landmarks `targetLm`, as the job finds
+ * them) is read in the target's level frame, the one the swap works in, with its landmarks found
+ * there again on `img`; any other exactly as the sheet's raw measure (landmarks found in `box`).
+ */
+export async function uprightDescriptor(img: RgbImage, box: Box, targetLm: readonly Point[]) {
+  const reach = extendForehead(targetLm, DEFAULT_TUNING.forehead);
+  const level = await levelled(img, targetLm, reach, refineLandmarks);
+  if (!level.frame) return computeDescriptor(img, await detectLandmarks(img, box));
+  return computeDescriptor(level.image, level.lm);
 }
 
 /** Distance between the eye centres (landmarks 36-41 and 42-47). */

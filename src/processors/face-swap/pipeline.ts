@@ -13,10 +13,10 @@ import {
   largestFaceLandmarks,
   leftToRight,
 } from './detect.js';
-import { extents, noseAcross } from './geometry.js';
 import { CONTENT_TYPES, EXTENSIONS, decodeImage, encodeImage } from './image.js';
 import type { FaceMode, FaceSwapOptions } from './options.js';
 import { levelled, swapLevelled } from './level.js';
+import { refuseProfile, swappableTargets } from './profile.js';
 import { DEFAULT_TUNING, extendForehead } from './swap.js';
 import type { Box, Point, RgbImage } from './types.js';
 
@@ -180,33 +180,10 @@ export async function findSwapFaces(
   const refined = { source: await refineLandmarks(source, srcLandmarks), targets: [] as Point[][] };
   for (const lm of chosen) refined.targets.push(await refineLandmarks(target, lm));
   hooks.checkAborted();
-  refuseProfile(refined.source, 'input.source');
-  // With faces "all", profiles are left as they are (unless every face is one).
-  const swappable = refined.targets.filter((lm) => !isProfile(lm));
-  if (effectiveFaceMode(options, images.reference !== undefined) === 'all' && swappable.length > 0) {
-    refined.targets = swappable;
-  }
-  for (const lm of refined.targets) refuseProfile(lm, 'input.target');
+  refuseProfile(source, refined.source, 'input.source');
+  const all = effectiveFaceMode(options, images.reference !== undefined) === 'all';
+  refined.targets = swappableTargets(target, refined.targets, all);
   return refined;
-}
-
-/** noseAcross nearer an edge than this: a profile, which a 2-D warp of a frontal face cannot fill. */
-export const PROFILE_EDGE = 0.12;
-
-export function isProfile(lm: readonly Point[]): boolean {
-  const t = noseAcross(lm);
-  return !(t >= PROFILE_EDGE && t <= 1 - PROFILE_EDGE);
-}
-
-/** Fails the job, naming the face, when `lm` is a profile. */
-function refuseProfile(lm: readonly Point[], label: string): void {
-  if (!isProfile(lm)) return;
-  const { x0, y0 } = extents(lm);
-  throw new JobError(
-    'invalid_media',
-    `${label}: the face at x ${Math.round(x0)}, y ${Math.round(y0)} is in profile; ` +
-      'the swap needs a face turned less (both eyes and cheeks showing)',
-  );
 }
 
 /** The landmarks of the target faces the options pick (the largest, all, by index, or by reference). */
