@@ -229,6 +229,10 @@ export function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
         );
       if (issue.origin === 'string') return at(`must be at most ${issue.maximum} characters`);
       return at(`must be at most ${issue.maximum}`);
+    case 'invalid_format':
+      // zod's own words ("Invalid ISO datetime") name neither the field's rule nor an example.
+      if (issue.format === 'datetime') return at('must be an ISO 8601 date and time, e.g. 2026-01-01T00:00:00Z');
+      return at(issue.message);
     default:
       return at(issue.message);
   }
