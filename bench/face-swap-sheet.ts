@@ -10,10 +10,22 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { createFaceSwapJobType } from '../src/processors/face-swap/index.js';
-import { computeDescriptor, descriptorDistance, detectLandmarks } from '../src/processors/face-swap/detect.js';
+import {
+  computeDescriptor,
+  descriptorDistance,
+  detectLandmarks,
+  refineLandmarks,
+} from '../src/processors/face-swap/detect.js';
 import type { Box, RgbImage } from '../src/processors/face-swap/types.js';
 import { runContext } from '../test/face-swap/fixtures.js';
-import { decodeSheetImage as dec, landmarkError, sheetFaces, sheetSourceFace } from '../test/face-swap/sheet.js';
+import {
+  decodeSheetImage as dec,
+  landmarkError,
+  SELF_BEFORE,
+  sheetFaces,
+  sheetSourceFace,
+  uprightDescriptor,
+} from '../test/face-swap/sheet.js';
 
 const out = process.argv[2] ?? fileURLToPath(new URL('../docs/face-swap-sheet.jpg', import.meta.url));
 const { bytes: source, descriptor: srcDesc } = await sheetSourceFace();
@@ -47,6 +59,7 @@ async function tile(im: RgbImage, box: Box, label: string): Promise<Buffer> {
 }
 
 const tiles: Buffer[] = [];
+const reads: Array<{ before: number; after: number; upAfter: number }> = [];
 const rows: string[] = [];
 const jt = createFaceSwapJobType();
 try {
@@ -73,7 +86,16 @@ try {
     const lmR = await detectLandmarks(res, f.box);
     const before = descriptorDistance(srcDesc, await computeDescriptor(img, lmT));
     const after = descriptorDistance(srcDesc, await computeDescriptor(res, lmR));
-    const line = `${t.name} face ${index} (${Math.round(f.box.width)} px, score ${f.score.toFixed(2)}): identity ${before.toFixed(2)} -> ${after.toFixed(2)}, landmarks ${landmarkError(lmT, lmR).toFixed(3)}, mouth ${landmarkError(lmT, lmR, 48, 68).toFixed(3)}`;
+    // A rolled face read in its level frame too (uprightDescriptor: the descriptor reads roll as identity).
+    const lmLevel = await refineLandmarks(img, lmT);
+    const upBefore = descriptorDistance(srcDesc, await uprightDescriptor(img, f.box, lmLevel));
+    const upAfter = descriptorDistance(srcDesc, await uprightDescriptor(res, f.box, lmLevel));
+    reads.push({ before, after, upAfter });
+    const upright =
+      Math.abs(upBefore - before) + Math.abs(upAfter - after) > 0.005
+        ? ` (read upright ${upBefore.toFixed(2)} -> ${upAfter.toFixed(2)})`
+        : '';
+    const line = `${t.name} face ${index} (${Math.round(f.box.width)} px, score ${f.score.toFixed(2)}): identity ${before.toFixed(2)} -> ${after.toFixed(2)}${upright}, landmarks ${landmarkError(lmT, lmR).toFixed(3)}, mouth ${landmarkError(lmT, lmR, 48, 68).toFixed(3)}`;
     console.log(line);
     rows.push(line);
     tiles.push(await tile(img, f.box, `${t.name} #${index}`));
@@ -81,6 +103,21 @@ try {
   }
 } finally {
   await jt.close();
+}
+/** Median, worst and the count under 0.45 of a set of identity reads. */
+function summary(values: number[]): string {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+  return `median ${mid.toFixed(3)}, worst ${s.at(-1)!.toFixed(3)}, ${s.filter((x) => x < 0.45).length} of ${s.length} under 0.45`;
+}
+// The self-swap (the source's own face) is left out of the figures.
+const others = reads.filter((r) => r.before > SELF_BEFORE);
+for (const line of [
+  `identity of the ${others.length} other faces swapped: ${summary(others.map((r) => r.after))}`,
+  `read upright: ${summary(others.map((r) => r.upAfter))}`,
+]) {
+  console.log(line);
+  rows.push(line);
 }
 const COLS = 6;
 const GAP = 4;

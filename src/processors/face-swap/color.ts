@@ -364,6 +364,10 @@ export interface ChromaSettle {
   inZone: Float32Array;
   /** The source's skin colour around each pixel (localMean of `orig`; NaN: none near). */
   skin: Float32Array;
+  /** The statistics the source was moved to: `to.mean - from.mean` is the skin's mean shift. */
+  to: ChannelStats;
+  /** Zones (the eyes) where the mean shift, too, scales with the pixel's lightness. */
+  dark: readonly number[];
 }
 
 /**
@@ -418,7 +422,8 @@ export function settleChroma(after: Float32Array, use: Uint8Array, p: ChromaSett
           share * k * (around - p.from.mean[c]!) +
           (Math.max(p.gains[c]!, FEATURE_SPREAD_MIN) - 1) * (p.orig[o]! - around);
       }
-      const field = p.smooth[o]! - p.orig[o]! - spread + local;
+      let field = p.smooth[o]! - p.orig[o]! - spread + local;
+      if (t > 0 && p.dark.includes(z)) field -= t * (1 - share) * (p.to.mean[c]! - p.from.mean[c]!);
       after[o] = p.orig[o]! + field + spread + t * (own - spread);
     }
   }

@@ -24,6 +24,8 @@ import { transferLighting } from './skin.js';
 const LIGHT_DEGREE = 3;
 /** Polynomial degree of the chroma surface: a light's colour gradient across the face, nothing finer. */
 const CHROMA_DEGREE = 2;
+/** The eyes' feature zones (swap.ts numbers them: brows 1-2, eyes 3-4, mouth 5). */
+const EYE_ZONES = [3, 4];
 
 /** The render's region, where the warp covered it, the face size and the feature zones' margin (px). */
 export interface ColourCanvas {
@@ -77,10 +79,12 @@ export function matchColour(
     orig,
     smooth,
     from: use.src,
+    to: use.dst,
     gains: spreadGains(use.src, use.dst),
     zone: src.zones,
     inZone: featherMask(src.zones, w, h, Math.max(1, Math.round(c.margin))),
     skin: localMean(orig, skin, c.covered, w, h, sab),
+    dark: EYE_ZONES,
   });
   return measured;
 }
