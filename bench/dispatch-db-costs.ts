@@ -15,6 +15,7 @@
  *
  *   BATCH=150 ROUNDS=40 npx tsx bench/dispatch-db-costs.ts
  */
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -38,8 +39,12 @@ const insert = conn.prepare(`
   VALUES (?, ?, 'o', 'job.cancelled', '${DEST}/hook', '${DEST}', 'whsec_bench', ?, 'pending', 0, ?, ?, ?)`);
 const total = ROUNDS * BATCH * 4;
 conn.transaction(() => {
-  for (let i = 0; i < total; i++)
-    insert.run(`ev-${i}`, `job-${i}`, JSON.stringify({ event_id: `ev-${i}`, pad: 'x'.repeat(300) }), t0 + i, t0, t0);
+  for (let i = 0; i < total; i++) {
+    // Random ids, as the service makes them (sequential ones keep a batch's index entries on fewer
+    // pages: 6.1 against 6.7 µs per recorded row in one A/B).
+    const id = randomUUID();
+    insert.run(id, `job-${i}`, JSON.stringify({ event_id: id, pad: 'x'.repeat(300) }), t0 + i, t0, t0);
+  }
 })();
 conn.exec(`CREATE TABLE bench_leases (event_id TEXT PRIMARY KEY, lease_owner TEXT NOT NULL,
   lease_expires_at INTEGER NOT NULL) WITHOUT ROWID`);

@@ -3,7 +3,7 @@
  * the A/B tool of the dispatch speed (issue 30). The receiver (bench/helper-server.ts) runs in a
  * child process, so this process's CPU is the sender's only.
  *
- *   DB=sqlite|postgres N=3000 WARM=3000 ROUNDS=3 [PROFILE=file.cpuprofile] [PROFILE_RAW=file] [LOG_LEVEL=warn]
+ *   DB=sqlite|postgres N=3000 WARM=3000 ROUNDS=3 [PROFILE=file.cpuprofile|file.heapprofile] [PROFILE_RAW=file] [LOG_LEVEL=warn]
  *   node --import tsx bench/dispatch-profile.ts
  *
  * Each round: WARM events delivered first (JIT warm-up, not measured), then N due events written
@@ -11,10 +11,11 @@
  * undici (a Pool of 4, 4 in flight, fresh signatures per attempt, as bench/scenarios/webhooks.ts).
  * Prints CPU µs per delivery (user + system of this process over the burst, the recording of its
  * attempts included, the writing of the events not) and deliveries/s at the receiver, for both. PROFILE writes a CPU profile of
- * the last round's dispatcher burst only.
+ * the last round's dispatcher burst only (a sampling heap profile, allocations, if named *.heapprofile).
  */
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
+import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
@@ -56,7 +57,9 @@ let serial = 0;
 async function insertEvents(n: number): Promise<Array<{ id: string; body: string }>> {
   const now = Date.now();
   const rows = Array.from({ length: n }, () => {
-    const id = `ev-${serial++}`;
+    // Random, as the service's are: sequential ids would touch fewer index pages per recording.
+    const id = randomUUID();
+    serial++;
     const job = `00000000-0000-4000-8000-${String(serial).padStart(12, '0')}`;
     const body = JSON.stringify({
       event_id: id,
@@ -144,6 +147,19 @@ async function startProfile(file?: string): Promise<() => Promise<void>> {
   if (!file) return async () => undefined;
   const session = new Session();
   session.connect();
+  if (file.endsWith('.heapprofile')) {
+    // Where the burst allocates (what the garbage collector then spends its time on).
+    await session.post('HeapProfiler.startSampling', {
+      samplingInterval: 1024,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+    return async () => {
+      const { profile } = await session.post('HeapProfiler.stopSampling');
+      fs.writeFileSync(file, JSON.stringify(profile));
+      session.disconnect();
+    };
+  }
   await session.post('Profiler.enable');
   await session.post('Profiler.setSamplingInterval', { interval: 50 });
   await session.post('Profiler.start');

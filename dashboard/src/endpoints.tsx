@@ -6,7 +6,7 @@ import {
   type WebhookEndpoint,
 } from '../../src/contract/webhook.js';
 import { api, when } from './api';
-import { errorText } from './common';
+import { ErrorNote, errorText } from './common';
 
 /** Checkboxes for the three event types. */
 function EventPicker({
@@ -229,7 +229,7 @@ export function Endpoints() {
           Add endpoint
         </button>
       </form>
-      {error && <p role="alert">{error}</p>}
+      <ErrorNote error={error} />
       {list?.length === 0 && <p>No endpoints yet.</p>}
       {list?.map((ep) => (
         <EndpointCard ep={ep} key={ep.id} onChange={() => void load()} />

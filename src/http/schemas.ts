@@ -12,6 +12,7 @@ import {
 } from '../contract/api.js';
 import { DELIVERY_STATES, ENDPOINT_STATUSES, EVENT_TYPES } from '../contract/webhook.js';
 import { notFound } from '../errors.js';
+import { MAX_URL_LENGTH } from '../media/policy.js';
 import { withFastCheck } from './validation.js';
 
 /**
@@ -198,7 +199,7 @@ const eventsField = z
 export const newEndpointSchema = z.strictObject({
   url: z
     .string()
-    .max(4096)
+    .max(MAX_URL_LENGTH)
     .describe('Receives a POST for each subscribed event of every job of yours. A public http or https URL.'),
   events: eventsField.optional().describe('Events to deliver; all three when omitted.'),
   description: z.string().max(256).optional().describe('Your note (at most 256 characters).'),

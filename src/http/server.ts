@@ -197,7 +197,13 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
 /** JSON only. An empty body parses as undefined (cancel takes none); submit rejects it itself. */
 function parseJsonBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser(/^application\/([^;]+\+)?json(;|$)/, { parseAs: 'string' }, (_req, body, done) => {
+  app.addContentTypeParser(/^application\/([^;]+\+)?json(;|$)/, { parseAs: 'string' }, (req, body, done) => {
+    // A compressed body is not decoded here: say so, rather than "not valid JSON" (or, worse, accept it).
+    const coding = req.headers['content-encoding'];
+    if (coding !== undefined && coding.trim().toLowerCase() !== 'identity') {
+      done(new ApiError(415, `Content-Encoding ${coding} is not supported; send the body uncompressed`), undefined);
+      return;
+    }
     const text = body as string;
     if (text.trim() === '') {
       done(null, undefined);

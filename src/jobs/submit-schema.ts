@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { checkUrlSyntax } from '../media/policy.js';
+import { checkUrlSyntax, MAX_URL_LENGTH } from '../media/policy.js';
 import { type JobType } from '../processors/types.js';
 import { SLOT_NAMES, type SlotName } from '../contract/api.js';
 import { CANCEL_AFTER_MAX_MS, CANCEL_AFTER_MIN_MS, PRIORITY_MAX, PRIORITY_MIN } from '../contract/api.js';
@@ -62,9 +62,10 @@ export function schedulingFields(opts: SchemaOptions) {
 const slotSchemas = new WeakMap<z.ZodType, { min: number; max: number }>();
 
 function publicUrl(opts: SchemaOptions) {
+  // abort: an over-long URL gets this one message, not the policy's as well.
   return z
     .string()
-    .max(4096)
+    .max(MAX_URL_LENGTH, { abort: true })
     .superRefine((s, ctx) => {
       const r = checkUrlSyntax(s, { allowPrivate: opts.allowPrivate });
       if (!r.ok) ctx.addIssue({ code: 'custom', message: `must be a public http or https URL (${r.reason})` });
@@ -228,6 +229,10 @@ export function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
         );
       if (issue.origin === 'string') return at(`must be at most ${issue.maximum} characters`);
       return at(`must be at most ${issue.maximum}`);
+    case 'invalid_format':
+      // zod's own words ("Invalid ISO datetime") name neither the field's rule nor an example.
+      if (issue.format === 'datetime') return at('must be an ISO 8601 date and time, e.g. 2026-01-01T00:00:00Z');
+      return at(issue.message);
     default:
       return at(issue.message);
   }

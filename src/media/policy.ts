@@ -29,8 +29,11 @@ export interface UrlPolicyOptions {
 /** Reason of a link-local or metadata literal refused even with allowPrivate. */
 export const REASON_LINK_LOCAL = 'host is a link-local or metadata address';
 
-/** Longer URLs are refused before parsing (presigned S3/GCS URLs stay well below this). */
-export const MAX_URL_LENGTH = 8192;
+/**
+ * Longer URLs are refused before parsing (presigned S3/GCS URLs stay below this); the submit and
+ * webhook-endpoint schemas use it too, so one limit is published and enforced.
+ */
+export const MAX_URL_LENGTH = 4096;
 export const DNS_TIMEOUT_MS = 5000;
 
 /** Reasons complete "input.source: must be a public http or https URL (REASON)". */

@@ -32,8 +32,8 @@ export interface BatchWriterOptions<I, O> {
 interface Pending<I, O> {
   item: I;
   since: number;
-  resolve(out: O): void;
-  reject(err: unknown): void;
+  resolve(out: O, item: I): void;
+  reject(err: unknown, item: I): void;
 }
 
 /**
@@ -57,11 +57,20 @@ export class BatchWriter<I, O> {
 
   submit(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
-      this.pending.push({ item, since: this.opts.now(), resolve, reject });
-      // An arrival during an outage's pause is tried at once (and answered at once if it is still down).
-      this.retry.wake();
-      this.kick();
+      this.post(item, resolve, reject);
     });
+  }
+
+  /**
+   * submit without a promise: `written` or `failed` is called with the item once it is answered.
+   * For a writer that takes an item per event (a webhook attempt): the same two functions serve
+   * every item, where submit makes a promise and its functions for each.
+   */
+  post(item: I, written: (out: O, item: I) => void, failed: (err: unknown, item: I) => void): void {
+    this.pending.push({ item, since: this.opts.now(), resolve: written, reject: failed });
+    // An arrival during an outage's pause is tried at once (and answered at once if it is still down).
+    this.retry.wake();
+    this.kick();
   }
 
   /** Resolves when everything submitted so far has been written or answered. */
@@ -115,7 +124,7 @@ export class BatchWriter<I, O> {
         for (const p of [...batch]) {
           if (now - p.since >= this.opts.patience(p.item)) {
             batch.splice(batch.indexOf(p), 1);
-            p.reject(err);
+            p.reject(err, p.item);
           }
         }
         if (batch.length === 0) return;
@@ -129,14 +138,14 @@ export class BatchWriter<I, O> {
 
   private async oneByOne(batch: Pending<I, O>[], err: unknown): Promise<void> {
     if (batch.length === 1) {
-      batch[0]!.reject(err);
+      batch[0]!.reject(err, batch[0]!.item);
       return;
     }
     for (const p of batch) {
       try {
         this.settle([p], await this.opts.write([p.item]));
       } catch (e) {
-        p.reject(e);
+        p.reject(e, p.item);
       }
     }
   }
@@ -152,7 +161,7 @@ export class BatchWriter<I, O> {
       this.opts.log?.error({ err }, `after-commit step of ${this.opts.what} failed`);
     }
     batch.forEach((p, i) => {
-      p.resolve(out[i]!);
+      p.resolve(out[i]!, p.item);
     });
   }
 }

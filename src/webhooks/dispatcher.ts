@@ -27,7 +27,8 @@ import {
   type EndpointOutcome,
 } from '../store/webhook-endpoints.js';
 import { destinationOf } from './events.js';
-import type { Attempt, AttemptResult, Deliverable, WebhookSender } from './send.js';
+import type { Attempt, AttemptResult } from './attempt.js';
+import type { Deliverable, WebhookSender } from './send.js';
 
 /** The signal that means "new deliveries may be due" (the poll is the backstop). */
 export const WAKE_SIGNAL: SignalName = 'webhooks-due';
@@ -64,12 +65,6 @@ class Shutdown extends Error {
     super('webhook dispatcher stopping');
     this.name = 'AbortError';
   }
-}
-
-interface InFlight {
-  destination: string;
-  attempt: Attempt;
-  done: Promise<void>;
 }
 
 /** Events of one destination held by this dispatcher: claimed and waiting for a slot, or in flight. */
@@ -148,7 +143,9 @@ export class WebhookDispatcher {
   readonly pollMs: number;
   readonly leaseMs: number;
   readonly disableAfterMs: number;
-  private readonly inFlight = new Map<string, InFlight>();
+  private readonly inFlight = new Map<string, Attempt>();
+  /** Set at stop while attempts are in flight: called when the last one ends. */
+  private onIdle: (() => void) | undefined;
   private readonly attemptCounters = new Map<string, { inc(): void }>();
   private readonly held = new Map<string, Destination>();
   /** Destinations the last claim left with due events (they get another claim when room frees up). */
@@ -221,11 +218,11 @@ export class WebhookDispatcher {
     this.opts.signals.off(WAKE_SIGNAL, this.onWake);
     await this.loop.stop();
     for (const d of this.held.values()) for (const e of d.queue.splice(0)) this.release(e.event_id);
-    const all = Promise.all([...this.inFlight.values()].map((f) => f.done));
+    const all = this.inFlight.size === 0 ? Promise.resolve() : new Promise<void>((r) => (this.onIdle = r));
     const graceOver = new AbortController();
     await Promise.race([all, Wakeable.sleep(graceMs, graceOver.signal)]);
     graceOver.abort();
-    for (const f of this.inFlight.values()) f.attempt.abort(new Shutdown());
+    for (const attempt of this.inFlight.values()) attempt.abort(new Shutdown());
     await all;
     this.drainBy = this.opts.clock.now() + FINAL_FLUSH_MS;
     await this.recorder.drain();
@@ -380,12 +377,10 @@ export class WebhookDispatcher {
 
   private launch(name: string, d: Destination, event: Claimed): void {
     d.inFlight++;
-    const attempt = this.opts.sender.start(event);
-    const done = attempt.result.then(
-      (result) => this.settled(name, d, event, result, undefined),
-      (err: unknown) => this.settled(name, d, event, undefined, err),
-    );
-    this.inFlight.set(event.event_id, { destination: name, attempt, done });
+    const attempt = this.opts.sender.start(event, (result, aborted) => {
+      this.settled(name, d, event, result, aborted);
+    });
+    this.inFlight.set(event.event_id, attempt);
   }
 
   /** An attempt ended (a result, or rejected at shutdown): its bookkeeping, then its slot goes to the next queued event. */
@@ -401,6 +396,7 @@ export class WebhookDispatcher {
     }
     this.inFlight.delete(event.event_id);
     d.inFlight--;
+    if (this.inFlight.size === 0) this.onIdle?.();
     this.startReady();
     if (this.knownDue.size > 0 && (!this.knownDue.has(name) || this.worthClaiming(name))) this.poke();
   }
@@ -474,18 +470,20 @@ export class WebhookDispatcher {
   /** Recording is in the background: the slot is already free for the next attempt. */
   private submit(item: Recording): void {
     this.recording++;
-    this.recorder.submit(item).then(this.recordedOne, (err: unknown) => {
-      this.recording--;
-      const what = 'attempt' in item ? item.attempt.eventId : item.release;
-      this.opts.log.error(
-        { err, event_id: what },
-        'recording a webhook attempt failed; its event will be sent again when its lease runs out',
-      );
-    });
+    this.recorder.post(item, this.recordedOne, this.recordFailed);
   }
 
   private readonly recordedOne = () => {
     this.recording--;
+  };
+
+  private readonly recordFailed = (err: unknown, item: Recording) => {
+    this.recording--;
+    const what = 'attempt' in item ? item.attempt.eventId : item.release;
+    this.opts.log.error(
+      { err, event_id: what },
+      'recording a webhook attempt failed; its event will be sent again when its lease runs out',
+    );
   };
 
   /** One transaction: the attempts, the hand-backs and the endpoints' failure records. */

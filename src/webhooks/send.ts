@@ -5,10 +5,16 @@
  * receiver that trickles its answer byte by byte (never idle, so no idle timeout fires) is cut at
  * the bound, and the attempt counts as timed out whatever status it began with.
  */
-import { describeNetworkError, formatDuration, networkErrorCode } from '../media/net-errors.js';
 import type { Dispatcher } from 'undici';
 import type { Clock } from '../clock.js';
 import { createGuardedAgent, type IsPublic, type LookupAll } from '../media/index.js';
+import {
+  AttemptHandler,
+  describeDeliveryError,
+  type Attempt,
+  type AttemptDone,
+  type AttemptResult,
+} from './attempt.js';
 import { deliveryHeaders } from './sign.js';
 
 export interface SenderOptions {
@@ -29,24 +35,6 @@ export interface Deliverable {
   previousSecrets?: readonly string[];
 }
 
-export interface AttemptResult {
-  ok: boolean;
-  startedAt: number;
-  durationMs: number;
-  httpStatus: number | null;
-  /** Why a non-2xx or failed attempt failed, in words for the client; null on success. */
-  error: string | null;
-}
-
-/** The response body is read (and thrown away) up to this much, so the connection can be reused. */
-const MAX_RESPONSE_BYTES = 64 * 1024;
-
-/** Short client-facing text for a failed connection (no stack traces). */
-export function describeDeliveryError(err: unknown): string {
-  if (networkErrorCode(err) === 'ERR_BLOCKED_ADDRESS') return 'refused: the host is not a public address';
-  return describeNetworkError(err, 'receiver');
-}
-
 /** Origin and path of a webhook URL, parsed once per URL rather than once per attempt. */
 interface Target {
   origin: string;
@@ -54,114 +42,16 @@ interface Target {
 }
 const TARGET_CACHE_SIZE = 1_000;
 
-/** Marks an attempt that ended by itself (an Error made once: making one per attempt costs a stack trace). */
-const SETTLED = new Error('webhook attempt settled');
-
-/** One attempt under way: its result, and abort (shutdown), which rejects the result with its reason. */
-export interface Attempt {
-  readonly result: Promise<AttemptResult>;
-  abort(reason: Error): void;
-}
-
-/**
- * The attempt as undici's dispatch handler: the status and a bounded count of the answer's bytes,
- * no response stream, no abort signal and no headers object of our own (the cheapest way through
- * undici, as this runs for every delivery). Settles once: answered (the status, whatever happens to
- * the connection after the headers, as a drained body would), failed before an answer, timed out
- * (the whole exchange, a trickling answer included), or aborted (rejected with the reason).
- */
-class AttemptHandler implements Attempt, Dispatcher.DispatchHandler {
-  readonly result: Promise<AttemptResult>;
-  private resolve!: (r: AttemptResult) => void;
-  private reject!: (err: unknown) => void;
-  private controller: Dispatcher.DispatchController | undefined;
-  /** Set once settled: what undici still reports (the abort's own error) is ignored. */
-  private stopReason: Error | undefined;
-  private status = 0;
-  private durationMs = 0;
-  private bytes = 0;
-  private readonly timer: NodeJS.Timeout;
-
-  constructor(
-    private readonly startedAt: number,
-    private readonly t0: number,
-    private readonly timeoutMs: number,
-  ) {
-    this.result = new Promise<AttemptResult>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
-    this.timer = setTimeout(() => {
-      this.fail(`timed out after ${formatDuration(timeoutMs)}`, new Error('webhook attempt timed out'));
-    }, timeoutMs);
-  }
-
-  abort(reason: Error): void {
-    if (this.stop(reason)) this.reject(reason);
-  }
-
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    // Aborted or timed out while queued for a connection: never sent.
-    if (this.stopReason) controller.abort(this.stopReason);
-    else this.controller = controller;
-  }
-
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
-    if (statusCode < 200) return; // 1xx: the answer is still to come
-    this.status = statusCode;
-    this.durationMs = performance.now() - this.t0;
-  }
-
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.bytes += chunk.length;
-    // Read no further than the bound: the answer counts, the connection is dropped.
-    if (this.bytes > MAX_RESPONSE_BYTES) this.answered(controller);
-  }
-
-  onResponseEnd(): void {
-    this.answered(undefined);
-  }
-
-  onResponseError(_controller: Dispatcher.DispatchController | undefined, err: Error): void {
-    if (this.status !== 0) this.answered(undefined);
-    else this.fail(describeDeliveryError(err));
-  }
-
-  /** Settles with `error` (no status); aborts the exchange with `reason` if it is still going. */
-  fail(error: string, reason?: Error): void {
-    if (!this.stop(reason ?? new Error(error))) return;
-    this.resolve({
-      ok: false,
-      startedAt: this.startedAt,
-      durationMs: performance.now() - this.t0,
-      httpStatus: null,
-      error,
-    });
-  }
-
-  private answered(controller: Dispatcher.DispatchController | undefined): void {
-    if (!this.stop(controller ? new Error('webhook answer too large') : undefined)) return;
-    const status = this.status;
-    const ok = status >= 200 && status < 300;
-    let error: string | null = null;
-    if (status >= 300 && status < 400) error = `HTTP ${status}: redirects are not followed`;
-    else if (!ok) error = `HTTP ${status}`;
-    this.resolve({ ok, startedAt: this.startedAt, durationMs: this.durationMs, httpStatus: status, error });
-  }
-
-  /** Marks the attempt settled (false if it was already) and aborts the exchange with `reason`, if given. */
-  private stop(reason: Error | undefined): boolean {
-    if (this.stopReason) return false;
-    this.stopReason = reason ?? SETTLED;
-    clearTimeout(this.timer);
-    if (reason && this.controller && !this.controller.aborted) this.controller.abort(reason);
-    return true;
-  }
-}
-
 export class WebhookSender {
   private readonly agent: Dispatcher;
   private readonly targets = new Map<string, Target>();
+  /**
+   * Attempts in flight, oldest first. All have the same timeout, so the first has the nearest
+   * deadline: one timer, armed for it, bounds them all (a timer per attempt cost more than the rest
+   * of its bookkeeping).
+   */
+  private readonly live = new Set<AttemptHandler>();
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: SenderOptions) {
     this.agent = createGuardedAgent({
@@ -172,20 +62,29 @@ export class WebhookSender {
     });
   }
 
-  /** One attempt, to its end (see start). */
+  /** One attempt, to its end (see start); rejects only when aborted. */
   send(event: Deliverable): Promise<AttemptResult> {
-    return this.start(event).result;
+    return new Promise((resolve, reject) => {
+      this.start(event, (result, aborted) => {
+        if (result) resolve(result);
+        else reject(aborted ?? new Error('webhook attempt aborted'));
+      });
+    });
   }
 
   /**
-   * Starts one attempt with a fresh timestamp (and signature). Its result never rejects for the
-   * receiver's sake; `abort` (shutdown) rejects it with the abort's reason, so the caller can hand
-   * the event back. One timer per attempt bounds the whole exchange.
+   * Starts one attempt with a fresh timestamp (and signature); `done` gets its result, never an
+   * error for the receiver's sake (a URL that does not parse is a failed attempt too). `abort`
+   * (shutdown) ends it without a result, so the caller can hand the event back.
    */
-  start(event: Deliverable): Attempt {
+  start(event: Deliverable, done: AttemptDone): Attempt {
     const { clock, timeoutMs } = this.opts;
     const startedAt = clock.now();
-    const handler = new AttemptHandler(startedAt, performance.now(), timeoutMs);
+    const handler = new AttemptHandler(startedAt, performance.now(), timeoutMs, (result, aborted) => {
+      this.untrack(handler);
+      done(result, aborted);
+    });
+    this.track(handler);
     try {
       const target = this.target(event.url);
       const body = Buffer.from(event.body, 'utf8');
@@ -196,14 +95,57 @@ export class WebhookSender {
         secret: event.secret,
         previousSecrets: event.previousSecrets,
       });
-      // No undici timers of its own: the attempt's one timer bounds the whole exchange.
-      this.agent.dispatch({ ...target, method: 'POST', headers, body, headersTimeout: 0, bodyTimeout: 0 }, handler);
+      // No undici timers of its own: the sender's one timer bounds the whole exchange. A literal of
+      // one shape, not a spread: undici reads a dozen options off it, absent ones included.
+      const request = {
+        origin: target.origin,
+        path: target.path,
+        method: 'POST',
+        headers,
+        body,
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      };
+      this.agent.dispatch(request, handler);
     } catch (err) {
       // A URL that does not parse, or undici refusing the request: a failed attempt, never a throw.
       handler.fail(describeDeliveryError(err));
     }
+    handler.starting = false;
     return handler;
   }
+
+  private track(h: AttemptHandler): void {
+    this.live.add(h);
+    if (!this.timer) this.arm(h.deadline);
+  }
+
+  private untrack(h: AttemptHandler): void {
+    this.live.delete(h);
+    // Nothing left to bound: no timer keeps the process up.
+    if (this.live.size === 0 && this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+  }
+
+  private arm(deadline: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(this.expire, Math.max(1, Math.ceil(deadline - performance.now())));
+  }
+
+  /** Times out every attempt past its deadline, then waits for the next one's. */
+  private readonly expire = (): void => {
+    this.timer = undefined;
+    const now = performance.now();
+    for (const h of this.live) {
+      if (h.deadline > now) {
+        this.arm(h.deadline);
+        return;
+      }
+      h.timedOut(); // settles it: out of `live`
+    }
+  };
 
   /** Throws (like undici would) on a URL that does not parse. */
   private target(url: string): Target {

@@ -93,6 +93,20 @@ describe('request bodies', () => {
     expect(r.body).toEqual({ code: -1, message: 'Content-Type must be application/json', data: {} });
   });
 
+  it('rejects a compressed body with 415 instead of reading it as plain JSON', async () => {
+    const r = await svc.call('POST', '/api/v1/jobs/submit/image-transform', {
+      raw: JSON.stringify(body),
+      headers: { 'content-encoding': 'gzip' },
+    });
+    expect(r.status).toBe(415);
+    expect(r.body.message).toBe('Content-Encoding gzip is not supported; send the body uncompressed');
+    const plain = await svc.call('POST', '/api/v1/jobs/submit/image-transform', {
+      raw: JSON.stringify(body),
+      headers: { 'content-encoding': 'identity' },
+    });
+    expect(plain.status).toBe(200);
+  });
+
   it('rejects a body over the limit with 413', async () => {
     const big = { ...body, input: { ...body.input, padding: 'x'.repeat(5000) } };
     const r = await svc.call('POST', '/api/v1/jobs/submit/image-transform', { body: big });

@@ -89,6 +89,19 @@ describe('submit validation', () => {
       400,
       'input.audio: unknown field',
     ],
+    [
+      // One message, not the schema's and the URL policy's limits side by side.
+      'source over the URL length limit',
+      (b) => ({ ...b, input: { source: `https://media.example.com/${'a'.repeat(5000)}` } }),
+      400,
+      'input.source: must be at most 4096 characters',
+    ],
+    [
+      'webhook url over the URL length limit',
+      (b) => ({ ...b, webhook: { url: `https://hooks.example.com/${'a'.repeat(5000)}` } }),
+      400,
+      'webhook.url: must be at most 4096 characters',
+    ],
     ['unknown option', (b) => ({ ...b, input: { ...b.input, sharpen: true } }), 400, 'input.sharpen: unknown field'],
     ['bad option type', (b) => ({ ...b, input: { ...b.input, width: 'wide' } }), 400, 'input.width: must be a number'],
     [

@@ -127,6 +127,12 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
   it('adds a webhook endpoint, rotates its secret and shows its deliveries', async () => {
     await page.getByRole('link', { name: 'Webhooks' }).click();
     await page.getByRole('heading', { name: 'Webhook endpoints' }).waitFor();
+    // A refused URL is shown as an error, styled as on every other page.
+    await page.getByLabel('URL').fill('http://169.254.169.254/hook');
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    await page
+      .locator('p.error[role=alert]', { hasText: 'url: must be a public http or https URL (host is a link-local' })
+      .waitFor();
     const url = receiver.url('/dashboard-endpoint');
     await page.getByLabel('URL').fill(url);
     await page.getByRole('button', { name: 'Add endpoint' }).click();

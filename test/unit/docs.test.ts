@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { apiJobSchema } from '../../src/http/schemas.js';
 
 // The README, docs/ and the comments users read stand alone: they never send a reader to a file
 // outside the repository (the project's working notes beside the clone are not shipped).
@@ -45,6 +46,12 @@ describe('documentation stands alone', () => {
     const links = [...readme.matchAll(/\]\(((?!https?:|#)[^)#\s]+)/g)].map((m) => m[1]!);
     expect(links.length).toBeGreaterThan(5);
     expect(links.filter((l) => !fs.existsSync(path.join(root, l)))).toEqual([]);
+  });
+
+  it("the README's walk-through shows the whole job object a submit answers", () => {
+    const block = /^```json\n(\{"code":0,[^\n]*"job_type":"image-transform"[^\n]*)\n```/m.exec(read('README.md'));
+    const shown = (JSON.parse(block![1]!) as { data: object }).data;
+    expect(Object.keys(shown)).toEqual(Object.keys(apiJobSchema.shape));
   });
 
   it('the check itself sees a citation', () => {

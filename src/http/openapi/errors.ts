@@ -63,7 +63,8 @@ const ERRORS: ErrorSpec[] = [
   {
     status: 415,
     name: 'UnsupportedMediaType',
-    description: 'A write route got a body that is not JSON.',
+    description:
+      'A write route got a body that is not JSON, or a compressed one (Content-Encoding other than identity).',
     example: 'Content-Type must be application/json',
   },
   {
