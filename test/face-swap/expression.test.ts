@@ -145,7 +145,7 @@ describe('image-face-swap keeps the target’s expression and pose', { timeout: 
     expect(err).toBeInstanceOf(JobError);
     expect((err as JobError).errorType).toBe('invalid_media');
     expect((err as JobError).message).toMatch(
-      /^input\.target: the face at x 3\d\d, y \d+ is in profile; the swap needs a face turned less/,
+      /^input\.target: face 0 \(at x 3\d\d, y \d+\) is in profile; the swap needs a face turned less/,
     );
     // The most turned faces of the six photos (sample5's faces 1 and 2: nose at 0.81 and 0.70 of the
     // jaw) are replaced: the pixels inside their landmarks change.
