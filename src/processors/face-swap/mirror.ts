@@ -71,3 +71,8 @@ export function mirrorFace(img: RgbImage, lm: readonly Point[]): { image: RgbIma
   const moved = lm.map((p) => ({ x: w - (p.x - r.left), y: p.y - r.top }));
   return { image: { width: w, height: h, data }, lm: PARTNER.map((j) => moved[j]!) };
 }
+
+/** Landmarks of the face mirrored left to right (x negated, renumbered): its shape, for reading in the face's own frame. */
+export function mirrorLandmarks(lm: readonly Point[]): Point[] {
+  return PARTNER.map((j) => ({ x: -lm[j]!.x, y: lm[j]!.y }));
+}

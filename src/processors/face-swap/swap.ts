@@ -12,7 +12,8 @@ import type { BlendMode } from './options.js';
 import { laplacianVariance, matchDetail } from './detail.js';
 import { removeRedEye } from './redeye.js';
 import { innerMouthHole, mouthGap, OPEN_GAP } from './mouth.js';
-import { mirrorFace, prefersMirror } from './mirror.js';
+import { mirrorFace, mirrorLandmarks, prefersMirror } from './mirror.js';
+import { liquifyOutline, reshapedJaw } from './outline.js';
 import { occlusionMask } from './occlusion.js';
 import { fitSkinModel, nonSkinMask, softenMask } from './skin.js';
 import { matchColour } from './recolor.js';
@@ -73,7 +74,10 @@ export interface SwapTuning {
   forehead: number;
   /** Share of `shape` the brows move by (they sit next to the fixed forehead points). */
   brows: number;
-  /** Share of `shape` the jaw line moves by (0: the target's outline stays exactly). */
+  /**
+   * Share of the way the target's lower jaw and cheeks move towards the source's outline shape (read
+   * in the eyes' frame), the photo around them stretched along (outline.ts); 0: the outline stays.
+   */
   jaw: number;
   /** Share of `shape` an open mouth's outer lip line moves by (its inner lip line stays the target's). */
   openLips: number;
@@ -201,7 +205,7 @@ export function alignSimilarity(src: readonly Point[], dst: readonly Point[], fi
 
 /**
  * Where the source's landmarks go in the target: jaw and forehead points stay on the target's outline
- * (`jaw` 0); brows, eyes, nose and mouth move `shape` of the way to the source's own (aligned)
+ * (moved beforehand by reshapeTarget, if at all); brows, eyes, nose and mouth move `shape` of the way to the source's own (aligned)
  * proportions, the brows `brows` of that (they sit next to the fixed forehead points), an open
  * mouth's outer lips `openLips` of it and its inner lips not at all.
  */
@@ -213,7 +217,7 @@ function destinationPoints(srcLm: readonly Point[], targetLm: readonly Point[], 
     // onto the target's lips around its teeth), so no second, closed mouth appears beside it. A
     // closed one keeps the source's proportions, which carry some of its identity.
     const part =
-      i < 17 ? tuning.jaw : i < 27 ? tuning.brows : open && i >= MOUTH_FROM ? (i < INNER_LIP ? tuning.openLips : 0) : 1;
+      i < 17 ? 0 : i < 27 ? tuning.brows : open && i >= MOUTH_FROM ? (i < INNER_LIP ? tuning.openLips : 0) : 1;
     const k = tuning.shape * part;
     if (k === 0) return p;
     const a = aligned[i]!;
@@ -281,6 +285,7 @@ export async function swapFace(
   opts: SwapOptions,
   tuning: SwapTuning = DEFAULT_TUNING,
 ): Promise<ColorStats | undefined> {
+  if (tuning.jaw > 0) targetLm = reshapeTarget(target, targetLm, srcLm, opts, tuning);
   const size = faceSize(targetLm);
   const work = opts.workSize ?? Math.max(MIN_WORK_SIZE, faceSize(srcLm));
   if (size <= work * WORK_SLACK) {
@@ -312,6 +317,20 @@ export async function swapFace(
     writeFace(target, S, face, alpha, opts.alphaOut);
     return r.stats;
   });
+}
+
+/** The target's outline moved towards the source's (`tuning.jaw`), the photo with it; returns its new landmarks. */
+function reshapeTarget(
+  target: RgbImage,
+  targetLm: readonly Point[],
+  srcLm: readonly Point[],
+  opts: SwapOptions,
+  tuning: SwapTuning,
+): Point[] {
+  const mirrored = prefersMirror(srcLm, targetLm, geometryTuning(opts, tuning).mirror);
+  const moved = reshapedJaw(mirrored ? mirrorLandmarks(srcLm) : srcLm, targetLm, tuning.jaw);
+  liquifyOutline(target, targetLm, moved, opts.alphaOut);
+  return moved;
 }
 
 /** The tuning the geometry uses: without mirroring when the caller rules it out (video). */
