@@ -43,6 +43,7 @@ const CONFIGS: Record<string, Config> = {
   'shape 0': { tuning: { shape: 0 } },
   'forehead 0.1': { tuning: { forehead: 0.1 } },
   'erode 0.01 feather 0.03': { tuning: { erode: 0.01, feather: 0.03 } },
+  'jaw 1': { tuning: { jaw: 1 } },
   'bare warp': {
     opts: { colorCorrection: false, blend: 'feather', occlusion: false },
     tuning: { skip: ['redeye', 'hairFill', 'detail', 'mouthHole'] },

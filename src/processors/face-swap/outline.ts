@@ -10,46 +10,23 @@ import { triangulate, warpPiecewiseAffine } from './warp.js';
 /** Share of the move each jaw point (0-16) takes: the ends, at the ears, stay; the lower jaw moves fully. */
 const JAW_WEIGHT = [0, 0.25, 0.5, 0.75, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0.75, 0.5, 0.25, 0];
 /** Largest move of one jaw point (of the face size): a source in another pose must not drag the outline away. */
-const MAX_MOVE = 0.08;
+const MAX_MOVE = 0.2;
 /** Width of the ring around the jaw (of the face size) the photo is stretched over; beyond it nothing moves. */
 const RING = 0.3;
 
-function mean(lm: readonly Point[], from: number, to: number): Point {
-  let x = 0;
-  let y = 0;
-  for (let i = from; i < to; i++) {
-    x += lm[i]!.x;
-    y += lm[i]!.y;
-  }
-  return { x: x / (to - from), y: y / (to - from) };
-}
-
 /**
- * The target's landmarks with the jaw line (0-16) moved `amount` of the way to the source's, both
- * read in the frame of their eyes (source eye centres mapped onto the target's: the eye distance as
- * the unit, the eye line as the axis).
+ * The target's landmarks with the jaw line (0-16) moved `amount` of the way to `aligned`'s, the
+ * source's landmarks aligned to the target's inner face (the frame its features are placed in, so
+ * chin and mouth stay in the source's proportion; aligned on the eyes alone, the same amounts
+ * gained less).
  */
-export function reshapedJaw(srcLm: readonly Point[], targetLm: readonly Point[], amount: number): Point[] {
-  const sl = mean(srcLm, 36, 42);
-  const sr = mean(srcLm, 42, 48);
-  const tl = mean(targetLm, 36, 42);
-  const tr = mean(targetLm, 42, 48);
-  // Complex factor a = (tr - tl) / (sr - sl): rotation and scale.
-  const dx = sr.x - sl.x;
-  const dy = sr.y - sl.y;
-  const ex = tr.x - tl.x;
-  const ey = tr.y - tl.y;
-  const n = dx * dx + dy * dy || 1;
-  const ar = (ex * dx + ey * dy) / n;
-  const ai = (ey * dx - ex * dy) / n;
+export function reshapedJaw(aligned: readonly Point[], targetLm: readonly Point[], amount: number): Point[] {
   const limit = MAX_MOVE * faceSize(targetLm);
   return targetLm.map((t, i) => {
     if (i >= 17 || JAW_WEIGHT[i] === 0) return t;
-    const qx = srcLm[i]!.x - sl.x;
-    const qy = srcLm[i]!.y - sl.y;
     const k = amount * JAW_WEIGHT[i]!;
-    let mx = k * (tl.x + ar * qx - ai * qy - t.x);
-    let my = k * (tl.y + ai * qx + ar * qy - t.y);
+    let mx = k * (aligned[i]!.x - t.x);
+    let my = k * (aligned[i]!.y - t.y);
     const len = Math.hypot(mx, my);
     if (len > limit) {
       mx *= limit / len;
@@ -76,7 +53,14 @@ export function liquifyOutline(img: RgbImage, from: readonly Point[], to: readon
   const dstPts = [...to.slice(0, 68), ...ring];
   const region = boundingRegion(dstPts, 2, img.width, img.height);
   if (region.width < 4 || region.height < 4) return;
-  const { rgb, covered } = warpPiecewiseAffine(img, srcPts, dstPts, triangulate(dstPts), region, 'bicubic');
+  // Only the triangles with a moved corner: the rest map the photo onto itself.
+  const all = triangulate(dstPts);
+  const moved = (i: number) => srcPts[i]!.x !== dstPts[i]!.x || srcPts[i]!.y !== dstPts[i]!.y;
+  const kept: number[] = [];
+  for (let t = 0; t < all.length; t += 3) {
+    if (moved(all[t]!) || moved(all[t + 1]!) || moved(all[t + 2]!)) kept.push(all[t]!, all[t + 1]!, all[t + 2]!);
+  }
+  const { rgb, covered } = warpPiecewiseAffine(img, srcPts, dstPts, Uint32Array.from(kept), region, 'bicubic');
   const { width: w, height: h } = region;
   for (let y = 0; y < h; y++) {
     for (let x = 0; x < w; x++) {

@@ -75,8 +75,8 @@ export interface SwapTuning {
   /** Share of `shape` the brows move by (they sit next to the fixed forehead points). */
   brows: number;
   /**
-   * Share of the way the target's lower jaw and cheeks move towards the source's outline shape (read
-   * in the eyes' frame), the photo around them stretched along (outline.ts); 0: the outline stays.
+   * Share of the way the target's lower jaw and cheeks move towards the source's outline shape (aligned
+   * as its features are), the photo around them stretched along (outline.ts); 0: the outline stays.
    */
   jaw: number;
   /** Share of `shape` an open mouth's outer lip line moves by (its inner lip line stays the target's). */
@@ -100,7 +100,8 @@ export type SwapStage = 'redeye' | 'hairFill' | 'detail' | 'mouthHole';
  * fully with the source's proportions (0.5 before) -> 0.454, the source mirrored for targets turned
  * the other way -> 0.431, forehead 0.25 -> 0.428, mirrored only for targets turned 0.12 or more
  * (landmarks nearer the target's) and the brow test made strand-proof -> 0.430. Tried and left: jaw 0.3-1 (0.42-0.46, but the
- * result's landmarks leave the target's: median 0.077-0.082 of the eye distance), an open mouth's
+ * result's landmarks leave the target's: median 0.077-0.082 of the eye distance; moved with the
+ * photo around it, issue 28: upright 0.407 -> 0.391 only at jaw 1, landmarks 0.080), an open mouth's
  * outer lips moved (openLips 1: the open-mouth test's smile closed to 0.33 of its gap).
  */
 export const DEFAULT_TUNING: Readonly<SwapTuning> = {
@@ -328,7 +329,8 @@ function reshapeTarget(
   tuning: SwapTuning,
 ): Point[] {
   const mirrored = prefersMirror(srcLm, targetLm, geometryTuning(opts, tuning).mirror);
-  const moved = reshapedJaw(mirrored ? mirrorLandmarks(srcLm) : srcLm, targetLm, tuning.jaw);
+  const aligned = alignSimilarity(mirrored ? mirrorLandmarks(srcLm) : srcLm, targetLm, INNER);
+  const moved = reshapedJaw(aligned, targetLm, tuning.jaw);
   liquifyOutline(target, targetLm, moved, opts.alphaOut);
   return moved;
 }
