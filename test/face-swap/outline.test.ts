@@ -1,0 +1,67 @@
+/** The outline move (the `jaw` knob): the photo follows the jaw, nothing beyond its ring changes. No models loaded. */
+import { describe, expect, it } from 'vitest';
+import { liquifyOutline, reshapedJaw } from '../../src/processors/face-swap/outline.js';
+import type { Point, RgbImage } from '../../src/processors/face-swap/types.js';
+
+const SIDE = 200;
+const C = { x: 100, y: 90 };
+const R = 50;
+
+/** A bright disc (the face, radius R) on a dark ground, and 68 landmarks: jaw on its lower rim, the rest inside. */
+function disc(): { img: RgbImage; lm: Point[] } {
+  const data = new Uint8Array(SIDE * SIDE * 3);
+  for (let y = 0; y < SIDE; y++) {
+    for (let x = 0; x < SIDE; x++) {
+      const v = Math.hypot(x + 0.5 - C.x, y + 0.5 - C.y) <= R ? 200 : 20;
+      data.fill(v, (y * SIDE + x) * 3, (y * SIDE + x) * 3 + 3);
+    }
+  }
+  const lm: Point[] = [];
+  for (let i = 0; i < 17; i++) {
+    const a = Math.PI * (i / 16); // 0..π: right to left along the lower rim
+    lm.push({ x: C.x + R * Math.cos(Math.PI - a), y: C.y + R * Math.sin(Math.PI - a) });
+  }
+  for (let i = 17; i < 68; i++) {
+    const a = (2 * Math.PI * i) / 51;
+    lm.push({ x: C.x + 0.4 * R * Math.cos(a), y: C.y + 0.4 * R * Math.sin(a) });
+  }
+  lm[30] = { ...C };
+  return { img: { width: SIDE, height: SIDE, data }, lm };
+}
+
+const at = (img: RgbImage, x: number, y: number) => img.data[(Math.floor(y) * SIDE + Math.floor(x)) * 3]!;
+
+describe('face-swap outline move', () => {
+  it('moves the jaw towards the aligned source, the ends at the ears fixed, by the amount asked', () => {
+    const { lm } = disc();
+    const narrower = lm.map((p, i) => (i < 17 ? { x: C.x + 0.8 * (p.x - C.x), y: C.y + 0.8 * (p.y - C.y) } : p));
+    const half = reshapedJaw(narrower, lm, 0.5);
+    expect(half[0]).toEqual(lm[0]);
+    expect(half[16]).toEqual(lm[16]);
+    expect(half[8]!.y).toBeCloseTo(lm[8]!.y - 0.5 * 0.2 * R, 5);
+    expect(half.slice(17)).toEqual(lm.slice(17));
+  });
+
+  it('pulls the background in behind a narrowed chin (no second edge) and leaves the photo beyond the ring', () => {
+    const { img, lm } = disc();
+    const before = Uint8Array.from(img.data);
+    const narrower = lm.map((p, i) => (i < 17 ? { x: C.x + 0.8 * (p.x - C.x), y: C.y + 0.8 * (p.y - C.y) } : p));
+    const to = reshapedJaw(narrower, lm, 1);
+    const alpha = new Float32Array(SIDE * SIDE);
+    liquifyOutline(img, lm, to, alpha);
+    // Just inside the old chin: now background; just inside the new one: still face.
+    expect(at(img, C.x, C.y + 0.9 * R)).toBeLessThan(60);
+    expect(at(img, C.x, C.y + 0.75 * R)).toBeGreaterThan(180);
+    // Far below the chin (beyond the ring) and above the face: untouched, and so marked.
+    for (const [x, y] of [
+      [C.x, 195],
+      [C.x, 10],
+      [5, C.y],
+    ] as const) {
+      const p = (y * SIDE + x) * 3;
+      expect(img.data[p]).toBe(before[p]);
+      expect(alpha[y * SIDE + x]).toBe(0);
+    }
+    expect(alpha[Math.floor(C.y + 0.9 * R) * SIDE + C.x]).toBe(1);
+  });
+});
