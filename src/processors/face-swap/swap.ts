@@ -206,8 +206,8 @@ export function alignSimilarity(src: readonly Point[], dst: readonly Point[], fi
 
 /**
  * Where the source's landmarks go in the target: jaw and forehead points stay on the target's outline
- * (moved beforehand by reshapeTarget, if at all); brows, eyes, nose and mouth move `shape` of the way to the source's own (aligned)
- * proportions, the brows `brows` of that (they sit next to the fixed forehead points), an open
+ * (moved beforehand by reshapeTarget, if at all); brows, eyes, nose and mouth move `shape` of the
+ * way to the source's own (aligned) proportions, the brows `brows` of that (they sit next to the fixed forehead points), an open
  * mouth's outer lips `openLips` of it and its inner lips not at all.
  */
 function destinationPoints(srcLm: readonly Point[], targetLm: readonly Point[], tuning: SwapTuning): Point[] {
