@@ -85,35 +85,36 @@ interface DirectStatements {
 }
 const directStatements = new WeakMap<SQLite.Database, DirectStatements>();
 
+/** The texts of DirectStatements (exported for bench/webhooks-explain.ts, which prints their plans). */
+export const SQLITE_DIRECT_SQL: Readonly<Record<keyof DirectStatements, string>> = {
+  pick: `SELECT ${CLAIMED_COLUMNS.join(', ')}, rowid FROM webhook_events
+    WHERE destination = ? AND state = 'pending' AND next_attempt_at <= ?
+      AND (lease_expires_at IS NULL OR lease_expires_at < ?)
+    ORDER BY next_attempt_at LIMIT ?`,
+  // The lease alone changes (no updated_at): the row's indexes stay as they are.
+  lease: `UPDATE webhook_events SET lease_owner = ?, lease_expires_at = ?
+    WHERE rowid IN (SELECT value FROM json_each(?))`,
+  insertAttempt: `INSERT INTO webhook_attempts (event_id, attempt, started_at, duration_ms, http_status, error, ok, manual)
+    VALUES (?, (SELECT count(*) + 1 FROM webhook_attempts WHERE event_id = ?), ?, ?, ?, ?, ?, ?)`,
+  moveOn: `UPDATE webhook_events SET state = ?, next_attempt_at = ?, attempts = attempts + 1,
+      lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+    WHERE event_id = ? AND (state || '') = 'pending' AND lease_owner = ? AND attempts = ?`,
+  release: `UPDATE webhook_events SET lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+    WHERE event_id = ? AND lease_owner = ?`,
+};
+
 function direct(db: Kysely<Database>): { conn: SQLite.Database; st: DirectStatements } | undefined {
   const conn = sqliteHandle(db);
   if (!conn || conn.inTransaction) return undefined;
   let st = directStatements.get(conn);
   if (!st) {
+    const q = SQLITE_DIRECT_SQL;
     st = {
-      pick: conn
-        .prepare<PickParams, ClaimedTuple>(
-          `
-        SELECT ${CLAIMED_COLUMNS.join(', ')}, rowid FROM webhook_events
-        WHERE destination = ? AND state = 'pending' AND next_attempt_at <= ?
-          AND (lease_expires_at IS NULL OR lease_expires_at < ?)
-        ORDER BY next_attempt_at LIMIT ?`,
-        )
-        .raw(true),
-      // The lease alone changes (no updated_at): the row's indexes stay as they are.
-      lease: conn.prepare(`
-        UPDATE webhook_events SET lease_owner = ?, lease_expires_at = ?
-        WHERE rowid IN (SELECT value FROM json_each(?))`),
-      insertAttempt: conn.prepare(`
-        INSERT INTO webhook_attempts (event_id, attempt, started_at, duration_ms, http_status, error, ok, manual)
-        VALUES (?, (SELECT count(*) + 1 FROM webhook_attempts WHERE event_id = ?), ?, ?, ?, ?, ?, ?)`),
-      moveOn: conn.prepare(`
-        UPDATE webhook_events SET state = ?, next_attempt_at = ?, attempts = attempts + 1,
-          lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
-        WHERE event_id = ? AND (state || '') = 'pending' AND lease_owner = ? AND attempts = ?`),
-      release: conn.prepare(`
-        UPDATE webhook_events SET lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
-        WHERE event_id = ? AND lease_owner = ?`),
+      pick: conn.prepare<PickParams, ClaimedTuple>(q.pick).raw(true),
+      lease: conn.prepare(q.lease),
+      insertAttempt: conn.prepare(q.insertAttempt),
+      moveOn: conn.prepare(q.moveOn),
+      release: conn.prepare(q.release),
     };
     directStatements.set(conn, st);
   }
