@@ -117,7 +117,7 @@ describe('image-face-swap through the API', { timeout: LONG }, () => {
     });
     const done = await waitTerminal(svc.call, sub.body.data.uuid);
     expect(done).toMatchObject({ status: 'failed', error_type: 'invalid_media', result_ready: false });
-    expect(done.error_message).toMatch(/^input\.target: the face at x 3\d\d, y \d+ is in profile; /);
+    expect(done.error_message).toMatch(/^input\.target: face 0 \(at x 3\d\d, y \d+\) is in profile; /);
     // The other two faces swap.
     const ok = await swap({
       source: `${media.origin}/source.jpg`,

@@ -33,12 +33,11 @@ function landmarkError(a: readonly Point[], b: readonly Point[], from = 0, to = 
   return s / (to - from) / Math.hypot(l.x - r.x, l.y - r.y);
 }
 
-/** Mean absolute RGB difference inside the inner lip contour (60-67) of `lm`. */
-function innerMouthDiff(a: RgbImage, b: RgbImage, lm: readonly Point[]): number {
-  const region = { left: 0, top: 0, width: a.width, height: a.height };
+/** Mean absolute RGB difference of `a` and `b` inside `polygon`. */
+function meanDiffInside(a: RgbImage, b: RgbImage, polygon: readonly Point[]): number {
   const inside = rasterizePolygon(
-    lm.slice(60, 68).map((p) => ({ x: p.x, y: p.y })),
-    region,
+    polygon.map((p) => ({ x: p.x, y: p.y })),
+    { left: 0, top: 0, width: a.width, height: a.height },
   );
   let sum = 0;
   let n = 0;
@@ -51,19 +50,12 @@ function innerMouthDiff(a: RgbImage, b: RgbImage, lm: readonly Point[]): number 
   return sum / (3 * n);
 }
 
+/** Mean absolute RGB difference inside the inner lip contour (60-67) of `lm`. */
+const innerMouthDiff = (a: RgbImage, b: RgbImage, lm: readonly Point[]) => meanDiffInside(a, b, lm.slice(60, 68));
+
 /** Mean absolute RGB difference over the inner face (brows, eyes, nose: landmarks 17-47's hull). */
-function innerDiff(a: RgbImage, b: RgbImage, lm: readonly Point[]): number {
-  const region = { left: 0, top: 0, width: a.width, height: a.height };
-  const inside = rasterizePolygon(convexHull(lm.slice(17, 48)), region);
-  let sum = 0;
-  let n = 0;
-  for (let i = 0; i < inside.length; i++) {
-    if (!inside[i]) continue;
-    for (let c = 0; c < 3; c++) sum += Math.abs(a.data[i * 3 + c]! - b.data[i * 3 + c]!);
-    n++;
-  }
-  return sum / (3 * n);
-}
+const innerDiff = (a: RgbImage, b: RgbImage, lm: readonly Point[]) =>
+  meanDiffInside(a, b, convexHull(lm.slice(17, 48)));
 
 /** The largest face of a picture, with its descriptor. */
 async function face(img: RgbImage): Promise<DetectedFace> {
@@ -145,7 +137,7 @@ describe('image-face-swap keeps the target’s expression and pose', { timeout: 
     expect(err).toBeInstanceOf(JobError);
     expect((err as JobError).errorType).toBe('invalid_media');
     expect((err as JobError).message).toMatch(
-      /^input\.target: the face at x 3\d\d, y \d+ is in profile; the swap needs a face turned less/,
+      /^input\.target: face 0 \(at x 3\d\d, y \d+\) is in profile; the swap needs a face turned less/,
     );
     // The most turned faces of the six photos (sample5's faces 1 and 2: nose at 0.81 and 0.70 of the
     // jaw) are replaced: the pixels inside their landmarks change.

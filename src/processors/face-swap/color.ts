@@ -368,6 +368,37 @@ export interface ChromaSettle {
   to: ChannelStats;
   /** Zones (the eyes) where the mean shift, too, scales with the pixel's lightness. */
   dark: readonly number[];
+  /**
+   * A feature of one albedo (the lips): 1 on it (between their outer and inner lines: what varies
+   * across it is the light), 2 in its opening (the teeth: a feature of their own), 0 elsewhere, in
+   * its zone the skin around it (see settleChroma).
+   */
+  even: Uint8Array;
+}
+
+/** Per zone: the local correction's mean (a*, b*), and an even feature's own colour's (see settleChroma). */
+interface ZoneMeans {
+  local: Float64Array;
+  own: Float64Array;
+}
+
+function zoneMeans(after: Float32Array, use: Uint8Array, p: ChromaSettle): ZoneMeans {
+  const local = new Float64Array(256 * 3);
+  const own = new Float64Array(256 * 3);
+  for (let i = 0; i < use.length; i++) {
+    const z = p.zone[i]!;
+    if (!z || !use[i]) continue;
+    local[z * 3] = local[z * 3]! + 1;
+    for (let c = 1; c < 3; c++) local[z * 3 + c] = local[z * 3 + c]! + after[i * 3 + c]! - p.smooth[i * 3 + c]!;
+    if (p.even[i] !== 1 || Number.isNaN(p.skin[i * 3]!)) continue;
+    own[z * 3] = own[z * 3]! + 1;
+    for (let c = 1; c < 3; c++) own[z * 3 + c] = own[z * 3 + c]! + p.orig[i * 3 + c]! - p.skin[i * 3 + c]!;
+  }
+  for (const m of [local, own]) {
+    for (let z = 1; z < 256; z++)
+      for (let c = 1; c < 3; c++) if (m[z * 3]! > 0) m[z * 3 + c] = m[z * 3 + c]! / m[z * 3]!;
+  }
+  return { local, own };
 }
 
 /**
@@ -386,46 +417,49 @@ export interface ChromaSettle {
  *   colour against that skin, compressed no further than FEATURE_SPREAD_MIN. Compressed about the
  *   skin's mean as a whole, a blue-lit iris and an orange-lit one (one albedo) came out 6 a* and
  *   b* units apart; so they agree, and keep the source's own colour relations.
+ * - an even feature (the lips) is compressed as skin is, all of it, and its own colour, the mean
+ *   over it against the skin around, added back compressed no further than FEATURE_SPREAD_MIN; the
+ *   rest of its zone but its opening is skin. The skin around, a blur the face's scale wide, does
+ *   not follow two lights meeting across the mouth: read per pixel against it, the README
+ *   example's lips came out two-tone (lilac, orange at a corner and on the skin above it).
  */
 export function settleChroma(after: Float32Array, use: Uint8Array, p: ChromaSettle): void {
-  const n = use.length;
-  const sum = new Float64Array(256 * 3);
-  for (let i = 0; i < n; i++) {
-    const z = p.zone[i]!;
-    if (!z || !use[i]) continue;
-    sum[z * 3] = sum[z * 3]! + 1;
-    for (let c = 1; c < 3; c++) sum[z * 3 + c] = sum[z * 3 + c]! + after[i * 3 + c]! - p.smooth[i * 3 + c]!;
-  }
-  for (let i = 0; i < n; i++) {
-    if (!use[i]) continue;
-    const z = p.zone[i]!;
-    const t = z ? p.inZone[i]! : 0;
-    const ref = p.skin[i * 3]!;
-    const known = !Number.isNaN(ref);
-    // A colour's a*, b* under a light scale about with its lightness term (von Kries): a dark
-    // iris carries less of a light's cast than the skin around it.
-    const share = known
-      ? Math.min(SHARE_SCALE[1], Math.max(SHARE_SCALE[0], (p.orig[i * 3]! + 16) / (Math.max(ref, 1) + 16)))
-      : 1;
-    for (let c = 1; c < 3; c++) {
-      const o = i * 3 + c;
-      const k = p.gains[c]! - 1;
-      const spread = k * (p.orig[o]! - p.from.mean[c]!);
-      let local = after[o]! - p.smooth[o]!;
-      let own = spread;
-      if (t > 0) {
-        local += t * (sum[z * 3 + c]! / sum[z * 3]! - local);
-        // The light's share (the skin around, compressed as skin is, scaled) and the feature's own colour
-        // relative to that skin, compressed mildly.
-        const around = known ? p.skin[o]! : p.from.mean[c]!;
-        own =
-          share * k * (around - p.from.mean[c]!) +
-          (Math.max(p.gains[c]!, FEATURE_SPREAD_MIN) - 1) * (p.orig[o]! - around);
-      }
-      let field = p.smooth[o]! - p.orig[o]! - spread + local;
-      if (t > 0 && p.dark.includes(z)) field -= t * (1 - share) * (p.to.mean[c]! - p.from.mean[c]!);
-      after[o] = p.orig[o]! + field + spread + t * (own - spread);
+  const means = zoneMeans(after, use, p);
+  for (let i = 0; i < use.length; i++) if (use[i]) settlePixel(after, i, p, means);
+}
+
+function settlePixel(after: Float32Array, i: number, p: ChromaSettle, means: ZoneMeans): void {
+  const z = p.zone[i]!;
+  const t = z ? p.inZone[i]! : 0;
+  const ref = p.skin[i * 3]!;
+  const known = !Number.isNaN(ref);
+  // A colour's a*, b* under a light scale about with its lightness term (von Kries): a dark
+  // iris carries less of a light's cast than the skin around it.
+  const share = known
+    ? Math.min(SHARE_SCALE[1], Math.max(SHARE_SCALE[0], (p.orig[i * 3]! + 16) / (Math.max(ref, 1) + 16)))
+    : 1;
+  // In an even feature's zone: the feature, its opening, or skin.
+  const even = means.own[z * 3]! > 0 ? p.even[i]! : 2;
+  for (let c = 1; c < 3; c++) {
+    const o = i * 3 + c;
+    const k = p.gains[c]! - 1;
+    const spread = k * (p.orig[o]! - p.from.mean[c]!);
+    let local = after[o]! - p.smooth[o]!;
+    let own = spread;
+    if (t > 0) {
+      local += t * (means.local[z * 3 + c]! - local);
+      const feature = Math.max(p.gains[c]!, FEATURE_SPREAD_MIN);
+      // The light's share (the skin around, compressed as skin is, scaled) and the feature's own
+      // colour relative to that skin, compressed mildly; an even feature's own colour is its mean.
+      const around = known ? p.skin[o]! : p.from.mean[c]!;
+      // Only where the skin's chroma is compressed past a feature's (a coloured light taken off).
+      const part = p.gains[c]! < FEATURE_SPREAD_MIN ? even : 2;
+      if (part === 1) own = spread + (feature - p.gains[c]!) * means.own[z * 3 + c]!;
+      else if (part === 2) own = share * k * (around - p.from.mean[c]!) + (feature - 1) * (p.orig[o]! - around);
     }
+    let field = p.smooth[o]! - p.orig[o]! - spread + local;
+    if (t > 0 && p.dark.includes(z)) field -= t * (1 - share) * (p.to.mean[c]! - p.from.mean[c]!);
+    after[o] = p.orig[o]! + field + spread + t * (own - spread);
   }
 }
 

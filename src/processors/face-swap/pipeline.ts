@@ -180,9 +180,9 @@ export async function findSwapFaces(
   const refined = { source: await refineLandmarks(source, srcLandmarks), targets: [] as Point[][] };
   for (const lm of chosen) refined.targets.push(await refineLandmarks(target, lm));
   hooks.checkAborted();
-  refuseProfile(source, refined.source, 'input.source');
+  refuseProfile(source, refined.source, 'input.source', srcIndex);
   const all = effectiveFaceMode(options, images.reference !== undefined) === 'all';
-  refined.targets = swappableTargets(target, refined.targets, all);
+  refined.targets = swappableTargets(target, refined.targets, all, options.target_face_indices);
   return refined;
 }
 

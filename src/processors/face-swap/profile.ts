@@ -65,28 +65,39 @@ export function isProfile(img: RgbImage, lm: readonly Point[]): boolean {
   return eyeTexture(img, lm, far) < FLAT_EYE * eyeTexture(img, lm, near);
 }
 
-/** The job's error for a profile face with landmarks `lm` (of `label`, e.g. input.target). */
-export function profileError(lm: readonly Point[], label: string): JobError {
+/**
+ * The job's error for a profile face with landmarks `lm` (of `label`, e.g. input.target), naming it by
+ * its index (face-detect's left-to-right order) when the job picked it by index.
+ */
+export function profileError(lm: readonly Point[], label: string, index?: number): JobError {
   const { x0, y0 } = extents(lm);
+  const at = `at x ${Math.round(x0)}, y ${Math.round(y0)}`;
   return new JobError(
     'invalid_media',
-    `${label}: the face at x ${Math.round(x0)}, y ${Math.round(y0)} is in profile; ` +
+    `${label}: ${index === undefined ? `the face ${at}` : `face ${index} (${at})`} is in profile; ` +
       'the swap needs a face turned less (both eyes and cheeks showing)',
   );
 }
 
 /** Fails the job, naming the face, when it is a profile. */
-export function refuseProfile(img: RgbImage, lm: readonly Point[], label: string): void {
-  if (isProfile(img, lm)) throw profileError(lm, label);
+export function refuseProfile(img: RgbImage, lm: readonly Point[], label: string, index?: number): void {
+  if (isProfile(img, lm)) throw profileError(lm, label, index);
 }
 
 /**
- * The target faces to swap: every one, or the job fails naming the first profile; with faces "all"
- * (`leaveProfiles`) profiles are left as they are instead, unless every face is one.
+ * The target faces to swap: every one, or the job fails naming the first profile (by its index in
+ * `indices` when the job picked faces by index); with faces "all" (`leaveProfiles`) profiles are left
+ * as they are instead, unless every face is one.
  */
-export function swappableTargets(img: RgbImage, targets: readonly Point[][], leaveProfiles: boolean): Point[][] {
-  const profiles = targets.filter((lm) => isProfile(img, lm));
-  const rest = targets.filter((lm) => !profiles.includes(lm));
-  if (profiles.length === 0 || (leaveProfiles && rest.length > 0)) return rest;
-  throw profileError(profiles[0]!, 'input.target');
+export function swappableTargets(
+  img: RgbImage,
+  targets: readonly Point[][],
+  leaveProfiles: boolean,
+  indices?: readonly number[],
+): Point[][] {
+  const profile = targets.map((lm) => isProfile(img, lm));
+  const rest = targets.filter((_, i) => !profile[i]);
+  const first = profile.indexOf(true);
+  if (first < 0 || (leaveProfiles && rest.length > 0)) return rest;
+  throw profileError(targets[first]!, 'input.target', indices?.[first]);
 }

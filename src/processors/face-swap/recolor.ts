@@ -14,7 +14,7 @@ import {
 } from './color.js';
 import type { Region } from './geometry.js';
 import { featherMask } from './mask.js';
-import { copyOf, floats } from './scratch.js';
+import { bytes, copyOf, floats } from './scratch.js';
 import { transferLighting } from './skin.js';
 
 /**
@@ -40,6 +40,8 @@ export interface ColourPlanes {
   lab: Float32Array;
   zones: Uint8Array;
   nonSkin: Uint8Array;
+  /** The source's lips (1) and their opening (2): settleChroma's `even`. */
+  lips?: Uint8Array | undefined;
 }
 
 /**
@@ -85,6 +87,7 @@ export function matchColour(
     inZone: featherMask(src.zones, w, h, Math.max(1, Math.round(c.margin))),
     skin: localMean(orig, skin, c.covered, w, h, sab),
     dark: EYE_ZONES,
+    even: src.lips ?? bytes(n),
   });
   return measured;
 }

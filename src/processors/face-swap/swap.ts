@@ -435,6 +435,15 @@ interface FacePlanes {
   lab: Float32Array;
   zones: Uint8Array;
   nonSkin: Uint8Array;
+  /** The lips (1) and their opening (2) (the source's only: its colour step needs them). */
+  lips?: Uint8Array | undefined;
+}
+
+/** The lips of a landmark set (1: inside the outer lip line 48-59) and their opening (2: inside the inner one, 60-67). */
+function lipsOf(lm: readonly Point[], region: Region): Uint8Array {
+  const lips = rasterizePolygon(lm.slice(MOUTH_FROM, INNER_LIP), region);
+  fillPolygon(lips, lm.slice(INNER_LIP, 68), region, 2);
+  return lips;
 }
 
 /** The replaced area (inside the outline) and each pixel's distance from its edge. */
@@ -603,6 +612,7 @@ function renderFace(
 
   const canvas: Canvas = { region, covered, size, margin };
   const source: FacePlanes = { lm: dstPts, lab: srcLab, zones: srcZones, nonSkin: srcNonSkin, modelled: !!srcSkin };
+  source.lips = lipsOf(dstPts, region);
   const dest: FacePlanes = { lm: targetLm, lab: dstLab, zones: dstZones, nonSkin: dstNonSkin, modelled: !!dstSkin };
   if (!skip('hairFill') && fillSourceHair(canvas, { inside, dist }, source) && !opts.colorCorrection) {
     warped.set(labToRgb(srcLab, covered));
