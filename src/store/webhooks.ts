@@ -177,11 +177,12 @@ export interface ClaimSpec {
 }
 
 /**
- * Claims, in one statement, up to `limit` due events of each destination (most overdue first)
+ * Claims, in one transaction, up to `limit` due events of each destination (most overdue first)
  * under a lease: due (next_attempt_at <= now) and not leased, or leased by a dispatcher whose
  * lease expired (it died mid-attempt). Per-destination limits keep the dispatcher's fairness cap
  * exact, and each destination is an index range, so a destination with a large backlog costs
- * the others nothing. SQLite runs the statement under its write lock; PostgreSQL locks the picked
+ * the others nothing. SQLite runs the claim under its write lock (claimDirect; the Kysely form is
+ * one statement, for a caller's open transaction); PostgreSQL's one statement locks the picked
  * rows with SKIP LOCKED, so concurrent dispatchers never take the same event nor wait on each other
  * (in a MATERIALIZED CTE: as a join input, the LIMITed subquery could be rescanned per row).
  * A claim writes the lease alone, not updated_at (which webhook_events_failed indexes): on
