@@ -218,15 +218,14 @@ function claimDirect(
   return d.conn
     .transaction(() => {
       const rows: ClaimedEventRow[] = [];
-      const rowids: number[] = [];
       for (const { destination, limit } of spec.destinations) {
         if (limit <= 0) continue;
-        for (const t of d.st.pick.all(destination, now, now, limit)) {
-          rows.push(claimed(t, lease));
-          rowids.push(t[9]);
-        }
+        const picked = d.st.pick.all(destination, now, now, limit);
+        if (picked.length === 0) continue;
+        // Leased before the next destination's pick, so a destination named twice is not claimed twice.
+        d.st.lease.run(owner, lease, JSON.stringify(picked.map((t) => t[9])));
+        for (const t of picked) rows.push(claimed(t, lease));
       }
-      if (rowids.length > 0) d.st.lease.run(owner, lease, JSON.stringify(rowids));
       return rows;
     })
     .immediate();
