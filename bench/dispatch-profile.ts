@@ -15,11 +15,11 @@
  */
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { Pool } from 'undici';
+import { v7 as timeOrderedUuid } from 'uuid';
 import { systemClock } from '../src/clock.js';
 import { Metrics } from '../src/metrics.js';
 import { Signals } from '../src/signals.js';
@@ -57,8 +57,8 @@ let serial = 0;
 async function insertEvents(n: number): Promise<Array<{ id: string; body: string }>> {
   const now = Date.now();
   const rows = Array.from({ length: n }, () => {
-    // Random, as the service's are: sequential ids would touch fewer index pages per recording.
-    const id = randomUUID();
+    // Time-ordered (UUIDv7), as the service's are (src/jobs/outbox.ts).
+    const id = timeOrderedUuid();
     serial++;
     const job = `00000000-0000-4000-8000-${String(serial).padStart(12, '0')}`;
     const body = JSON.stringify({

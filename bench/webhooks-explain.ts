@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { openStore } from '../src/store/db.js';
+import { openStore, sqliteHandle } from '../src/store/db.js';
 import {
   claimDueEvents,
   claimDueEventsQuery,
@@ -7,6 +7,7 @@ import {
   pendingDestinations,
   pendingDestinationsQuery,
   recordScheduledAttempts,
+  SQLITE_DIRECT_SQL,
 } from '../src/store/webhooks.js';
 
 const url = process.argv[2]!;
@@ -124,6 +125,23 @@ await db
   .catch((e: unknown) => {
     if (!(e instanceof Rollback)) throw e;
   });
+// SQLite's dispatcher runs prepared statements of its own outside any Kysely transaction.
+const conn = sqliteHandle(db);
+if (conn) {
+  const params: Record<keyof typeof SQLITE_DIRECT_SQL, unknown[]> = {
+    pick: ['http://p7.example', NOW, NOW, 16],
+    lease: ['X', NOW + 1000, '[1, 2, 3]'],
+    insertAttempt: ['p7', 'p7', NOW, 1, 200, null, 1, 0],
+    moveOn: ['delivered', null, NOW, 'p7', 'X', 0],
+    release: [NOW, 'p7', 'X'],
+  };
+  for (const [name, text] of Object.entries(SQLITE_DIRECT_SQL)) {
+    console.log(`--- direct ${name}`);
+    const plan = conn.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...params[name as keyof typeof params]);
+    for (const r of plan as Array<{ id: number; parent: number; detail: string }>)
+      console.log(`    ${r.id}/${r.parent} ${r.detail}`);
+  }
+}
 console.log('--- record');
 {
   const rows = await claimDueEvents(db, store.dialect, {

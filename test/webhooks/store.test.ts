@@ -246,6 +246,14 @@ describe('webhook outbox batches', () => {
       )
       .execute();
     expect(leases.every((r) => r.lease_owner === 'A' && Number(r.lease_expires_at) === T1 + 60_000)).toBe(true);
+    // Exactly the rows returned carry the lease (SQLite reads them, then leases those rows by rowid).
+    const leased = await a.db
+      .selectFrom('webhook_events')
+      .select('event_id')
+      .where('state', '=', 'pending')
+      .where('lease_owner', '=', 'A')
+      .execute();
+    expect(leased.map((r) => r.event_id).sort()).toEqual(got.map((e) => e.event_id).sort());
     // The other dispatcher gets the next ones of the backlog, never the same.
     const other = await claimDueEvents(b.db, b.dialect, {
       leaseOwner: 'B',
