@@ -18,6 +18,7 @@ import { Session } from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
+import pg from 'pg';
 import { Pool } from 'undici';
 import { v7 as timeOrderedUuid } from 'uuid';
 import { systemClock } from '../src/clock.js';
@@ -51,6 +52,38 @@ const reset = () => rc.call('POST', '/reset?mode=ok');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mj-dprof-'));
 const url = process.env.DB === 'postgres' ? await createPgDatabase() : `sqlite:${path.join(dir, 'db.sqlite')}`;
 const store = await openStore(url);
+
+/**
+ * On PostgreSQL (a server on this machine), the CPU its backends serving the bench database have
+ * used so far, from /proc/<pid>/stat (utime + stime, in clock ticks of 10 ms), read through a
+ * connection of its own (left out of the sum); and the table's updates so far, HOT ones apart.
+ */
+const CLK_TCK = 100;
+const admin = process.env.DB === 'postgres' ? new pg.Client({ connectionString: url }) : undefined;
+await admin?.connect();
+async function serverCpu(): Promise<{ us: number; backends: number } | undefined> {
+  if (!admin) return undefined;
+  const { rows } = await admin.query<{ pid: number }>(
+    `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'
+      AND pid <> pg_backend_pid()`,
+  );
+  let ticks = 0;
+  for (const { pid } of rows) {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticks += Number(f[11]) + Number(f[12]); // fields 14 and 15 of proc(5)
+  }
+  return { us: (ticks * 1e6) / CLK_TCK, backends: rows.length };
+}
+async function tableUpdates(): Promise<string> {
+  if (!admin) return '';
+  await new Promise((r) => setTimeout(r, 1_500)); // backends flush their counters at most once a second
+  const { rows } = await admin.query<{ relname: string; ins: string; upd: string; hot: string }>(
+    `SELECT relname, n_tup_ins AS ins, n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_user_tables
+      WHERE relname IN ('webhook_events', 'webhook_attempts') ORDER BY relname`,
+  );
+  return rows.map((r) => `${r.relname}: ${r.ins} inserted, ${r.upd} updated (${r.hot} HOT)`).join('; ');
+}
 
 let serial = 0;
 /** Writes `n` due events in one statement; returns their ids and bodies. */
@@ -138,6 +171,8 @@ d.start();
 
 interface Burst {
   cpuUs: number;
+  /** PostgreSQL's backends' CPU per delivery, and how many backends served the burst. */
+  server?: { us: number; backends: number };
   rate: number;
   connections: number;
 }
@@ -175,15 +210,18 @@ async function dispatcherBurst(n: number, profile?: string): Promise<Burst> {
   // Written before the measurement: the bench's dispatcher process does not write its outbox either.
   await insertEvents(n);
   const stopProfile = await startProfile(profile);
+  const server0 = await serverCpu();
   const cpu0 = process.cpuUsage();
   signals.deliver(WAKE_SIGNAL, '');
   await until('delivered', async () => (await stats()).delivered >= n);
   await until('recorded', async () => d.unrecorded === 0 && (await pending()) === 0);
   const cpu = process.cpuUsage(cpu0);
+  const server1 = await serverCpu();
   await stopProfile();
   const s = await stats();
   return {
     cpuUs: (cpu.user + cpu.system) / n,
+    server: server0 && server1 && { us: (server1.us - server0.us) / n, backends: server1.backends },
     rate: s.delivered / ((s.lastOkAt - s.firstAt) / 1000),
     connections: s.connections,
   };
@@ -230,12 +268,15 @@ try {
     console.log(
       `round ${r} ${process.env.DB ?? 'sqlite'}: dispatcher ${disp.cpuUs.toFixed(0)} µs CPU/delivery, ${disp.rate.toFixed(0)}/s ` +
         `(${disp.connections} connections); raw undici ${ref.cpuUs.toFixed(0)} µs, ${ref.rate.toFixed(0)}/s; ` +
-        `rate ${((100 * disp.rate) / ref.rate).toFixed(0)} %, CPU ${((100 * ref.cpuUs) / disp.cpuUs).toFixed(0)} %`,
+        `rate ${((100 * disp.rate) / ref.rate).toFixed(0)} %, CPU ${((100 * ref.cpuUs) / disp.cpuUs).toFixed(0)} %` +
+        (disp.server ? `; server ${disp.server.us.toFixed(1)} µs CPU/delivery (${disp.server.backends} backends)` : ''),
     );
   }
+  if (admin) console.log(await tableUpdates());
 } finally {
   await d.stop();
   await sender.close();
+  await admin?.end();
   await store.close();
   await rc.close();
   await receiver.stop();
