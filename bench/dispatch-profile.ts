@@ -4,6 +4,7 @@
  * child process, so this process's CPU is the sender's only.
  *
  *   DB=sqlite|postgres N=3000 WARM=3000 ROUNDS=3 [PROFILE=file.cpuprofile|file.heapprofile] [PROFILE_RAW=file] [LOG_LEVEL=warn]
+ *     [FF=webhook_events' fillfactor on PostgreSQL, for A/B runs: 100 is the one before migration 013]
  *   node --import tsx bench/dispatch-profile.ts
  *
  * Each round: WARM events delivered first (JIT warm-up, not measured), then N due events written
@@ -12,6 +13,7 @@
  * Prints CPU µs per delivery (user + system of this process over the burst, the recording of its
  * attempts included, the writing of the events not) and deliveries/s at the receiver, for both. PROFILE writes a CPU profile of
  * the last round's dispatcher burst only (a sampling heap profile, allocations, if named *.heapprofile).
+ * On PostgreSQL it prints the server backends' CPU per delivery too, and the tables' HOT updates.
  */
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -61,6 +63,7 @@ const store = await openStore(url);
 const CLK_TCK = 100;
 const admin = process.env.DB === 'postgres' ? new pg.Client({ connectionString: url }) : undefined;
 await admin?.connect();
+if (process.env.FF) await admin?.query(`ALTER TABLE webhook_events SET (fillfactor = ${Number(process.env.FF)})`);
 async function serverCpu(): Promise<{ us: number; backends: number } | undefined> {
   if (!admin) return undefined;
   const { rows } = await admin.query<{ pid: number }>(

@@ -29,9 +29,10 @@ const RELEASED = [
   '010_cluster_counters',
   '011_webhook_endpoints',
   '012_webhook_pending_due',
+  '013_webhook_events_fillfactor',
 ];
 /** The migrations after the fixtures' databases were taken. */
-const SINCE_FIXTURES = ['012_webhook_pending_due'];
+const SINCE_FIXTURES = ['012_webhook_pending_due', '013_webhook_events_fillfactor'];
 
 const fixture = (name: string) => fs.readFileSync(new URL(`fixtures/${name}`, import.meta.url), 'utf8');
 /** Schema text compared without its layout (the SQL moved between files, its indentation with it). */

@@ -1,0 +1,131 @@
+/**
+ * What the webhook dispatcher's statements cost the PostgreSQL server per delivery: the CPU of
+ * the backends serving a fresh bench database (utime + stime from /proc/<pid>/stat: the server
+ * must run on this machine), over the claims (store/webhooks.ts's claimDueEvents) and over the
+ * recordings (recordScheduledAttempts: the attempt rows and the events' move), apart; and the
+ * table's updates that were HOT (no index entry written).
+ *
+ * EVENTS due events of one destination (the dispatch bench's ~450-byte bodies, written before
+ * the measurement), claimed BATCH at a time and recorded as delivered. A clock tick is 10 ms, so
+ * the figures are sums over every batch (at 30,000 events a tick is 0.3 µs per delivery).
+ *
+ *   EVENTS=30000 BATCH=250 [FF=fillfactor: 100 is the one before migration 013] npx tsx bench/dispatch-pg-costs.ts
+ */
+import pg from 'pg';
+import { v7 as timeOrderedUuid } from 'uuid';
+import { openStore } from '../src/store/db.js';
+import { claimDueEvents, recordScheduledAttempts, type ScheduledAttempt } from '../src/store/webhooks.js';
+import { createPgDatabase, dropPgDatabase } from './lib.js';
+
+const EVENTS = Number(process.env.EVENTS ?? 30_000);
+const BATCH = Number(process.env.BATCH ?? 250);
+const DEST = 'http://127.0.0.1:1';
+const OWNER = 'bench-dispatcher';
+const CLK_TCK = 100;
+
+const url = await createPgDatabase();
+const store = await openStore(url);
+const admin = new pg.Client({ connectionString: url });
+await admin.connect();
+
+/** CPU µs the database's backends (this client's own left out) have used so far. */
+async function serverCpuUs(): Promise<number> {
+  const { rows } = await admin.query<{ pid: number }>(
+    `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'
+      AND pid <> pg_backend_pid()`,
+  );
+  const fs = await import('node:fs');
+  let ticks = 0;
+  for (const { pid } of rows) {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticks += Number(f[11]) + Number(f[12]); // fields 14 and 15 of proc(5)
+  }
+  return (ticks * 1e6) / CLK_TCK;
+}
+
+async function insertEvents(t0: number): Promise<void> {
+  if (process.env.FF) await admin.query(`ALTER TABLE webhook_events SET (fillfactor = ${Number(process.env.FF)})`);
+  const rows = Array.from({ length: EVENTS }, (_, i) => {
+    const id = timeOrderedUuid();
+    return {
+      event_id: id,
+      job_uuid: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+      owner: 'o',
+      event_type: 'job.cancelled',
+      url: `${DEST}/hook`,
+      destination: DEST,
+      secret: 'whsec_bench',
+      body: JSON.stringify({ event_id: id, pad: 'x'.repeat(300) }),
+      state: 'pending' as const,
+      next_attempt_at: t0 + i,
+      created_at: t0,
+      updated_at: t0,
+    };
+  });
+  for (let i = 0; i < rows.length; i += 500)
+    await store.db
+      .insertInto('webhook_events')
+      .values(rows.slice(i, i + 500))
+      .execute();
+}
+
+const delivered = (eventId: string, now: number): ScheduledAttempt => ({
+  eventId,
+  claimedAttempts: 0,
+  attempt: { startedAt: now, durationMs: 3, httpStatus: 200, error: null, ok: true },
+  state: 'delivered',
+  nextAttemptAt: null,
+  now,
+});
+
+async function tableUpdates(): Promise<string> {
+  await new Promise((r) => setTimeout(r, 1_500)); // backends flush their counters at most once a second
+  const { rows } = await admin.query<{ upd: string; hot: string; pages: string }>(
+    `SELECT n_tup_upd AS upd, n_tup_hot_upd AS hot, pg_relation_size('webhook_events') / 8192 AS pages
+      FROM pg_stat_user_tables WHERE relname = 'webhook_events'`,
+  );
+  const r = rows[0]!;
+  return `webhook_events: ${r.upd} updates (${r.hot} HOT), ${r.pages} pages`;
+}
+
+try {
+  const t0 = Date.now();
+  await insertEvents(t0);
+  const now = t0 + EVENTS;
+  const spent = { claim: 0, record: 0 };
+  let done = 0;
+  for (;;) {
+    const c0 = await serverCpuUs();
+    const rows = await claimDueEvents(store.db, 'postgres', {
+      leaseOwner: OWNER,
+      leaseMs: 60_000,
+      now,
+      destinations: [{ destination: DEST, limit: BATCH }],
+    });
+    const c1 = await serverCpuUs();
+    if (rows.length === 0) break;
+    await recordScheduledAttempts(
+      store.db,
+      'postgres',
+      OWNER,
+      rows.map((x) => delivered(x.event_id, now)),
+      [],
+      now,
+    );
+    const c2 = await serverCpuUs();
+    spent.claim += c1 - c0;
+    spent.record += c2 - c1;
+    done += rows.length;
+  }
+  const per = (us: number) => (us / done).toFixed(1);
+  console.log(
+    `${done} deliveries, fillfactor ${process.env.FF ?? 100}: server CPU per delivery: claim ${per(spent.claim)} µs, ` +
+      `record ${per(spent.record)} µs, total ${per(spent.claim + spent.record)} µs`,
+  );
+  console.log(await tableUpdates());
+} finally {
+  await admin.end();
+  await store.close();
+  await dropPgDatabase(url);
+}
