@@ -120,7 +120,7 @@ try {
   }
   const per = (us: number) => (us / done).toFixed(1);
   console.log(
-    `${done} deliveries, fillfactor ${process.env.FF ?? 100}: server CPU per delivery: claim ${per(spent.claim)} µs, ` +
+    `${done} deliveries, fillfactor ${process.env.FF ?? 'as migrated'}: server CPU per delivery: claim ${per(spent.claim)} µs, ` +
       `record ${per(spent.record)} µs, total ${per(spent.claim + spent.record)} µs`,
   );
   console.log(await tableUpdates());

@@ -433,6 +433,8 @@ function recordQueryPg(leaseOwner: string, attempts: readonly ScheduledAttempt[]
   // The numbers come from one grouped read (a correlated count per row would rescan the table it
   // inserts into); `= ANY(ids)` (an array computed once) keeps both reads on their indexes whatever
   // the planner's statistics; the rows go in in the batch's order (the delivery log lists attempts by id).
+  // The state test is written so that it matches no partial index: without statistics the planner
+  // ANDs the primary key's lookups with a whole pending index (every pending event read per batch).
   return sql<{ event_id: string }>`
     WITH v AS MATERIALIZED (
       SELECT * FROM json_to_recordset(${rows}::json) AS v(id text, st text, nx bigint, att int,
@@ -448,7 +450,7 @@ function recordQueryPg(leaseOwner: string, attempts: readonly ScheduledAttempt[]
     UPDATE webhook_events e SET state = v.st, next_attempt_at = v.nx, attempts = e.attempts + 1,
       lease_owner = NULL, lease_expires_at = NULL, updated_at = ${now}
     FROM v
-    WHERE e.event_id = ANY(ARRAY(SELECT id FROM v)) AND e.event_id = v.id AND e.state = 'pending'
+    WHERE e.event_id = ANY(ARRAY(SELECT id FROM v)) AND e.event_id = v.id AND (e.state || '') = 'pending'
       AND e.lease_owner = ${leaseOwner} AND e.attempts = v.att
     RETURNING e.event_id`;
 }
