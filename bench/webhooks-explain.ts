@@ -6,6 +6,7 @@ import {
   nextDueAt,
   pendingDestinations,
   pendingDestinationsQuery,
+  recordQueryPg,
   recordScheduledAttempts,
   SQLITE_DIRECT_SQL,
 } from '../src/store/webhooks.js';
@@ -150,22 +151,28 @@ console.log('--- record');
     now: NOW,
     destinations: [{ destination: 'http://p7.example', limit: 32 }],
   });
+  const outcomes = rows.map((r) => ({
+    eventId: r.event_id,
+    claimedAttempts: r.attempts,
+    attempt: { startedAt: NOW, durationMs: 1, httpStatus: 200, error: null, ok: true, manual: false },
+    state: 'delivered' as const,
+    nextAttemptAt: null,
+    now: NOW,
+  }));
+  if (pg)
+    await db
+      .transaction()
+      .execute(async (trx) => {
+        const q = recordQueryPg('X', outcomes, NOW).compile(db);
+        const plan = await trx.executeQuery({ ...q, sql: `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${q.sql}` });
+        for (const r of plan.rows as any[]) console.log('   ', r['QUERY PLAN']);
+        throw new Rollback();
+      })
+      .catch((e: unknown) => {
+        if (!(e instanceof Rollback)) throw e;
+      });
   const t = performance.now();
-  const applied = await recordScheduledAttempts(
-    db,
-    store.dialect,
-    'X',
-    rows.map((r) => ({
-      eventId: r.event_id,
-      claimedAttempts: r.attempts,
-      attempt: { startedAt: NOW, durationMs: 1, httpStatus: 200, error: null, ok: true, manual: false },
-      state: 'delivered' as const,
-      nextAttemptAt: null,
-      now: NOW,
-    })),
-    [],
-    NOW,
-  );
+  const applied = await recordScheduledAttempts(db, store.dialect, 'X', outcomes, [], NOW);
   console.log(`record ${rows.length}: applied ${applied.size} in ${(performance.now() - t).toFixed(2)} ms`);
   // Put them back, due.
   const ids = rows.map((r) => r.event_id);

@@ -414,7 +414,8 @@ function recordDirect(
  * ten array parameters are serialised value by value in JavaScript). Each attempt's number counts
  * its event's rows before the statement (the events are distinct).
  */
-function recordQueryPg(leaseOwner: string, attempts: readonly ScheduledAttempt[], now: number) {
+/** (Exported for bench/webhooks-explain.ts, which prints its plan.) */
+export function recordQueryPg(leaseOwner: string, attempts: readonly ScheduledAttempt[], now: number) {
   const rows = JSON.stringify(
     attempts.map((o, ord) => ({
       id: o.eventId,
