@@ -412,9 +412,9 @@ function recordDirect(
  * PostgreSQL: the attempts' rows and their events' moves in one statement, the batch passed as
  * one JSON parameter (one statement text whatever the batch size; JSON.stringify is native, where
  * ten array parameters are serialised value by value in JavaScript). Each attempt's number counts
- * its event's rows before the statement (the events are distinct).
+ * its event's rows before the statement (the events are distinct). Exported for
+ * bench/webhooks-explain.ts, which prints its plan.
  */
-/** (Exported for bench/webhooks-explain.ts, which prints its plan.) */
 export function recordQueryPg(leaseOwner: string, attempts: readonly ScheduledAttempt[], now: number) {
   const rows = JSON.stringify(
     attempts.map((o, ord) => ({
