@@ -20,7 +20,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { v7 as timeOrderedUuid } from 'uuid';
 import { openStore, sqliteHandle } from '../src/store/db.js';
-import { claimDueEvents, recordScheduledAttempts, type ScheduledAttempt } from '../src/store/webhooks.js';
+import { claimDueEvents, recordScheduledAttempts } from '../src/store/webhooks.js';
+import { deliveredAttempt } from './lib.js';
 
 const BATCH = Number(process.env.BATCH ?? 150);
 const ROUNDS = Number(process.env.ROUNDS ?? 40);
@@ -72,15 +73,6 @@ function cpu(fn: () => unknown): number {
   return d.user + d.system;
 }
 
-const delivered = (eventId: string, now: number): ScheduledAttempt => ({
-  eventId,
-  claimedAttempts: 0,
-  attempt: { startedAt: now, durationMs: 3, httpStatus: 200, error: null, ok: true },
-  state: 'delivered',
-  nextAttemptAt: null,
-  now,
-});
-
 const samples: Record<string, number[]> = {};
 const add = (name: string, us: number) => (samples[name] ??= []).push(us);
 async function cpuOf<T>(name: string, fn: () => Promise<T>): Promise<T> {
@@ -95,7 +87,7 @@ for (let r = 0; r < ROUNDS; r++) {
   const now = t0 + total;
   // Today's design: a claim (the lease on each row), then the recording (SQLite runs both synchronously).
   const rows = await cpuOf('claim (lease on the event row)', () => claimDueEvents(store.db, 'sqlite', spec(now)));
-  const attempts = rows.map((x) => delivered(x.event_id, now));
+  const attempts = rows.map((x) => deliveredAttempt(x.event_id, now));
   await cpuOf('record (attempt row + move)', () =>
     recordScheduledAttempts(store.db, 'sqlite', OWNER, attempts, [], now),
   );

@@ -14,35 +14,20 @@
 import pg from 'pg';
 import { v7 as timeOrderedUuid } from 'uuid';
 import { openStore } from '../src/store/db.js';
-import { claimDueEvents, recordScheduledAttempts, type ScheduledAttempt } from '../src/store/webhooks.js';
-import { createPgDatabase, dropPgDatabase } from './lib.js';
+import { claimDueEvents, recordScheduledAttempts } from '../src/store/webhooks.js';
+import { createPgDatabase, deliveredAttempt, dropPgDatabase, serverBackendsCpu } from './lib.js';
 
 const EVENTS = Number(process.env.EVENTS ?? 30_000);
 const BATCH = Number(process.env.BATCH ?? 250);
 const DEST = 'http://127.0.0.1:1';
 const OWNER = 'bench-dispatcher';
-const CLK_TCK = 100;
 
 const url = await createPgDatabase();
 const store = await openStore(url);
 const admin = new pg.Client({ connectionString: url });
 await admin.connect();
 
-/** CPU µs the database's backends (this client's own left out) have used so far. */
-async function serverCpuUs(): Promise<number> {
-  const { rows } = await admin.query<{ pid: number }>(
-    `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'
-      AND pid <> pg_backend_pid()`,
-  );
-  const fs = await import('node:fs');
-  let ticks = 0;
-  for (const { pid } of rows) {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    ticks += Number(f[11]) + Number(f[12]); // fields 14 and 15 of proc(5)
-  }
-  return (ticks * 1e6) / CLK_TCK;
-}
+const serverCpuUs = async () => (await serverBackendsCpu(admin)).us;
 
 async function insertEvents(t0: number): Promise<void> {
   if (process.env.FF) await admin.query(`ALTER TABLE webhook_events SET (fillfactor = ${Number(process.env.FF)})`);
@@ -69,15 +54,6 @@ async function insertEvents(t0: number): Promise<void> {
       .values(rows.slice(i, i + 500))
       .execute();
 }
-
-const delivered = (eventId: string, now: number): ScheduledAttempt => ({
-  eventId,
-  claimedAttempts: 0,
-  attempt: { startedAt: now, durationMs: 3, httpStatus: 200, error: null, ok: true },
-  state: 'delivered',
-  nextAttemptAt: null,
-  now,
-});
 
 async function tableUpdates(): Promise<string> {
   await new Promise((r) => setTimeout(r, 1_500)); // backends flush their counters at most once a second
@@ -109,7 +85,7 @@ try {
       store.db,
       'postgres',
       OWNER,
-      rows.map((x) => delivered(x.event_id, now)),
+      rows.map((x) => deliveredAttempt(x.event_id, now)),
       [],
       now,
     );

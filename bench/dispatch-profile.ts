@@ -29,7 +29,16 @@ import { Signals } from '../src/signals.js';
 import { openStore } from '../src/store/db.js';
 import { WAKE_SIGNAL, WebhookDispatcher } from '../src/webhooks/dispatcher.js';
 import { WebhookSender } from '../src/webhooks/send.js';
-import { createPgDatabase, dropPgDatabase, freePort, httpClient, inParallel, rawDelivery, spawnChild } from './lib.js';
+import {
+  createPgDatabase,
+  dropPgDatabase,
+  freePort,
+  httpClient,
+  inParallel,
+  rawDelivery,
+  serverBackendsCpu,
+  spawnChild,
+} from './lib.js';
 
 const N = Number(process.env.N ?? 3000);
 const WARM = Number(process.env.WARM ?? 3000);
@@ -57,27 +66,13 @@ const store = await openStore(url);
 
 /**
  * On PostgreSQL (a server on this machine), the CPU its backends serving the bench database have
- * used so far, from /proc/<pid>/stat (utime + stime, in clock ticks of 10 ms), read through a
- * connection of its own (left out of the sum); and the table's updates so far, HOT ones apart.
+ * used so far (serverBackendsCpu), read through a connection of its own; and the table's updates
+ * so far, HOT ones apart.
  */
-const CLK_TCK = 100;
 const admin = process.env.DB === 'postgres' ? new pg.Client({ connectionString: url }) : undefined;
 await admin?.connect();
 if (process.env.FF) await admin?.query(`ALTER TABLE webhook_events SET (fillfactor = ${Number(process.env.FF)})`);
-async function serverCpu(): Promise<{ us: number; backends: number } | undefined> {
-  if (!admin) return undefined;
-  const { rows } = await admin.query<{ pid: number }>(
-    `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'
-      AND pid <> pg_backend_pid()`,
-  );
-  let ticks = 0;
-  for (const { pid } of rows) {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    ticks += Number(f[11]) + Number(f[12]); // fields 14 and 15 of proc(5)
-  }
-  return { us: (ticks * 1e6) / CLK_TCK, backends: rows.length };
-}
+const serverCpu = async () => (admin ? serverBackendsCpu(admin) : undefined);
 async function tableUpdates(): Promise<string> {
   if (!admin) return '';
   await new Promise((r) => setTimeout(r, 1_500)); // backends flush their counters at most once a second

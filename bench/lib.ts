@@ -15,6 +15,7 @@ import pg from 'pg';
 import { Pool } from 'undici';
 import { openStore } from '../src/store/db.js';
 import { createKey } from '../src/store/keys.js';
+import type { ScheduledAttempt } from '../src/store/webhooks.js';
 import { deliveryHeaders } from '../src/webhooks/sign.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -490,6 +491,30 @@ export interface LoadOptions {
   /** A process (the server under load) whose CPU time per request to report. */
   cpuOf?: number;
 }
+
+/**
+ * CPU µs the PostgreSQL backends serving `admin`'s database have used so far (a server on this
+ * machine: /proc), `admin`'s own backend left out; and how many backends that was.
+ */
+export async function serverBackendsCpu(admin: pg.Client): Promise<{ us: number; backends: number }> {
+  const { rows } = await admin.query<{ pid: number }>(
+    `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'
+      AND pid <> pg_backend_pid()`,
+  );
+  let us = 0;
+  for (const { pid } of rows) us += cpuMicros(pid) ?? 0;
+  return { us, backends: rows.length };
+}
+
+/** A delivered attempt of event `eventId`, as the dispatcher records one (the dispatch benches). */
+export const deliveredAttempt = (eventId: string, now: number): ScheduledAttempt => ({
+  eventId,
+  claimedAttempts: 0,
+  attempt: { startedAt: now, durationMs: 3, httpStatus: 200, error: null, ok: true },
+  state: 'delivered',
+  nextAttemptAt: null,
+  now,
+});
 
 /** CPU time of a process so far (all its threads), in µs, from /proc (undefined elsewhere). */
 export function cpuMicros(pid: number): number | undefined {

@@ -13,13 +13,13 @@
  * made due in one statement), and raw undici first posts as many. A fresh process's first
  * deliveries run in V8's interpreter, several times slower than the same code optimized.
  */
-import fs from 'node:fs';
 import { Pool } from 'undici';
 import type { Kysely } from 'kysely';
 import { openStore } from '../../src/store/db.js';
 import type { Database } from '../../src/store/schema.js';
 import type { Store } from '../../src/store/store.js';
 import {
+  cpuMicros,
   fmt,
   freePort,
   freshStore,
@@ -70,11 +70,8 @@ interface Run {
   cpuMsPerDelivery: number;
 }
 
-/** User + system CPU time of a process so far, in ms (Linux /proc; clock ticks of 10 ms). */
-function processCpuMs(pid: number): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
+/** User + system CPU time of a process so far, in ms. */
+const processCpuMs = (pid: number): number => cpuMicros(pid)! / 1000;
 
 /**
  * Holds the measured events back (due far in the future) and adds WARMUP due copies of them
