@@ -632,8 +632,14 @@ function renderFace(
   const srcNonSkin = srcSkin ? nonSkinMask(srcLab, inside, srcSkin) : bytes(n);
 
   const canvas: Canvas = { region, covered, size, margin };
-  const source: FacePlanes = { lm: dstPts, lab: srcLab, zones: srcZones, nonSkin: srcNonSkin, modelled: !!srcSkin };
-  source.lips = lipsOf(dstPts, region);
+  const source: FacePlanes = {
+    lm: dstPts,
+    lab: srcLab,
+    zones: srcZones,
+    nonSkin: srcNonSkin,
+    modelled: !!srcSkin,
+    lips: lipsOf(dstPts, region),
+  };
   const dest: FacePlanes = { lm: targetLm, lab: dstLab, zones: dstZones, nonSkin: dstNonSkin, modelled: !!dstSkin };
   if (!skip('hairFill') && fillSourceHair(canvas, { inside, dist }, source) && !opts.colorCorrection) {
     warped.set(labToRgb(srcLab, covered));
