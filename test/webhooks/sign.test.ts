@@ -228,7 +228,7 @@ describe('Standard Webhooks signatures', () => {
   });
 });
 
-describe('the sender\'s signing with keys made once (signedDeliveryHeaders)', () => {
+describe("the sender's signing with keys made once (signedDeliveryHeaders)", () => {
   const secrets = [
     secret,
     'whsec_' + Buffer.from('another key, 24 bytes ok').toString('base64'),
