@@ -14,6 +14,7 @@ import {
   claimDueEvents,
   MAX_RECORD_BATCH,
   nextDueAt,
+  openDispatchConnection,
   pendingDestinations,
   recordScheduledAttempts,
   type ClaimedEventRow,
@@ -171,6 +172,8 @@ export class WebhookDispatcher {
   private recording = 0;
   /** Set at stop: what is not recorded by then (the database still down) is given up. */
   private drainBy: number | undefined;
+  /** Closes the dispatcher's own SQLite connection (store/webhooks.ts openDispatchConnection). */
+  private closeConnection: (() => void) | undefined;
 
   private readonly onWake = () => {
     this.lookAround = true;
@@ -213,6 +216,7 @@ export class WebhookDispatcher {
   }
 
   start(): void {
+    this.closeConnection ??= openDispatchConnection(this.opts.store.db);
     this.opts.signals.on(WAKE_SIGNAL, this.onWake);
     this.loop.start();
   }
@@ -235,6 +239,8 @@ export class WebhookDispatcher {
     await all;
     this.drainBy = this.opts.clock.now() + FINAL_FLUSH_MS;
     await this.recorder.drain();
+    this.closeConnection?.();
+    this.closeConnection = undefined;
   }
 
   /** Attempts in flight in this process. */
