@@ -50,8 +50,9 @@ export function createFaceDetectJobType(
     name: FACE_DETECT,
     description:
       'Finds the faces in the `target` image and answers JSON: the image size and, for each face left to ' +
-      'right (`index` 0 is the leftmost), its box, detector score and 68 landmarks. The indices are the ' +
-      'ones `target_face_indices` and `source_face_index` of the face-swap job types refer to.',
+      'right (`index` 0 is the leftmost), its box, detector score, 68 landmarks and `swappable`: false, ' +
+      'with a `reason` (`profile`: turned too far), for a face `image-face-swap` refuses. The indices are ' +
+      'the ones `target_face_indices` and `source_face_index` of the face-swap job types refer to.',
     slots: {
       target: {
         required: true,

@@ -66,6 +66,23 @@ export function isProfile(img: RgbImage, lm: readonly Point[]): boolean {
 }
 
 /**
+ * Why the swap refuses a face, as face-detect's `reason` says it: `profile` (isProfile). A code, so a
+ * client can act on it; more may come, and a client shows one it does not know as it is.
+ */
+export type Refusal = 'profile';
+
+/**
+ * Whether the swap can take the face with (refined) landmarks `lm` in `img`, as face-detect answers
+ * it: the swap's own rule (isProfile), so the two never disagree on the same landmarks.
+ */
+export function swappability(
+  img: RgbImage,
+  lm: readonly Point[],
+): { swappable: true } | { swappable: false; reason: Refusal } {
+  return isProfile(img, lm) ? { swappable: false, reason: 'profile' } : { swappable: true };
+}
+
+/**
  * The job's error for a profile face with landmarks `lm` (of `label`, e.g. input.target), naming it by
  * its index (face-detect's left-to-right order) when the job picked it by index.
  */
