@@ -76,7 +76,7 @@ type Kind = (typeof PICKERS)[keyof typeof PICKERS];
 type Face = Detection['faces'][number];
 
 /** face-detect's reasons in words; a reason this page does not know is shown as the service sent it. */
-const REASONS: Record<string, string> = { profile: 'in profile (turned too far)' };
+const REASONS: Record<string, string> = { profile: 'in profile (turned too far)', small: 'too small' };
 
 /** Why the swap would refuse face `f` (it cannot be picked), or null when it would take it. */
 function refusal(f: Face): string | null {

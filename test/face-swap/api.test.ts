@@ -153,6 +153,28 @@ describe('image-face-swap through the API', { timeout: LONG }, () => {
     expect(refused.error_message).toMatch(/^input\.source: face 0 \(at x 3\d\d, y \d+\) is in profile; /);
   });
 
+  it('flags faces too small to swap, and refuses them by name rather than by a misread pose', async () => {
+    // sample6 at 240 px wide: four faces 19-24 px, whose refined landmarks can collapse (one read
+    // as a profile before faces this small were refused as such).
+    files.set('/tiny.jpg', await sharp(sample(6)).resize(240).jpeg().toBuffer());
+    const det = await svc.call('POST', '/api/v1/jobs/submit/face-detect', {
+      body: { job_type: 'face-detect', model: 'ssd-landmarks68-v1', input: { target: `${media.origin}/tiny.jpg` } },
+    });
+    expect((await waitTerminal(svc.call, det.body.data.uuid)).status).toBe('completed');
+    const link = (await svc.call('GET', `/api/v1/jobs/${det.body.data.uuid}/result`)).body.data;
+    const found = (await (await fetch(link.url)).json()) as { faces: { swappable: boolean; reason?: string }[] };
+    expect(found.faces.length).toBeGreaterThanOrEqual(3);
+    expect(found.faces.map(({ swappable, reason }) => ({ swappable, reason }))).toEqual(
+      found.faces.map(() => ({ swappable: false, reason: 'small' })),
+    );
+    const sub = await swap({ source: `${media.origin}/source.jpg`, target: `${media.origin}/tiny.jpg` });
+    const done = await waitTerminal(svc.call, sub.body.data.uuid);
+    expect(done).toMatchObject({ status: 'failed', error_type: 'invalid_media', result_ready: false });
+    expect(done.error_message).toMatch(
+      /^input\.target: the face at x \d+, y \d+ is too small to swap \(\d\d px across; the swap needs 32 px\)$/,
+    );
+  });
+
   it('names every face index that does not exist, of both inputs, in one answer', async () => {
     const sub = await swap({
       source: `${media.origin}/source.jpg`,

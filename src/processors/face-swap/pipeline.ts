@@ -16,7 +16,7 @@ import {
 import { CONTENT_TYPES, EXTENSIONS, decodeImage, encodeImage } from './image.js';
 import type { FaceMode, FaceSwapOptions } from './options.js';
 import { levelled, swapLevelled } from './level.js';
-import { refuseProfile, swappability, swappableTargets } from './profile.js';
+import { refuseFace, swappability, swappableTargets } from './profile.js';
 import { DEFAULT_TUNING, extendForehead } from './swap.js';
 import type { Box, Point, RgbImage } from './types.js';
 
@@ -180,7 +180,7 @@ export async function findSwapFaces(
   const refined = { source: await refineLandmarks(source, srcLandmarks), targets: [] as Point[][] };
   for (const lm of chosen) refined.targets.push(await refineLandmarks(target, lm));
   hooks.checkAborted();
-  refuseProfile(source, refined.source, 'input.source', srcIndex);
+  refuseFace(source, refined.source, 'input.source', srcIndex);
   const all = effectiveFaceMode(options, images.reference !== undefined) === 'all';
   refined.targets = swappableTargets(target, refined.targets, all, options.target_face_indices);
   return refined;
@@ -274,7 +274,7 @@ export interface DetectResult {
 
 const r1 = (v: number) => Math.round(v * 10) / 10;
 
-/** The face-detect job: the same decoding, detector, order and profile rule as the swap, as JSON. */
+/** The face-detect job: the same decoding, detector, order and refusals (profile.ts) as the swap, as JSON. */
 export async function runFaceDetect(input: DetectJobInput, hooks: PipelineHooks): Promise<DetectResult> {
   hooks.progress('detecting faces');
   const target = await decodeImage(input.target, 'input.target', input.maxPixels);
