@@ -118,7 +118,7 @@ export function refusalError(reason: Refusal, lm: readonly Point[], label: strin
   return new JobError(
     'invalid_media',
     reason === 'small'
-      ? `${face} is too small to swap (${Math.round(faceWidth(lm))} px across; the swap needs ${MIN_FACE_WIDTH} px)`
+      ? `${face} is too small to swap (the swap needs a face at least ${MIN_FACE_WIDTH} px across)`
       : `${face} is in profile; the swap needs a face turned less (both eyes and cheeks showing)`,
   );
 }
