@@ -5,6 +5,7 @@
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { detectFaces, descriptorDistance, loadFaceModels } from '../../src/processors/face-swap/detect.js';
+import { faceDetectResultSchema } from '../../src/processors/face-swap/detect-job.js';
 import { decodeImage } from '../../src/processors/face-swap/image.js';
 import { startServer, type TestServer } from '../helpers/servers.js';
 import { startService, waitFor, waitTerminal, type TestService } from '../helpers/service.js';
@@ -227,11 +228,16 @@ describe('image-face-swap through the API', { timeout: LONG }, () => {
     expect(done).toMatchObject({ status: 'completed', result_ready: true });
     const link = (await svc.call('GET', `/api/v1/jobs/${sub.body.data.uuid}/result`)).body.data;
     expect(link.content_type).toBe('application/json');
-    const body = (await (await fetch(link.url)).json()) as {
-      width: number;
-      height: number;
-      faces: { index: number; box: { x: number; width: number }; swappable: boolean }[];
-    };
+    // The answer is what the OpenAPI document says it is (a strict schema: no field left out of it).
+    const body = faceDetectResultSchema.parse(await (await fetch(link.url)).json());
+    expect(body.preview).toMatch(/^data:image\/jpeg;base64,/);
+    const doc = (await svc.call('GET', '/api/v1/openapi.json')).body;
+    expect(Object.keys(doc.components.schemas.FaceDetectResult.properties.faces.items.properties)).toEqual(
+      Object.keys(faceDetectResultSchema.shape.faces.element.shape),
+    );
+    expect(doc.paths['/results/{key}'].get.responses['200'].content['application/json'].schema.anyOf[0].$ref).toBe(
+      '#/components/schemas/FaceDetectResult',
+    );
     const meta = await sharp(files.get('/target.jpg')).metadata();
     expect([body.width, body.height]).toEqual([meta.width, meta.height]);
     expect(body.faces.length).toBeGreaterThanOrEqual(3);
