@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { openStore, sqliteHandle } from '../src/store/db.js';
 import {
   claimDueEvents,
@@ -6,7 +6,10 @@ import {
   nextDueAt,
   pendingDestinations,
   pendingDestinationsQuery,
-  recordQueryPg,
+  PG_CLAIM,
+  PG_RECORD,
+  pgClaimParams,
+  pgRecordParams,
   recordScheduledAttempts,
   SQLITE_DIRECT_SQL,
 } from '../src/store/webhooks.js';
@@ -109,7 +112,7 @@ console.log('--- claim (dead: 16, p7: 4)');
 await db
   .transaction()
   .execute(async (trx) => {
-    const q = claimDueEventsQuery(store.dialect, {
+    const spec = {
       leaseOwner: 'X',
       leaseMs: 1000,
       now: NOW,
@@ -117,7 +120,8 @@ await db
         { destination: 'http://dead.example', limit: 16 },
         { destination: 'http://p7.example', limit: 4 },
       ],
-    })!.compile(db);
+    };
+    const q = pg ? CompiledQuery.raw(PG_CLAIM.text, pgClaimParams(spec)) : claimDueEventsQuery(spec)!.compile(db);
     const prefix = pg ? 'EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ' : 'EXPLAIN QUERY PLAN ';
     const rows = (await trx.executeQuery({ ...q, sql: prefix + q.sql })).rows as any[];
     for (const r of rows) console.log('   ', pg ? r['QUERY PLAN'] : `${r.id}/${r.parent} ${r.detail}`);
@@ -163,7 +167,7 @@ console.log('--- record');
     await db
       .transaction()
       .execute(async (trx) => {
-        const q = recordQueryPg('X', outcomes, NOW).compile(db);
+        const q = CompiledQuery.raw(PG_RECORD.text, pgRecordParams('X', outcomes, NOW));
         const plan = await trx.executeQuery({ ...q, sql: `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${q.sql}` });
         for (const r of plan.rows as any[]) console.log('   ', r['QUERY PLAN']);
         throw new Rollback();
