@@ -230,11 +230,11 @@ function claimDirect(
  * CLAIMED_COLUMNS' order.
  */
 export const PG_CLAIM: NamedStatement = {
-  name: 'webhooks_claim_1',
+  name: 'webhooks_claim_2',
   text: `WITH picked AS MATERIALIZED (
-      SELECT c.event_id FROM unnest($1::text[], $2::int[]) AS d(destination, room)
+      SELECT c.tid FROM webhook_claim_rooms($1::text[], $2::int[]) AS d
       CROSS JOIN LATERAL (
-        SELECT w.event_id FROM webhook_events w
+        SELECT w.ctid AS tid FROM webhook_events w
         WHERE w.destination = d.destination AND w.state = 'pending' AND w.next_attempt_at <= $3
           AND (w.lease_expires_at IS NULL OR w.lease_expires_at < $3)
         ORDER BY w.next_attempt_at LIMIT d.room
@@ -243,7 +243,7 @@ export const PG_CLAIM: NamedStatement = {
     )
     UPDATE webhook_events e SET lease_owner = $4, lease_expires_at = $5::bigint
     FROM picked
-    WHERE e.event_id = picked.event_id AND (e.state || '') = 'pending' AND (e.next_attempt_at + 0) <= $3
+    WHERE e.ctid = picked.tid AND (e.state || '') = 'pending' AND (e.next_attempt_at + 0) <= $3
       AND (e.lease_expires_at IS NULL OR e.lease_expires_at < $3)
     RETURNING ${CLAIMED_COLUMNS.map((c) => `e.${c}`).join(', ')}`,
 };
