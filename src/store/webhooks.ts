@@ -234,7 +234,7 @@ function claimDirect(
  * claim of 64. What a server crash can lose is the last fraction of a second's leases, never an
  * event: the recording of an attempt flushes every earlier commit with its own, and an attempt
  * whose lease was lost is recorded without moving its event, which is sent again when due (a
- * duplicate, as deliveries are at least once; a recording lost with the crash does the same).
+ * duplicate: deliveries are at least once).
  */
 export const PG_CLAIM: NamedStatement = {
   name: 'webhooks_claim_3',
