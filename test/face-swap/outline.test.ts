@@ -42,6 +42,21 @@ describe('face-swap outline move', () => {
     expect(half.slice(17)).toEqual(lm.slice(17));
   });
 
+  it("moves a turned target's far cheek outwards only in part, its near cheek and chin in full", () => {
+    const { lm } = disc();
+    // Eyes level, the nose tip pushed towards point 16's end: points 9-16 are the far cheek.
+    for (let i = 36; i < 42; i++) lm[i] = { x: C.x - 20 + (i - 36), y: C.y - 15 };
+    for (let i = 42; i < 48; i++) lm[i] = { x: C.x + 15 + (i - 42), y: C.y - 15 };
+    lm[30] = { x: C.x + 0.5 * R, y: C.y };
+    const wider = lm.map((p, i) => (i < 17 ? { x: C.x + 1.2 * (p.x - C.x), y: p.y } : p));
+    const moved = reshapedJaw(wider, lm, 1);
+    const frontal = reshapedJaw(wider, lm, 1, 0);
+    // noseAcross 0.75: the far side keeps 1 - 3 * 0.25 of its outward move.
+    expect(moved[12]!.x - lm[12]!.x).toBeCloseTo(0.25 * (frontal[12]!.x - lm[12]!.x), 5);
+    expect(moved[4]).toEqual(frontal[4]);
+    expect(moved[8]).toEqual(frontal[8]);
+  });
+
   it('pulls the background in behind a narrowed chin (no second edge) and leaves the photo beyond the ring', () => {
     const { img, lm } = disc();
     const before = Uint8Array.from(img.data);

@@ -3,7 +3,7 @@
  * the photo around them moved along (a "liquify" of the target), so a narrowed jaw leaves no second
  * chin edge behind it and a widened one pushes the background out instead of covering it.
  */
-import { boundingRegion, faceSize } from './geometry.js';
+import { boundingRegion, faceSize, noseAcross } from './geometry.js';
 import type { Point, RgbImage } from './types.js';
 import { triangulate, warpPiecewiseAffine } from './warp.js';
 
@@ -14,19 +14,57 @@ const MAX_MOVE = 0.2;
 /** Width of the ring around the jaw (of the face size) the photo is stretched over; beyond it nothing moves. */
 const RING = 0.3;
 
+/** Share of its outward move (along the eye line) the far cheek of a turned target keeps: 1 - FAR_TURN * |noseAcross - 0.5|. */
+export const FAR_TURN = 3;
+
+/** The unit vector along a face's eye line (left eye centre to right). */
+function eyeLine(lm: readonly Point[]): Point {
+  let x = 0;
+  let y = 0;
+  for (let i = 0; i < 6; i++) {
+    x += lm[42 + i]!.x - lm[36 + i]!.x;
+    y += lm[42 + i]!.y - lm[36 + i]!.y;
+  }
+  const len = Math.hypot(x, y) || 1;
+  return { x: x / len, y: y / len };
+}
+
 /**
  * The target's landmarks with the jaw line (0-16) moved `amount` of the way to `aligned`'s, the
  * source's landmarks aligned to the target's inner face (the frame its features are placed in, so
  * chin and mouth stay in the source's proportion; aligned on the eyes alone, the same amounts
- * gained less).
+ * gained less). On a turned target the far cheek's outline is the silhouette of a cheek turned
+ * away, narrower than a frontal source's: moved all the way out, it bulged into the hair and
+ * background (sample5 face 1, sample6 face 1). There the outward part of the move (along the eye
+ * line, away from the nose) is scaled by `1 - farTurn * |noseAcross - 0.5|`; inward and vertical
+ * moves, and the near cheek's, stay whole.
  */
-export function reshapedJaw(aligned: readonly Point[], targetLm: readonly Point[], amount: number): Point[] {
+export function reshapedJaw(
+  aligned: readonly Point[],
+  targetLm: readonly Point[],
+  amount: number,
+  farTurn = FAR_TURN,
+): Point[] {
   const limit = MAX_MOVE * faceSize(targetLm);
+  const e = eyeLine(targetLm);
+  const side = noseAcross(targetLm) - 0.5;
+  const nose = targetLm[30]!;
+  // Nose towards point 16: that side (9-16) is the far cheek.
+  const far = (i: number) => (side > 0 ? i > 8 : i < 8);
+  const keep = Math.max(0, 1 - farTurn * Math.abs(side));
   return targetLm.map((t, i) => {
     if (i >= 17 || JAW_WEIGHT[i] === 0) return t;
     const k = amount * JAW_WEIGHT[i]!;
     let mx = k * (aligned[i]!.x - t.x);
     let my = k * (aligned[i]!.y - t.y);
+    if (far(i) && keep < 1) {
+      const out = Math.sign((t.x - nose.x) * e.x + (t.y - nose.y) * e.y);
+      const along = (mx * e.x + my * e.y) * out;
+      if (along > 0) {
+        mx -= (1 - keep) * along * out * e.x;
+        my -= (1 - keep) * along * out * e.y;
+      }
+    }
     const len = Math.hypot(mx, my);
     if (len > limit) {
       mx *= limit / len;
@@ -36,19 +74,24 @@ export function reshapedJaw(aligned: readonly Point[], targetLm: readonly Point[
   });
 }
 
+/** The fixed edge of the stretched ring: each jaw point pushed RING face sizes further out from the nose tip. */
+export function outlineRing(lm: readonly Point[]): Point[] {
+  const size = faceSize(lm);
+  const c = lm[30]!;
+  return lm.slice(0, 17).map((p) => {
+    const len = Math.hypot(p.x - c.x, p.y - c.y) || 1;
+    const k = (RING * size) / len;
+    return { x: p.x + (p.x - c.x) * k, y: p.y + (p.y - c.y) * k };
+  });
+}
+
 /**
  * Warps `img` (in place) so the jaw points of `from` land on those of `to`: the photo in a ring
  * around the jaw is stretched with it, the inner face and everything beyond the ring stay. Pixels
  * that changed get alpha 1 in `alphaOut` (level.ts pastes the crop back by it).
  */
 export function liquifyOutline(img: RgbImage, from: readonly Point[], to: readonly Point[], alphaOut?: Float32Array) {
-  const size = faceSize(from);
-  const c = from[30]!;
-  const ring = from.slice(0, 17).map((p) => {
-    const len = Math.hypot(p.x - c.x, p.y - c.y) || 1;
-    const k = (RING * size) / len;
-    return { x: p.x + (p.x - c.x) * k, y: p.y + (p.y - c.y) * k };
-  });
+  const ring = outlineRing(from);
   const srcPts = [...from.slice(0, 68), ...ring];
   const dstPts = [...to.slice(0, 68), ...ring];
   const region = boundingRegion(dstPts, 2, img.width, img.height);

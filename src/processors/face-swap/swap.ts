@@ -13,7 +13,7 @@ import { laplacianVariance, matchDetail } from './detail.js';
 import { removeRedEye } from './redeye.js';
 import { innerMouthHole, mouthGap, OPEN_GAP } from './mouth.js';
 import { mirrorFace, mirrorLandmarks, prefersMirror } from './mirror.js';
-import { liquifyOutline, reshapedJaw } from './outline.js';
+import { FAR_TURN, liquifyOutline, reshapedJaw } from './outline.js';
 import { occlusionMask } from './occlusion.js';
 import { fitSkinModel, nonSkinMask, softenMask } from './skin.js';
 import { matchColour } from './recolor.js';
@@ -79,6 +79,8 @@ export interface SwapTuning {
    * as its features are), the photo around them stretched along (outline.ts); 0: the outline stays.
    */
   jaw: number;
+  /** The far cheek of a turned target moves outwards by 1 - jawTurn * |noseAcross - 0.5| of its share (outline.ts). */
+  jawTurn: number;
   /** Share of `shape` an open mouth's outer lip line moves by (its inner lip line stays the target's). */
   openLips: number;
   /** The source is mirrored when turned the other way from a target turned at least this much (mirror.ts; Infinity: never). */
@@ -112,7 +114,8 @@ export const DEFAULT_TUNING: Readonly<SwapTuning> = {
   shape: 1,
   forehead: 0.25,
   brows: 1,
-  jaw: 0,
+  jaw: 1,
+  jawTurn: FAR_TURN,
   openLips: 0,
   mirror: 0.12,
 };
@@ -330,7 +333,7 @@ function reshapeTarget(
 ): Point[] {
   const mirrored = prefersMirror(srcLm, targetLm, geometryTuning(opts, tuning).mirror);
   const aligned = alignSimilarity(mirrored ? mirrorLandmarks(srcLm) : srcLm, targetLm, INNER);
-  const moved = reshapedJaw(aligned, targetLm, tuning.jaw);
+  const moved = reshapedJaw(aligned, targetLm, tuning.jaw, tuning.jawTurn);
   liquifyOutline(target, targetLm, moved, opts.alphaOut);
   return moved;
 }
