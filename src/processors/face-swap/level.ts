@@ -6,7 +6,6 @@
 import type { ColorStats } from './color.js';
 import { composite } from './blend.js';
 import { boundingRegion, extents, type Region } from './geometry.js';
-import { outlineRing } from './outline.js';
 import { DEFAULT_TUNING, extendForehead, sharpenToMatch, swapFace, type SwapOptions, type SwapTuning } from './swap.js';
 import type { Point, RgbImage } from './types.js';
 import { sampleBicubic } from './warp.js';
@@ -177,8 +176,7 @@ export async function swapLevelled(
   refit?: Refit,
   tuning: SwapTuning = DEFAULT_TUNING,
 ): Promise<ColorStats | undefined> {
-  // The crop holds the forehead and, when the outline moves, the whole ring stretched with it.
-  const reach = [...extendForehead(targetLm, tuning.forehead), ...(tuning.jaw > 0 ? outlineRing(targetLm) : [])];
+  const reach = extendForehead(targetLm, tuning.forehead);
   const dst = await levelled(target, targetLm, reach, refit);
   if (!dst.frame) return swapFace(target, targetLm, source, srcLm, opts, tuning);
   const alpha = new Float32Array(dst.image.width * dst.image.height);

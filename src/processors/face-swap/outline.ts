@@ -74,14 +74,25 @@ export function reshapedJaw(
   });
 }
 
-/** The fixed edge of the stretched ring: each jaw point pushed RING face sizes further out from the nose tip. */
-export function outlineRing(lm: readonly Point[]): Point[] {
+/**
+ * The fixed edge of the stretched ring: each jaw point pushed RING face sizes further out from the
+ * nose tip, but no further than the picture's edge (a level crop of a rolled face may end before
+ * the ring: the move then fades out inside the crop, not at a seam where it is pasted back).
+ */
+export function outlineRing(lm: readonly Point[], width: number, height: number): Point[] {
   const size = faceSize(lm);
   const c = lm[30]!;
   return lm.slice(0, 17).map((p) => {
     const len = Math.hypot(p.x - c.x, p.y - c.y) || 1;
-    const k = (RING * size) / len;
-    return { x: p.x + (p.x - c.x) * k, y: p.y + (p.y - c.y) * k };
+    const dx = ((p.x - c.x) * RING * size) / len;
+    const dy = ((p.y - c.y) * RING * size) / len;
+    let t = 1;
+    if (p.x + dx < 0) t = Math.min(t, -p.x / dx);
+    if (p.x + dx > width) t = Math.min(t, (width - p.x) / dx);
+    if (p.y + dy < 0) t = Math.min(t, -p.y / dy);
+    if (p.y + dy > height) t = Math.min(t, (height - p.y) / dy);
+    t = Math.max(0, t);
+    return { x: p.x + dx * t, y: p.y + dy * t };
   });
 }
 
@@ -91,7 +102,7 @@ export function outlineRing(lm: readonly Point[]): Point[] {
  * that changed get alpha 1 in `alphaOut` (level.ts pastes the crop back by it).
  */
 export function liquifyOutline(img: RgbImage, from: readonly Point[], to: readonly Point[], alphaOut?: Float32Array) {
-  const ring = outlineRing(from);
+  const ring = outlineRing(from, img.width, img.height);
   const srcPts = [...from.slice(0, 68), ...ring];
   const dstPts = [...to.slice(0, 68), ...ring];
   const region = boundingRegion(dstPts, 2, img.width, img.height);
