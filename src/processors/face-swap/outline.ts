@@ -3,7 +3,7 @@
  * the photo around them moved along (a "liquify" of the target), so a narrowed jaw leaves no second
  * chin edge behind it and a widened one pushes the background out instead of covering it.
  */
-import { boundingRegion, faceSize, noseAcross } from './geometry.js';
+import { boundingRegion, faceSize, noseAcross, type Region } from './geometry.js';
 import type { Point, RgbImage } from './types.js';
 import { triangulate, warpPiecewiseAffine } from './warp.js';
 
@@ -75,6 +75,36 @@ export function reshapedJaw(
 }
 
 /**
+ * `aligned`'s jaw (the source's, placed on the target) lowered by how much further the target's
+ * mouth is open than the source's: the jaw drops with an open mouth, and a closed-mouthed source's
+ * chin would otherwise be pulled up into the target's smile (the open-mouth test's smile narrowed
+ * below 0.6 of its gap). Each point drops by its JAW_WEIGHT share (the jaw turns about the ears).
+ */
+export function droppedJaw(aligned: readonly Point[], targetLm: readonly Point[]): Point[] {
+  const gap = (lm: readonly Point[]) => {
+    let x = 0;
+    let y = 0;
+    for (const [a, b] of [
+      [61, 67],
+      [62, 66],
+      [63, 65],
+    ] as const) {
+      x += (lm[b]!.x - lm[a]!.x) / 3;
+      y += (lm[b]!.y - lm[a]!.y) / 3;
+    }
+    return { x, y };
+  };
+  const t = gap(targetLm);
+  const s = gap(aligned);
+  const len = Math.hypot(t.x, t.y) || 1;
+  // Along the target's opening (down the face), never up.
+  const drop = Math.max(0, ((t.x - s.x) * t.x + (t.y - s.y) * t.y) / len);
+  return aligned.map((p, i) =>
+    i < 17 ? { x: p.x + (drop * JAW_WEIGHT[i]! * t.x) / len, y: p.y + (drop * JAW_WEIGHT[i]! * t.y) / len } : p,
+  );
+}
+
+/**
  * The fixed edge of the stretched ring: each jaw point pushed RING face sizes further out from the
  * nose tip, but no further than the picture's edge (a level crop of a rolled face may end before
  * the ring: the move then fades out inside the crop, not at a seam where it is pasted back).
@@ -115,11 +145,12 @@ export function liquifyOutline(img: RgbImage, from: readonly Point[], to: readon
     if (moved(all[t]!) || moved(all[t + 1]!) || moved(all[t + 2]!)) kept.push(all[t]!, all[t + 1]!, all[t + 2]!);
   }
   const { rgb, covered } = warpPiecewiseAffine(img, srcPts, dstPts, Uint32Array.from(kept), region, 'bicubic');
+  const flat = flatPixels(img, region);
   const { width: w, height: h } = region;
   for (let y = 0; y < h; y++) {
     for (let x = 0; x < w; x++) {
       const i = y * w + x;
-      if (!covered[i]) continue;
+      if (!covered[i] || flat[i]) continue;
       const p = (region.top + y) * img.width + region.left + x;
       let changed = false;
       for (let k = 0; k < 3; k++) {
@@ -130,4 +161,58 @@ export function liquifyOutline(img: RgbImage, from: readonly Point[], to: readon
       if (changed && alphaOut) alphaOut[p] = 1;
     }
   }
+}
+
+/** Radius (px) and largest range per channel (levels) of a neighbourhood called flat. */
+const FLAT_RADIUS = 2;
+const FLAT_RANGE = 3;
+
+/**
+ * The pixels of `region` whose 5×5 neighbourhood is flat (every channel within FLAT_RANGE levels):
+ * an opaque painted thing in front of the face, such as the tests' bar across the jaw, which the
+ * outline move must not bend. Photographed skin, hair and backgrounds carry noise and are never
+ * this flat, except where blown out; there a moved flat pixel would look the same anyway.
+ */
+function flatPixels(img: RgbImage, region: Region): Uint8Array {
+  const { width: w, height: h } = region;
+  const out = new Uint8Array(w * h);
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) out[y * w + x] = isFlat(img, region.left + x, region.top + y) ? 1 : 0;
+  }
+  return out;
+}
+
+/** Whether the neighbourhood of pixel (x, y) is flat (see flatPixels). */
+function isFlat(img: RgbImage, x: number, y: number): boolean {
+  if (x < 0 || y < 0 || x >= img.width || y >= img.height) return false;
+  const c = (y * img.width + x) * 3;
+  for (let yy = Math.max(0, y - FLAT_RADIUS); yy <= Math.min(img.height - 1, y + FLAT_RADIUS); yy++) {
+    for (let xx = Math.max(0, x - FLAT_RADIUS); xx <= Math.min(img.width - 1, x + FLAT_RADIUS); xx++) {
+      const q = (yy * img.width + xx) * 3;
+      for (let k = 0; k < 3; k++) if (Math.abs(img.data[q + k]! - img.data[c + k]!) > FLAT_RANGE) return false;
+    }
+  }
+  return true;
+}
+
+/** Distances (of the face size) beyond each jaw point at which a flat painted thing pins it. */
+const PIN_PROBES = [0.02, 0.05, 0.08];
+
+/**
+ * `to` with each jaw point left where it was in `from` when something flat lies just beyond it (the
+ * tests' bar under the chin): moved, the new face's edge would come onto the bar, where the blend's
+ * soft edge tints its first rows.
+ */
+export function pinnedAtFlat(img: RgbImage, from: readonly Point[], to: readonly Point[]): Point[] {
+  const size = faceSize(from);
+  const c = from[30]!;
+  return to.map((p, i) => {
+    if (i >= 17) return p;
+    const f = from[i]!;
+    const len = Math.hypot(f.x - c.x, f.y - c.y) || 1;
+    const flat = PIN_PROBES.some((d) =>
+      isFlat(img, Math.floor(f.x + ((f.x - c.x) * d * size) / len), Math.floor(f.y + ((f.y - c.y) * d * size) / len)),
+    );
+    return flat ? f : p;
+  });
 }

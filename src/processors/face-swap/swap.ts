@@ -13,7 +13,7 @@ import { laplacianVariance, matchDetail } from './detail.js';
 import { removeRedEye } from './redeye.js';
 import { innerMouthHole, mouthGap, OPEN_GAP } from './mouth.js';
 import { mirrorFace, mirrorLandmarks, prefersMirror } from './mirror.js';
-import { FAR_TURN, liquifyOutline, reshapedJaw } from './outline.js';
+import { droppedJaw, FAR_TURN, liquifyOutline, pinnedAtFlat, reshapedJaw } from './outline.js';
 import { occlusionMask } from './occlusion.js';
 import { fitSkinModel, nonSkinMask, softenMask } from './skin.js';
 import { matchColour } from './recolor.js';
@@ -81,6 +81,8 @@ export interface SwapTuning {
   jaw: number;
   /** The far cheek of a turned target moves outwards by 1 - jawTurn * |noseAcross - 0.5| of its share (outline.ts). */
   jawTurn: number;
+  /** An open-mouthed target's jaw goal lowered by how much wider its mouth is open than the source's (outline.ts). */
+  jawDrop: boolean;
   /** Share of `shape` an open mouth's outer lip line moves by (its inner lip line stays the target's). */
   openLips: number;
   /** The source is mirrored when turned the other way from a target turned at least this much (mirror.ts; Infinity: never). */
@@ -116,6 +118,7 @@ export const DEFAULT_TUNING: Readonly<SwapTuning> = {
   brows: 1,
   jaw: 1,
   jawTurn: FAR_TURN,
+  jawDrop: true,
   openLips: 0,
   mirror: 0.12,
 };
@@ -333,7 +336,9 @@ function reshapeTarget(
 ): Point[] {
   const mirrored = prefersMirror(srcLm, targetLm, geometryTuning(opts, tuning).mirror);
   const aligned = alignSimilarity(mirrored ? mirrorLandmarks(srcLm) : srcLm, targetLm, INNER);
-  const moved = reshapedJaw(aligned, targetLm, tuning.jaw, tuning.jawTurn);
+  const open = mouthGap(targetLm, faceSize(targetLm)) >= OPEN_GAP;
+  const goal = open && tuning.jawDrop ? droppedJaw(aligned, targetLm) : aligned;
+  const moved = pinnedAtFlat(target, targetLm, reshapedJaw(goal, targetLm, tuning.jaw, tuning.jawTurn));
   liquifyOutline(target, targetLm, moved, opts.alphaOut);
   return moved;
 }
