@@ -3,6 +3,7 @@
  * the photo around them moved along (a "liquify" of the target), so a narrowed jaw leaves no second
  * chin edge behind it and a widened one pushes the background out instead of covering it.
  */
+import { rgbToLab } from './color.js';
 import { boundingRegion, faceSize, noseAcross, type Region } from './geometry.js';
 import type { Point, RgbImage } from './types.js';
 import { triangulate, warpPiecewiseAffine } from './warp.js';
@@ -80,7 +81,7 @@ export function reshapedJaw(
  * chin would otherwise be pulled up into the target's smile (the open-mouth test's smile narrowed
  * below 0.6 of its gap). Each point drops by its JAW_WEIGHT share (the jaw turns about the ears).
  */
-export function droppedJaw(aligned: readonly Point[], targetLm: readonly Point[]): Point[] {
+export function droppedJaw(aligned: readonly Point[], targetLm: readonly Point[], share = 1): Point[] {
   const gap = (lm: readonly Point[]) => {
     let x = 0;
     let y = 0;
@@ -98,7 +99,7 @@ export function droppedJaw(aligned: readonly Point[], targetLm: readonly Point[]
   const s = gap(aligned);
   const len = Math.hypot(t.x, t.y) || 1;
   // Along the target's opening (down the face), never up.
-  const drop = Math.max(0, ((t.x - s.x) * t.x + (t.y - s.y) * t.y) / len);
+  const drop = share * Math.max(0, ((t.x - s.x) * t.x + (t.y - s.y) * t.y) / len);
   return aligned.map((p, i) =>
     i < 17 ? { x: p.x + (drop * JAW_WEIGHT[i]! * t.x) / len, y: p.y + (drop * JAW_WEIGHT[i]! * t.y) / len } : p,
   );
@@ -145,12 +146,12 @@ export function liquifyOutline(img: RgbImage, from: readonly Point[], to: readon
     if (moved(all[t]!) || moved(all[t + 1]!) || moved(all[t + 2]!)) kept.push(all[t]!, all[t + 1]!, all[t + 2]!);
   }
   const { rgb, covered } = warpPiecewiseAffine(img, srcPts, dstPts, Uint32Array.from(kept), region, 'bicubic');
-  const flat = flatPixels(img, region);
+  const painted = paintedPixels(img, region, covered, from);
   const { width: w, height: h } = region;
   for (let y = 0; y < h; y++) {
     for (let x = 0; x < w; x++) {
       const i = y * w + x;
-      if (!covered[i] || flat[i]) continue;
+      if (!covered[i] || painted[i]) continue;
       const p = (region.top + y) * img.width + region.left + x;
       let changed = false;
       for (let k = 0; k < 3; k++) {
@@ -168,21 +169,10 @@ const FLAT_RADIUS = 2;
 const FLAT_RANGE = 3;
 
 /**
- * The pixels of `region` whose 5×5 neighbourhood is flat (every channel within FLAT_RANGE levels):
- * an opaque painted thing in front of the face, such as the tests' bar across the jaw, which the
- * outline move must not bend. Photographed skin, hair and backgrounds carry noise and are never
- * this flat, except where blown out; there a moved flat pixel would look the same anyway.
+ * Whether the 5×5 neighbourhood of pixel (x, y) is flat (every channel within FLAT_RANGE levels): an
+ * opaque painted thing, such as the tests' bar across the lower face. Photographed skin, hair and
+ * backgrounds carry noise and are seldom this flat, except where blown out or crushed to black.
  */
-function flatPixels(img: RgbImage, region: Region): Uint8Array {
-  const { width: w, height: h } = region;
-  const out = new Uint8Array(w * h);
-  for (let y = 0; y < h; y++) {
-    for (let x = 0; x < w; x++) out[y * w + x] = isFlat(img, region.left + x, region.top + y) ? 1 : 0;
-  }
-  return out;
-}
-
-/** Whether the neighbourhood of pixel (x, y) is flat (see flatPixels). */
 function isFlat(img: RgbImage, x: number, y: number): boolean {
   if (x < 0 || y < 0 || x >= img.width || y >= img.height) return false;
   const c = (y * img.width + x) * 3;
@@ -193,6 +183,50 @@ function isFlat(img: RgbImage, x: number, y: number): boolean {
     }
   }
   return true;
+}
+
+/** Chroma distance (a*b*) from the cheeks' skin beyond which a flat pixel is a painted thing. */
+const PAINT_CHROMA = 30;
+
+/** Mean a*b* of a 5×5 patch at `p`. */
+function chromaAt(img: RgbImage, p: Point): [number, number] {
+  const rgb = new Float32Array(3);
+  let n = 0;
+  for (let y = Math.max(0, Math.floor(p.y) - 2); y <= Math.min(img.height - 1, Math.floor(p.y) + 2); y++) {
+    for (let x = Math.max(0, Math.floor(p.x) - 2); x <= Math.min(img.width - 1, Math.floor(p.x) + 2); x++) {
+      for (let k = 0; k < 3; k++) rgb[k]! += img.data[(y * img.width + x) * 3 + k]!;
+      n++;
+    }
+  }
+  for (let k = 0; k < 3; k++) rgb[k] = rgb[k]! / Math.max(1, n);
+  const lab = rgbToLab(rgb);
+  return [lab[1]!, lab[2]!];
+}
+
+/**
+ * The pixels of `region` (where `covered`) the outline move leaves as they are: flat (isFlat) and of
+ * a colour far from the face's skin (read on both cheeks, between the jaw and the nose), a painted
+ * thing in front such as the tests' bar. Flat alone is not enough: JPEG photos have flat patches in
+ * shadows and hair (kept while the rest moved, they came out as blocks beside sample5 face 1's cheek).
+ */
+function paintedPixels(img: RgbImage, region: Region, covered: Uint8Array, lm: readonly Point[]): Uint8Array {
+  const mid = (a: Point, b: Point) => ({ x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 });
+  const l = chromaAt(img, mid(lm[2]!, lm[31]!));
+  const r = chromaAt(img, mid(lm[14]!, lm[35]!));
+  const skin = [(l[0] + r[0]) / 2, (l[1] + r[1]) / 2];
+  const out = new Uint8Array(region.width * region.height);
+  const px = new Float32Array(3);
+  for (let y = 0; y < region.height; y++) {
+    for (let x = 0; x < region.width; x++) {
+      const i = y * region.width + x;
+      if (!covered[i] || !isFlat(img, region.left + x, region.top + y)) continue;
+      const o = ((region.top + y) * img.width + region.left + x) * 3;
+      for (let k = 0; k < 3; k++) px[k] = img.data[o + k]!;
+      const lab = rgbToLab(px);
+      if (Math.hypot(lab[1]! - skin[0]!, lab[2]! - skin[1]!) > PAINT_CHROMA) out[i] = 1;
+    }
+  }
+  return out;
 }
 
 /** Distances (of the face size) beyond each jaw point at which a flat painted thing pins it. */

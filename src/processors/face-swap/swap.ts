@@ -81,8 +81,8 @@ export interface SwapTuning {
   jaw: number;
   /** The far cheek of a turned target moves outwards by 1 - jawTurn * |noseAcross - 0.5| of its share (outline.ts). */
   jawTurn: number;
-  /** An open-mouthed target's jaw goal lowered by how much wider its mouth is open than the source's (outline.ts). */
-  jawDrop: boolean;
+  /** Share of how much wider an open-mouthed target's mouth is open than the source's its jaw goal is lowered by (outline.ts). */
+  jawDrop: number;
   /** Share of `shape` an open mouth's outer lip line moves by (its inner lip line stays the target's). */
   openLips: number;
   /** The source is mirrored when turned the other way from a target turned at least this much (mirror.ts; Infinity: never). */
@@ -118,7 +118,7 @@ export const DEFAULT_TUNING: Readonly<SwapTuning> = {
   brows: 1,
   jaw: 1,
   jawTurn: FAR_TURN,
-  jawDrop: true,
+  jawDrop: 1,
   openLips: 0,
   mirror: 0.12,
 };
@@ -337,7 +337,7 @@ function reshapeTarget(
   const mirrored = prefersMirror(srcLm, targetLm, geometryTuning(opts, tuning).mirror);
   const aligned = alignSimilarity(mirrored ? mirrorLandmarks(srcLm) : srcLm, targetLm, INNER);
   const open = mouthGap(targetLm, faceSize(targetLm)) >= OPEN_GAP;
-  const goal = open && tuning.jawDrop ? droppedJaw(aligned, targetLm) : aligned;
+  const goal = open && tuning.jawDrop > 0 ? droppedJaw(aligned, targetLm, tuning.jawDrop) : aligned;
   const moved = pinnedAtFlat(target, targetLm, reshapedJaw(goal, targetLm, tuning.jaw, tuning.jawTurn));
   liquifyOutline(target, targetLm, moved, opts.alphaOut);
   return moved;
