@@ -118,7 +118,7 @@ export const DEFAULT_TUNING: Readonly<SwapTuning> = {
   brows: 1,
   jaw: 1,
   jawTurn: FAR_TURN,
-  jawDrop: 1,
+  jawDrop: 0.5,
   openLips: 0,
   mirror: 0.12,
 };
