@@ -187,6 +187,12 @@ function isFlat(img: RgbImage, x: number, y: number): boolean {
 
 /** Chroma distance (a*b*) from the cheeks' skin beyond which a flat pixel is a painted thing. */
 const PAINT_CHROMA = 30;
+/**
+ * ...and of at least this chroma: JPEG crushes dark hair to flat near-black patches (kept while the
+ * rest moved, they came out as a black block at sample5 face 1's jaw). A flat black, white or grey
+ * thing in front is therefore not told apart, and bends with the outline.
+ */
+const PAINT_MIN_CHROMA = 15;
 
 /** Mean a*b* of a 5×5 patch at `p`. */
 function chromaAt(img: RgbImage, p: Point): [number, number] {
@@ -207,7 +213,8 @@ function chromaAt(img: RgbImage, p: Point): [number, number] {
  * The pixels of `region` (where `covered`) the outline move leaves as they are: flat (isFlat) and of
  * a colour far from the face's skin (read on both cheeks, between the jaw and the nose), a painted
  * thing in front such as the tests' bar. Flat alone is not enough: JPEG photos have flat patches in
- * shadows and hair (kept while the rest moved, they came out as blocks beside sample5 face 1's cheek).
+ * shadows and hair (kept while the rest moved, they came out as blocks beside sample5 face 1's cheek),
+ * hence the chroma bounds.
  */
 function paintedPixels(img: RgbImage, region: Region, covered: Uint8Array, lm: readonly Point[]): Uint8Array {
   const mid = (a: Point, b: Point) => ({ x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 });
@@ -223,7 +230,8 @@ function paintedPixels(img: RgbImage, region: Region, covered: Uint8Array, lm: r
       const o = ((region.top + y) * img.width + region.left + x) * 3;
       for (let k = 0; k < 3; k++) px[k] = img.data[o + k]!;
       const lab = rgbToLab(px);
-      if (Math.hypot(lab[1]! - skin[0]!, lab[2]! - skin[1]!) > PAINT_CHROMA) out[i] = 1;
+      const chroma = Math.hypot(lab[1]!, lab[2]!);
+      if (chroma >= PAINT_MIN_CHROMA && Math.hypot(lab[1]! - skin[0]!, lab[2]! - skin[1]!) > PAINT_CHROMA) out[i] = 1;
     }
   }
   return out;
