@@ -103,10 +103,11 @@ export type SwapStage = 'redeye' | 'hairFill' | 'detail' | 'mouthHole';
  * on top of the last): the source's brows kept out of its hair fill 0.517 -> 0.482, brows moving
  * fully with the source's proportions (0.5 before) -> 0.454, the source mirrored for targets turned
  * the other way -> 0.431, forehead 0.25 -> 0.428, mirrored only for targets turned 0.12 or more
- * (landmarks nearer the target's) and the brow test made strand-proof -> 0.430. Tried and left: jaw 0.3-1 (0.42-0.46, but the
- * result's landmarks leave the target's: median 0.077-0.082 of the eye distance; moved with the
- * photo around it, issue 28: upright 0.407 -> 0.391 only at jaw 1, landmarks 0.080), an open mouth's
- * outer lips moved (openLips 1: the open-mouth test's smile closed to 0.33 of its gap).
+ * (landmarks nearer the target's) and the brow test made strand-proof -> 0.430. The outline moved
+ * with the photo around it (jaw 1, outline.ts; the far cheek of a turned target outwards only
+ * 1 - 3 x turn, an open mouth's jaw dropped by half its extra opening): read upright, median
+ * 0.407 -> 0.403, worst 0.529 -> 0.491, landmarks 0.068 -> 0.074 (docs/face-swap.md). Tried and
+ * left: an open mouth's outer lips moved (openLips 1: the open-mouth test's smile closed to 0.33 of its gap).
  */
 export const DEFAULT_TUNING: Readonly<SwapTuning> = {
   erode: 0.02,
