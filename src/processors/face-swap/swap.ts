@@ -115,7 +115,7 @@ export const DEFAULT_TUNING: Readonly<SwapTuning> = {
   sigmaAB: 0.1,
   kernel: 'bicubic',
   shape: 1,
-  forehead: 0.25,
+  forehead: 0.3,
   brows: 1,
   jaw: 1,
   jawTurn: FAR_TURN,

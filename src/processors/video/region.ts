@@ -9,7 +9,7 @@ import type { Point, RgbImage } from '../face-swap/types.js';
 
 /**
  * Room around the landmarks that a swap may read or write, in face sizes: the swap's own region is
- * the landmarks with a forehead lifted by 0.25 face size (tuning `forehead`), plus 2 px, and the
+ * the landmarks with a forehead lifted by 0.3 face size (tuning `forehead`), plus 2 px, and the
  * ring the outline move stretches (0.3 face size beyond the jaw line, face-swap/outline.ts). This is
  * beyond both; the test "a swap on the face region equals one on the whole frame" checks it.
  */
