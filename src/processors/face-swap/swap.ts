@@ -106,7 +106,8 @@ export type SwapStage = 'redeye' | 'hairFill' | 'detail' | 'mouthHole';
  * (landmarks nearer the target's) and the brow test made strand-proof -> 0.430. The outline moved
  * with the photo around it (jaw 1, outline.ts; the far cheek of a turned target outwards only
  * 1 - 3 x turn, an open mouth's jaw dropped by half its extra opening): read upright, median
- * 0.407 -> 0.403, worst 0.529 -> 0.491, landmarks 0.068 -> 0.074 (docs/face-swap.md). Tried and
+ * 0.407 -> 0.403, worst 0.529 -> 0.491, landmarks 0.068 -> 0.074; then forehead 0.3 -> 0.395,
+ * landmarks 0.075 (docs/face-swap.md). Tried and
  * left: an open mouth's outer lips moved (openLips 1: the open-mouth test's smile closed to 0.33 of its gap).
  */
 export const DEFAULT_TUNING: Readonly<SwapTuning> = {
