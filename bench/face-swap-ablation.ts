@@ -47,7 +47,8 @@ const CONFIGS: Record<string, Config> = {
   'shape 0': { tuning: { shape: 0 } },
   'forehead 0.1': { tuning: { forehead: 0.1 } },
   'erode 0.01 feather 0.03': { tuning: { erode: 0.01, feather: 0.03 } },
-  'jaw 1': { tuning: { jaw: 1 } },
+  'no outline move': { tuning: { jaw: 0 } },
+  'far cheek whole': { tuning: { jawTurn: 0 } },
   'bare warp': {
     opts: { colorCorrection: false, blend: 'feather', occlusion: false },
     tuning: { skip: ['redeye', 'hairFill', 'detail', 'mouthHole'] },
