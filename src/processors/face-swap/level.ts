@@ -180,7 +180,11 @@ export async function swapLevelled(
   const dst = await levelled(target, targetLm, reach, refit);
   if (!dst.frame) return swapFace(target, targetLm, source, srcLm, opts, tuning);
   const alpha = new Float32Array(dst.image.width * dst.image.height);
-  const stats = await swapFace(dst.image, dst.lm, source, srcLm, { ...opts, alphaOut: alpha }, tuning);
+  // The picture's faces in the crop, and the face's new outline back in the picture's pixels.
+  const frame = dst.frame;
+  const keepOut = opts.keepOut?.map((z) => z.map((p) => toLevel(frame, p)));
+  const stats = await swapFace(dst.image, dst.lm, source, srcLm, { ...opts, alphaOut: alpha, keepOut }, tuning);
+  for (const z of keepOut?.slice(opts.keepOut!.length) ?? []) opts.keepOut!.push(z.map((p) => fromLevel(frame, p)));
   const back = unlevel(target, dst.frame, alpha);
   if (!back) return stats;
   // The crop was resampled twice (there and back): sharpened again to the photo's own detail.

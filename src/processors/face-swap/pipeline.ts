@@ -18,6 +18,7 @@ import type { FaceMode, FaceSwapOptions } from './options.js';
 import { levelled, swapLevelled } from './level.js';
 import { refuseFace, swappability, swappableTargets } from './profile.js';
 import { DEFAULT_TUNING, extendForehead } from './swap.js';
+import { boxZone } from './guard.js';
 import type { Box, Point, RgbImage } from './types.js';
 
 export interface SwapJobInput {
@@ -111,6 +112,8 @@ export interface SwapImages {
 export interface SwapFaces {
   source: Point[];
   targets: Point[][];
+  /** Every face found in the target: the outline move keeps out of them (guard.ts). */
+  boxes?: Box[] | undefined;
 }
 
 export async function runFaceSwap(input: SwapJobInput, hooks: PipelineHooks): Promise<SwapJobOutput> {
@@ -183,7 +186,7 @@ export async function findSwapFaces(
   refuseFace(source, refined.source, 'input.source', srcIndex);
   const all = effectiveFaceMode(options, images.reference !== undefined) === 'all';
   refined.targets = swappableTargets(target, refined.targets, all, options.target_face_indices);
-  return refined;
+  return { ...refined, boxes: dstFaces.map((f) => f.box) };
 }
 
 /** The landmarks of the target faces the options pick (the largest, all, by index, or by reference). */
@@ -214,7 +217,12 @@ export async function swapAll(
   options: FaceSwapOptions,
   hooks: PipelineHooks,
 ): Promise<void> {
-  const blendOpts = { blend: options.blend, colorCorrection: options.color_correction };
+  // Every face found, and the targets' own outlines: no outline move reaches into another face.
+  const keepOut = [
+    ...(faces.boxes ?? []).map(boxZone),
+    ...faces.targets.map((lm) => extendForehead(lm, DEFAULT_TUNING.forehead)),
+  ];
+  const blendOpts = { blend: options.blend, colorCorrection: options.color_correction, keepOut };
   // Both faces level (a rolled one is cut out level and its landmarks found again there).
   const forehead = extendForehead(faces.source, DEFAULT_TUNING.forehead);
   const src = await levelled(images.source, faces.source, forehead, refineLandmarks);

@@ -13,7 +13,8 @@ import { laplacianVariance, matchDetail } from './detail.js';
 import { removeRedEye } from './redeye.js';
 import { innerMouthHole, mouthGap, OPEN_GAP } from './mouth.js';
 import { mirrorFace, mirrorLandmarks, prefersMirror } from './mirror.js';
-import { droppedJaw, FAR_TURN, liquifyOutline, pinnedAtFlat, reshapedJaw } from './outline.js';
+import { droppedJaw, FAR_TURN, liquifyOutline, outlineRing, pinnedAtFlat, reshapedJaw } from './outline.js';
+import { guardedJaw, othersOf } from './guard.js';
 import { occlusionMask } from './occlusion.js';
 import { fitSkinModel, nonSkinMask, softenMask } from './skin.js';
 import { matchColour } from './recolor.js';
@@ -46,6 +47,12 @@ export interface SwapOptions {
   mirror?: boolean | undefined;
   /** A plane of the target's size that receives the alpha each pixel was written with (level.ts pastes by it). */
   alphaOut?: Float32Array | undefined;
+  /**
+   * The picture's faces (convex polygons, target pixels: detector boxes, landmark hulls) the outline
+   * move keeps out of (guard.ts; the target's own, holding its nose tip, is skipped). The swap adds
+   * its face's new outline, so a later swap of the same picture keeps off this face too.
+   */
+  keepOut?: Point[][] | undefined;
 }
 
 /**
@@ -340,7 +347,12 @@ function reshapeTarget(
   const aligned = alignSimilarity(mirrored ? mirrorLandmarks(srcLm) : srcLm, targetLm, INNER);
   const open = mouthGap(targetLm, faceSize(targetLm)) >= OPEN_GAP;
   const goal = open && tuning.jawDrop > 0 ? droppedJaw(aligned, targetLm, tuning.jawDrop) : aligned;
-  const moved = pinnedAtFlat(target, targetLm, reshapedJaw(goal, targetLm, tuning.jaw, tuning.jawTurn));
+  let moved = pinnedAtFlat(target, targetLm, reshapedJaw(goal, targetLm, tuning.jaw, tuning.jawTurn));
+  if (opts.keepOut) {
+    const ring = outlineRing(targetLm, target.width, target.height);
+    moved = guardedJaw(targetLm, moved, ring, othersOf(opts.keepOut, targetLm));
+    opts.keepOut.push(convexHull(extendForehead(moved, tuning.forehead)));
+  }
   liquifyOutline(target, targetLm, moved, opts.alphaOut);
   return moved;
 }
