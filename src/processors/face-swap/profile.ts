@@ -8,7 +8,7 @@
  */
 import { JobError } from '../../errors.js';
 import { extents, noseAcross } from './geometry.js';
-import type { Point, RgbImage } from './types.js';
+import type { Box, Point, RgbImage } from './types.js';
 
 /** noseAcross nearer an end of the jaw than this: a profile (0.06 on sample2's from SSD's box). */
 export const PROFILE_EDGE = 0.12;
@@ -107,13 +107,12 @@ export function swappability(
 }
 
 /**
- * The job's error for a face refused for `reason`, with landmarks `lm` (of `label`, e.g.
- * input.target), naming it by its index (face-detect's left-to-right order) when the job picked it by
- * index.
+ * The job's error for a face refused for `reason`, named by the top-left corner of its detector box
+ * `box` (the box face-detect reports for it, so a user can find it there) and by its index
+ * (face-detect's left-to-right order) when the job picked it by index. `label`: e.g. input.target.
  */
-export function refusalError(reason: Refusal, lm: readonly Point[], label: string, index?: number): JobError {
-  const { x0, y0 } = extents(lm);
-  const at = `at x ${Math.round(x0)}, y ${Math.round(y0)}`;
+export function refusalError(reason: Refusal, box: Box, label: string, index?: number): JobError {
+  const at = `at x ${Math.round(box.x)}, y ${Math.round(box.y)}`;
   const face = `${label}: ${index === undefined ? `the face ${at}` : `face ${index} (${at})`}`;
   return new JobError(
     'invalid_media',
@@ -123,10 +122,16 @@ export function refusalError(reason: Refusal, lm: readonly Point[], label: strin
   );
 }
 
+/** A face the swap works on: its (refined) landmarks and the detector box it was found in. */
+export interface FoundFace {
+  lm: Point[];
+  box: Box;
+}
+
 /** Fails the job, naming the face, when the swap refuses it (refusalOf). */
-export function refuseFace(img: RgbImage, lm: readonly Point[], label: string, index?: number): void {
-  const reason = refusalOf(img, lm);
-  if (reason) throw refusalError(reason, lm, label, index);
+export function refuseFace(img: RgbImage, face: FoundFace, label: string, index?: number): void {
+  const reason = refusalOf(img, face.lm);
+  if (reason) throw refusalError(reason, face.box, label, index);
 }
 
 /**
@@ -136,13 +141,13 @@ export function refuseFace(img: RgbImage, lm: readonly Point[], label: string, i
  */
 export function swappableTargets(
   img: RgbImage,
-  targets: readonly Point[][],
+  targets: readonly FoundFace[],
   leaveRefused: boolean,
   indices?: readonly number[],
-): Point[][] {
-  const refused = targets.map((lm) => refusalOf(img, lm));
+): FoundFace[] {
+  const refused = targets.map((f) => refusalOf(img, f.lm));
   const rest = targets.filter((_, i) => !refused[i]);
   const first = refused.findIndex((r) => r !== undefined);
   if (first < 0 || (leaveRefused && rest.length > 0)) return rest;
-  throw refusalError(refused[first]!, targets[first]!, 'input.target', indices?.[first]);
+  throw refusalError(refused[first]!, targets[first]!.box, 'input.target', indices?.[first]);
 }
