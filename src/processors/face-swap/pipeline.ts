@@ -17,7 +17,7 @@ import { CONTENT_TYPES, EXTENSIONS, decodeImage, encodeImage } from './image.js'
 import type { FaceMode, FaceSwapOptions } from './options.js';
 import { levelled, swapLevelled } from './level.js';
 import { extents, overlapArea } from './geometry.js';
-import { refuseFace, swappability, swappableTargets, type FoundFace } from './profile.js';
+import { refuseSource, swappability, swappableTargets, type FoundFace } from './profile.js';
 import { DEFAULT_TUNING, extendForehead } from './swap.js';
 import type { Box, Point, RgbImage } from './types.js';
 
@@ -180,7 +180,7 @@ export async function findSwapFaces(
   const targets: FoundFace[] = [];
   for (const f of chosen) targets.push({ lm: await refineLandmarks(target, f.lm), box: f.box });
   hooks.checkAborted();
-  refuseFace(source, srcFace, 'input.source', srcIndex);
+  refuseSource(source, srcFace, srcIndex);
   const all = effectiveFaceMode(options, images.reference !== undefined) === 'all';
   const kept = swappableTargets(target, targets, all, options.target_face_indices);
   return { source: srcFace.lm, targets: kept.map((f) => f.lm) };
