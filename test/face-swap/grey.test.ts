@@ -43,7 +43,7 @@ describe('image-face-swap into a greyscale target', { timeout: LONG }, () => {
     const target = await sharp(sample(6)).grayscale().jpeg({ quality: 90 }).toBuffer();
     const result = await jt.run(runContext({ source: sample(3), target }, { format: 'png' }).ctx);
     const before = await decodeImage(target, 'test', 1e9);
-    const after = await decodeImage(result.bytes as Buffer, 'test', 1e9);
+    const after = await decodeImage(result.bytes, 'test', 1e9);
     const largest = (await findFaces(before, 0.5))[0]!.box;
     // The face was replaced (not left as it was)...
     let changed = 0;
