@@ -4,6 +4,7 @@ import { openStore } from '../../src/store/db.js';
 import type { Store } from '../../src/store/store.js';
 import {
   claimDueEvents,
+  finishManualAttempt,
   nextDueAt,
   pendingDestinations,
   recordScheduledAttempts,
@@ -265,21 +266,15 @@ describe('webhook outbox batches', () => {
   });
 
   it('records a batch in one transaction: exact attempt numbers, lease-guarded moves, hand-backs', async () => {
-    // live1 already has a manual attempt on record: the scheduled one is number 2.
+    // live1 already has a manual attempt on record (a failed one: no change of state): the
+    // scheduled one is number 2.
     const now = T1 + 50;
-    await a.db
-      .insertInto('webhook_attempts')
-      .values({
-        event_id: 'live1',
-        attempt: 1,
-        started_at: T1,
-        duration_ms: 1,
-        http_status: 500,
-        error: 'HTTP 500',
-        ok: 0,
-        manual: 1,
-      })
-      .execute();
+    await finishManualAttempt(
+      a.db,
+      'live1',
+      { startedAt: T1, durationMs: 1, httpStatus: 500, error: 'HTTP 500', ok: false },
+      T1,
+    );
     const applied = await recordScheduledAttempts(
       a.db,
       a.dialect,
@@ -351,5 +346,27 @@ describe('webhook outbox batches', () => {
     });
     expect(again.map((e) => e.event_id)).toEqual(['dead00', 'dead01']);
     expect(await nextDueAt(a.db, now)).toBe(T1 + 5_000);
+    // B's own attempt at dead04 comes after A's (recorded above without moving it): number 2.
+    const mine = [
+      {
+        eventId: 'dead04',
+        claimedAttempts: 0,
+        attempt: attempt(true),
+        state: 'delivered' as const,
+        nextAttemptAt: null,
+        now,
+      },
+    ];
+    expect([...(await recordScheduledAttempts(b.db, b.dialect, 'B', mine, [], now))]).toEqual(['dead04']);
+    const dead04 = await a.db
+      .selectFrom('webhook_attempts')
+      .select(['attempt', 'ok'])
+      .where('event_id', '=', 'dead04')
+      .orderBy('id')
+      .execute();
+    expect(dead04.map((n) => [n.attempt, n.ok])).toEqual([
+      [1, 0],
+      [2, 1],
+    ]);
   });
 });
