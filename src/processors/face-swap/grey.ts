@@ -12,13 +12,26 @@ export const GREY_CHROMA = 12;
 const chromaOf = (rgb: Float32Array, o: number) =>
   Math.max(rgb[o]!, rgb[o + 1]!, rgb[o + 2]!) - Math.min(rgb[o]!, rgb[o + 1]!, rgb[o + 2]!);
 
-/** The 95th percentile of the chroma of `rgb` (interleaved RGB floats) where `use` is set, or undefined. */
+/**
+ * The 95th percentile of the chroma of `rgb` (interleaved RGB floats) where `use` is set, to the
+ * next whole level (a histogram: one pass, no sort), or undefined when nothing is set.
+ */
 export function faceChroma(rgb: Float32Array, use: Uint8Array): number | undefined {
-  const c: number[] = [];
-  for (let i = 0; i < use.length; i++) if (use[i]) c.push(chromaOf(rgb, i * 3));
-  if (c.length === 0) return undefined;
-  c.sort((a, b) => a - b);
-  return c[Math.floor(0.95 * (c.length - 1))]!;
+  const hist = new Uint32Array(256);
+  let n = 0;
+  for (let i = 0; i < use.length; i++) {
+    if (!use[i]) continue;
+    hist[Math.min(255, Math.ceil(chromaOf(rgb, i * 3)))]!++;
+    n++;
+  }
+  if (n === 0) return undefined;
+  const rank = Math.floor(0.95 * (n - 1));
+  let seen = 0;
+  for (let c = 0; c < 256; c++) {
+    seen += hist[c]!;
+    if (seen > rank) return c;
+  }
+  return 255;
 }
 
 /**
