@@ -30,7 +30,7 @@ const detectedFaceSchema = z.strictObject({
   landmarks: z.array(z.array(z.number()).length(2)).length(68).describe('The 68 iBUG landmarks, [x, y].'),
   swappable: z
     .boolean()
-    .describe('Whether `image-face-swap` takes this face (as target or source); false: see `reason`.'),
+    .describe('Whether `image-face-swap` takes this face to replace (false: see `reason`; no source either).'),
   reason: z
     .string()
     .optional()
