@@ -1,6 +1,7 @@
 /** The outline move (the `jaw` knob): the photo follows the jaw, nothing beyond its ring changes. No models loaded. */
 import { describe, expect, it } from 'vitest';
-import { liquifyOutline, reshapedJaw } from '../../src/processors/face-swap/outline.js';
+import { boxZone, guardedJaw, othersOf } from '../../src/processors/face-swap/guard.js';
+import { liquifyOutline, outlineRing, reshapedJaw } from '../../src/processors/face-swap/outline.js';
 import type { Point, RgbImage } from '../../src/processors/face-swap/types.js';
 
 const SIDE = 200;
@@ -98,5 +99,35 @@ describe('face-swap outline move', () => {
       expect(alpha[y * SIDE + x]).toBe(0);
     }
     expect(alpha[Math.floor(C.y + 0.9 * R) * SIDE + C.x]).toBe(1);
+  });
+
+  it('holds the jaw points whose ring would reach another face, tapering their neighbours, and leaves that face as it was', () => {
+    const { img, lm } = disc();
+    const before = Uint8Array.from(img.data);
+    // Another face's box just right of the disc, at the height of jaw points 13-16 (the cheek there).
+    const other = boxZone({ x: C.x + R + 6, y: C.y - 20, width: 30, height: 45 });
+    const narrower = lm.map((p, i) => (i < 17 ? { x: C.x + 0.8 * (p.x - C.x), y: C.y + 0.8 * (p.y - C.y) } : p));
+    const to = reshapedJaw(narrower, lm, 1);
+    const ring = outlineRing(lm, SIDE, SIDE);
+    const zones = othersOf([other, lm], lm);
+    // The face's own landmarks hold its nose tip: not a zone.
+    expect(zones).toHaveLength(1);
+    const guarded = guardedJaw(lm, to, ring, zones);
+    const move = (i: number) => Math.hypot(guarded[i]!.x - lm[i]!.x, guarded[i]!.y - lm[i]!.y);
+    const full = (i: number) => Math.hypot(to[i]!.x - lm[i]!.x, to[i]!.y - lm[i]!.y);
+    // The far side and the chin move in full; the cheek beside the box not at all; between, in steps.
+    expect(guarded.slice(0, 9)).toEqual(to.slice(0, 9));
+    const held = [9, 10, 11, 12, 13, 14, 15].filter((i) => move(i) === 0);
+    expect(held.length).toBeGreaterThan(0);
+    const first = Math.min(...held);
+    expect(move(first - 1)).toBeCloseTo(full(first - 1) / 3, 6);
+    expect(move(first - 2)).toBeCloseTo((2 * full(first - 2)) / 3, 6);
+    liquifyOutline(img, lm, guarded);
+    const x0 = C.x + R + 6;
+    for (let y = C.y - 20; y < C.y + 25; y++) {
+      for (let x = x0; x < x0 + 30; x++) expect(img.data[(y * SIDE + x) * 3]).toBe(before[(y * SIDE + x) * 3]);
+    }
+    // The chin still moved.
+    expect(at(img, C.x, C.y + 0.9 * R)).toBeLessThan(60);
   });
 });
