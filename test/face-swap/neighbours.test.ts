@@ -4,10 +4,13 @@
  */
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findFaces, leftToRight, loadFaceModels } from '../../src/processors/face-swap/detect.js';
+import { detectLandmarks, findFaces, leftToRight, loadFaceModels } from '../../src/processors/face-swap/detect.js';
+import { convexHull } from '../../src/processors/face-swap/geometry.js';
+import { rasterizePolygon } from '../../src/processors/face-swap/mask.js';
+import { extendForehead } from '../../src/processors/face-swap/swap.js';
 import { decodeImage } from '../../src/processors/face-swap/image.js';
 import { createFaceSwapJobType, type FaceSwapJobType } from '../../src/processors/face-swap/index.js';
-import type { Box, RgbImage } from '../../src/processors/face-swap/types.js';
+import type { Box, Point, RgbImage } from '../../src/processors/face-swap/types.js';
 import { portrait, runContext, sample } from './fixtures.js';
 
 const LONG = 240_000;
@@ -33,11 +36,14 @@ async function twoHeads(): Promise<Buffer> {
     .toBuffer();
 }
 
-/** Pixels of `box` (whole pixels it touches) that differ between two pictures. */
-function changedIn(a: RgbImage, b: RgbImage, box: Box): number {
+/** Pixels of `box` (whole pixels it touches; only those inside `hull`, if given) that differ between two pictures. */
+function changedIn(a: RgbImage, b: RgbImage, box: Box, hull?: Point[]): number {
+  const region = { left: 0, top: 0, width: a.width, height: a.height };
+  const inside = hull ? rasterizePolygon(hull, region) : undefined;
   let n = 0;
   for (let y = Math.max(0, Math.floor(box.y)); y < Math.min(a.height, Math.ceil(box.y + box.height)); y++) {
     for (let x = Math.max(0, Math.floor(box.x)); x < Math.min(a.width, Math.ceil(box.x + box.width)); x++) {
+      if (inside && !inside[y * a.width + x]) continue;
       const o = (y * a.width + x) * 3;
       if (a.data[o] !== b.data[o] || a.data[o + 1] !== b.data[o + 1] || a.data[o + 2] !== b.data[o + 2]) n++;
     }
@@ -88,6 +94,25 @@ describe('image-face-swap leaves neighbouring faces alone', { timeout: LONG }, (
       const both = await swap(order);
       expect(changedIn(left, both, boxes[0]!)).toBe(0);
       expect(changedIn(right, both, boxes[1]!)).toBe(0);
+    }
+  });
+
+  it('keeps out of the neighbour in the level frame too (both heads rolled 25°)', async () => {
+    const rolled = await sharp(target).rotate(25, { background: '#6a6a6a' }).png().toBuffer();
+    const image = await decode(rolled);
+    const found = leftToRight(await findFaces(image, 0.5)).map((f) => f.box);
+    expect(found).toHaveLength(2);
+    // Rolled, each box reaches over the other's cheek: the other face is its landmarks' hull here.
+    const hulls: Point[][] = [];
+    for (const box of found) hulls.push(convexHull(extendForehead(await detectLandmarks(image, box), 0.2)));
+    for (const [index, other] of [
+      [0, 1],
+      [1, 0],
+    ] as const) {
+      const run = runContext({ source, target: rolled }, { format: 'png', target_face_indices: [index] });
+      const result = await decode((await jt.run(run.ctx)).bytes);
+      expect(changedIn(image, result, found[index]!)).toBeGreaterThan(1000);
+      expect(changedIn(image, result, found[other]!, hulls[other])).toBe(0);
     }
   });
 });
