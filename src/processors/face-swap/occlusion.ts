@@ -4,6 +4,7 @@
  * parts (lips, eyes, brows, make-up) by connectivity: an occluder's connected non-skin component
  * reaches the face outline and covers skin outside the feature zones.
  */
+import { distanceInside } from './mask.js';
 import { bytes, ints } from './scratch.js';
 
 /** Largest colour step (ΔE², between 4-neighbours) inside one non-skin region. */
@@ -36,6 +37,14 @@ const ZONE_SHOWS = 0.3;
  * on the sheet), not hair over an eye's outer corner and the lashes it touches (0.16-0.26).
  */
 const ZONE_PAINTED = 0.28;
+/**
+ * Half-width (of the face size) of the neck that joins a mark to an occluder: a blob thicker than
+ * this, joined to the outline only through thinner pixels (the shadowed strip along a jaw line), is
+ * painted on the face, not in front of it (sample1 face 0's clown dot at the cheek's edge).
+ */
+const MARK_NECK = 0.02;
+/** Such a blob is a mark up to this area (of the face size squared); larger ones stay occluders. */
+const MAX_MARK_AREA = 0.015;
 
 /** One face's planes for the occluder test, all of the render region's size (`width` × `height`). */
 export interface OcclusionPlanes {
@@ -103,8 +112,78 @@ export function occlusionMask(p: OcclusionPlanes, anywhere = false): Uint8Array 
   if (anywhere) {
     absorbNeighbours(p, occluded, queue);
     fillHoles(occluded, p.width, p.height, MAX_HOLE_AREA * p.size * p.size, queue);
+  } else if (occluded.includes(1)) {
+    dropMarks(p, occluded, queue);
   }
   return occluded;
+}
+
+/**
+ * Clears (in place) the marks painted on the target's skin that joined an occluder: each blob of the
+ * occluded pixels thicker than MARK_NECK (its core), with the pixels within that distance of it,
+ * that does not reach the outline and lies on skin outside the feature zones. A lock entering from
+ * the outline is thick where it enters, so its blob reaches the outline; a painted dot joins the
+ * hair only through the thin dark strip along a turned face's jaw, and was kept as hair.
+ */
+function dropMarks(p: OcclusionPlanes, occluded: Uint8Array, queue: Int32Array): void {
+  const { width: w, height: h } = p;
+  const r = MARK_NECK * p.size;
+  // Steps (4-connected) beyond the core: every pixel within r of it (diagonals included) and the
+  // neck that joins it to the rest, which kept would stay beside the new skin as a dark crescent.
+  const steps = 2 * (Math.ceil(1.5 * r) + 1);
+  const thick = distanceInside(occluded, w, h);
+  const blobs: Blobs = { thick, r, seen: bytes(w * h), stamp: ints(w * h).fill(-1), depth: ints(w * h), next: 0 };
+  const maxArea = MAX_MARK_AREA * p.size * p.size;
+  for (let s = 0; s < w * h; s++) {
+    if (thick[s]! <= r || blobs.seen[s]) continue;
+    const tail = blobAround(p, occluded, queue, s, steps, blobs);
+    if (tail > maxArea) continue;
+    let mark = true;
+    for (let k = 0; k < tail && mark; k++) mark = !p.edge[queue[k]!] && !p.zoneOf[queue[k]!];
+    if (mark) for (let k = 0; k < tail; k++) occluded[queue[k]!] = 0;
+  }
+}
+
+/** dropMarks' state: the occluded pixels' thickness, the cores seen, which blob reached a pixel and how far. */
+interface Blobs {
+  thick: Float32Array;
+  r: number;
+  seen: Uint8Array;
+  stamp: Int32Array;
+  depth: Int32Array;
+  next: number;
+}
+
+/**
+ * The blob whose core (occluded pixels thicker than `b.r`, 4-connected) holds `s`, and the occluded
+ * pixels up to `steps` steps beyond that core, in queue[0..returned count).
+ */
+function blobAround(p: OcclusionPlanes, occluded: Uint8Array, queue: Int32Array, s: number, steps: number, b: Blobs) {
+  const { width: w, height: h } = p;
+  const blob = b.next++;
+  let tail = 0;
+  queue[tail++] = s;
+  b.seen[s] = 1;
+  b.stamp[s] = blob;
+  b.depth[s] = 0;
+  for (const core of [true, false]) {
+    for (let head = 0; head < tail; head++) {
+      const i = queue[head]!;
+      if (!core && b.depth[i]! >= steps) continue;
+      const x = i % w;
+      const y = (i - x) / w;
+      for (let k = 0; k < 4; k++) {
+        const j = neighbour(i, x, y, k, w, h);
+        if (j < 0 || !occluded[j] || b.stamp[j] === blob) continue;
+        if (core && b.thick[j]! <= b.r) continue;
+        if (core) b.seen[j] = 1;
+        b.stamp[j] = blob;
+        b.depth[j] = core ? 0 : b.depth[i]! + 1;
+        queue[tail++] = j;
+      }
+    }
+  }
+  return tail;
 }
 
 /**
