@@ -3,8 +3,10 @@ import { WAITING_FOR_WORKER, isTerminalStatus, type ResultLink } from '../../src
 import { api, type Job } from './api';
 
 /**
- * face-detect's JSON result: the faces left to right, and (from this service) a preview of the
- * picture and a thumbnail per face as data: URIs, which the page's CSP allows.
+ * face-detect's JSON result: the faces left to right, whether the swap would take each (`swappable`
+ * false with a `reason` when not; absent from older services: then every face is offered), and (from
+ * this service) a preview of the picture and a thumbnail per face as data: URIs, which the page's CSP
+ * allows.
  */
 interface Detection {
   width: number;
@@ -14,6 +16,8 @@ interface Detection {
     index: number;
     box: { x: number; y: number; width: number; height: number };
     score: number;
+    swappable?: boolean;
+    reason?: string;
     thumbnail?: string;
   }[];
 }
@@ -71,6 +75,15 @@ const PICKERS = {
 type Kind = (typeof PICKERS)[keyof typeof PICKERS];
 type Face = Detection['faces'][number];
 
+/** face-detect's reasons in words; a reason this page does not know is shown as the service sent it. */
+const REASONS: Record<string, string> = { profile: 'in profile (turned too far)', small: 'too small' };
+
+/** Why the swap would refuse face `f` (it cannot be picked), or null when it would take it. */
+function refusal(f: Face): string | null {
+  if (f.swappable !== false) return null;
+  return `${f.reason ? (REASONS[f.reason] ?? f.reason) : 'refused'}: the swap cannot take it`;
+}
+
 /** What the picker says under its button: the detection's progress, a stale pick, or what was found. */
 function statusLine(p: {
   slot: string;
@@ -93,8 +106,10 @@ function statusLine(p: {
   if (p.d.faces.length === 0)
     return `No face found in the ${p.slot} (min_confidence ${p.minConfidence}). A lower min_confidence finds more.`;
   const n = p.d.faces.length;
+  const refused = p.d.faces.filter((f) => refusal(f) !== null).length;
+  const found = `${n} ${n === 1 ? 'face' : 'faces'} found${refused ? ` (${refused} the swap cannot take)` : ''}`;
   const picks = p.selected.size ? `${p.kind.picked} ${[...p.selected].join(', ')}` : p.kind.unset;
-  return `${n} ${n === 1 ? 'face' : 'faces'} found; ${picks}.`;
+  return `${found}; ${picks}.`;
 }
 
 /** The picture with each face boxed and numbered; a click on a box ticks the face. */
@@ -113,11 +128,8 @@ function FacePreview(props: {
       <svg viewBox={`0 0 ${d.width} ${d.height}`} aria-hidden="true">
         {d.preview && <image href={d.preview} x={0} y={0} width={d.width} height={d.height} />}
         {d.faces.map((f) => (
-          <g
-            class={props.selected.has(f.index) ? 'face selected' : 'face'}
-            data-index={f.index}
-            onClick={() => props.toggle(f.index)}
-          >
+          <g class={faceClass('face', f, props.selected)} data-index={f.index} onClick={() => props.toggle(f.index)}>
+            <title>{`face ${f.index}${refusal(f) ? `: ${refusal(f)}` : ''}`}</title>
             <rect x={f.box.x} y={f.box.y} width={f.box.width} height={f.box.height} />
             <text
               x={f.box.x + f.box.width / 2}
@@ -143,18 +155,33 @@ function FacePreview(props: {
   );
 }
 
+/** `base`, plus `selected` when the face is picked and `refused` when the swap cannot take it. */
+function faceClass(base: string, f: Face, selected: Set<number>): string {
+  return [base, selected.has(f.index) && 'selected', refusal(f) && 'refused'].filter(Boolean).join(' ');
+}
+
+/** One checkbox per face; a face the swap refuses has its box disabled and says why. */
 function FaceList(props: { faces: Face[]; selected: Set<number>; toggle: (i: number) => void }) {
   return (
     <div class="face-list">
-      {props.faces.map((f) => (
-        <label class={props.selected.has(f.index) ? 'check face-choice selected' : 'check face-choice'}>
-          <input type="checkbox" checked={props.selected.has(f.index)} onChange={() => props.toggle(f.index)} />
-          {f.thumbnail && <img src={f.thumbnail} alt={`face ${f.index}`} width={64} height={64} />}
-          <span>
-            face {f.index} <span class="hint">score {f.score.toFixed(2)}</span>
-          </span>
-        </label>
-      ))}
+      {props.faces.map((f) => {
+        const why = refusal(f);
+        return (
+          <label class={faceClass('check face-choice', f, props.selected)}>
+            <input
+              type="checkbox"
+              checked={props.selected.has(f.index)}
+              disabled={why !== null && !props.selected.has(f.index)}
+              onChange={() => props.toggle(f.index)}
+            />
+            {f.thumbnail && <img src={f.thumbnail} alt={`face ${f.index}`} width={64} height={64} />}
+            <span>
+              face {f.index} <span class="hint">score {f.score.toFixed(2)}</span>
+              {why && <span class="refusal">{why}</span>}
+            </span>
+          </label>
+        );
+      })}
     </div>
   );
 }
@@ -231,12 +258,17 @@ export function FacePicker({
   } = useDetection(`${minConfidence} ${url}`, url, minConfidence, () => value && onChange(undefined));
   const selected = new Set(value ?? []);
   const toggle = (i: number) => {
+    const face = d?.faces.find((f) => f.index === i);
+    // A face the swap refuses cannot be ticked (one typed into the option can still be unticked).
+    if (face && refusal(face) && !selected.has(i)) return;
     const next = new Set(kind.multiple ? selected : []);
     if (selected.has(i)) next.delete(i);
     else next.add(i);
     onChange(next.size ? [...next].sort((a, b) => a - b) : undefined);
   };
   const status = statusLine({ slot, kind, busy, progress, stale, d, minConfidence, selected });
+  // Picked faces the swap would refuse (typed into the option by hand): the job would fail.
+  const refusedPicks = (d?.faces ?? []).filter((f) => selected.has(f.index) && refusal(f));
   return (
     <div class="field face-picker" data-slot={slot} role="group" aria-labelledby={`face-picker-${slot}-h`}>
       <span id={`face-picker-${slot}-h`} class="label">
@@ -267,6 +299,11 @@ export function FacePicker({
               {conflict}
             </p>
           )}
+          {refusedPicks.map((f) => (
+            <p class="error" role="alert">
+              Face {f.index} is {refusal(f)}: the job would fail. Untick it.
+            </p>
+          ))}
         </>
       )}
     </div>

@@ -75,6 +75,11 @@ function finish(doc: Json, deps: OpenApiDeps): Json {
     if (props?.webhook) props.webhook = ref('schemas', 'WebhookSettings');
     schemas[`Submit${pascal(t.name)}`] = { title: `${t.name} submit body`, description: t.description, ...body };
   }
+  for (const t of types) {
+    if (!t.resultSchema) continue;
+    const result = tidy(toJsonSchema(t.resultSchema, 'output')) as Json;
+    schemas[`${pascal(t.name)}Result`] = { title: `${t.name} result`, ...result };
+  }
   batchItemSchemas(types, schemas);
   components.schemas = schemas;
   doc.jsonSchemaDialect = 'https://spec.openapis.org/oas/3.1/dialect/base';
@@ -94,6 +99,9 @@ function finish(doc: Json, deps: OpenApiDeps): Json {
   const template = paths[SUBMIT_TEMPLATE]?.post;
   Reflect.deleteProperty(paths, SUBMIT_TEMPLATE);
   if (template) Object.assign(paths, submitOperations(types, template));
+  const download = paths['/results/{key}']?.get?.responses as Record<string, Json> | undefined;
+  const json = (download?.['200']?.content as Record<string, Json> | undefined)?.['application/json'];
+  if (json) json.schema = jsonResult(types);
   doc.webhooks = webhookOperations(deps);
   const events = paths[`${API}/jobs/{uuid}/events`]?.get;
   if (events) {
@@ -108,6 +116,20 @@ function finish(doc: Json, deps: OpenApiDeps): Json {
   if (![...twins].some((t) => used.includes(`"#/components/schemas/${t}"`)))
     for (const t of twins) Reflect.deleteProperty(schemas, t);
   return doc;
+}
+
+/** A JSON result's schema: one of the job types' declared results (resultSchema), else another type's own JSON. */
+function jsonResult(types: ReturnType<Catalogue['list']>): Json {
+  const declared = types.filter((t) => t.resultSchema);
+  if (declared.length === 0) return {};
+  return {
+    description: `The result of ${declared.map((t) => `\`${t.name}\``).join(', ')} as its schema says; of another job type (a remote one), its own JSON.`,
+    anyOf: [
+      ...declared.map((t) => ref('schemas', `${pascal(t.name)}Result`)),
+      // Any JSON value (an empty schema here is one the linters call illogical).
+      { type: ['object', 'array', 'string', 'number', 'boolean', 'null'], items: {} },
+    ],
+  };
 }
 
 const ERROR_NAMES = new Set<string>(Object.values(ERROR_RESPONSES));

@@ -69,6 +69,8 @@ export interface JobType<S extends z.ZodObject = z.ZodObject> {
    * `downloading media`). A report without a measure then carries that percent.
    */
   stages?: Readonly<Record<string, number>>;
+  /** Optional: the shape of a JSON result (`application/json`), for the OpenAPI document. */
+  resultSchema?: z.ZodType;
   /**
    * Optional: start threads and load models before the first job, so that job does not pay for
    * them (a worker process calls it once at start, unless WORKER_WARMUP=false).

@@ -70,6 +70,7 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     const files = new Map<string, Buffer>([
       ['/source.jpg', await portrait('curlyBlonde')],
       ['/target.jpg', sample(6)],
+      ['/sample2.jpg', sample(2)],
     ]);
     media = await startServer((req, res) => {
       const body = files.get(req.url ?? '');
@@ -275,6 +276,39 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
         `${await shown(job.started_at)} started`,
         `${await shown(job.finished_at)} finished (completed)`,
       ]);
+    },
+  );
+
+  it(
+    "shows sample2's profile as a face the swap cannot take: not pickable, with the reason",
+    { timeout: 240_000 },
+    async () => {
+      await page.getByRole('link', { name: 'New job' }).click();
+      await page.getByLabel('Job type').selectOption('image-face-swap');
+      await page.locator('#slot-source').fill(`${media.origin}/source.jpg`);
+      await page.locator('#slot-target').fill(`${media.origin}/sample2.jpg`);
+      const picker = page.locator('.face-picker[data-slot="target"]');
+      await picker.getByRole('button', { name: 'Find faces in the target' }).click();
+      await picker.locator('.face-list').waitFor({ timeout: 90_000 });
+      expect(await picker.locator('.face-status').textContent()).toBe(
+        '3 faces found (1 the swap cannot take); none ticked: the faces option decides.',
+      );
+      // The leftmost face (the profile): a disabled checkbox saying why, a dashed box on the map.
+      expect(await picker.getByRole('checkbox', { name: /^face 0\b/ }).isDisabled()).toBe(true);
+      expect(await picker.getByRole('checkbox', { name: /^face 1\b/ }).isDisabled()).toBe(false);
+      expect(await picker.locator('.face-choice.refused').count()).toBe(1);
+      expect(await picker.locator('.face-choice.refused .refusal').textContent()).toBe(
+        'in profile (turned too far): the swap cannot take it',
+      );
+      expect(await picker.locator('.face-preview .face.refused').getAttribute('data-index')).toBe('0');
+      // A click on its box picks nothing; a frontal face's box picks that face.
+      await picker.locator('.face-preview .face[data-index="0"]').click();
+      await picker.locator('.face-preview .face[data-index="2"]').click();
+      await expect.poll(() => page.locator('#opt-target_face_indices').inputValue()).toBe('2');
+      expect(await picker.locator('.face-preview .face.selected').count()).toBe(1);
+      // Typed into the option by hand, the profile is flagged: the job would fail.
+      await page.locator('#opt-target_face_indices').fill('0, 2');
+      await picker.locator('p.error', { hasText: 'Face 0 is in profile (turned too far)' }).waitFor();
     },
   );
 

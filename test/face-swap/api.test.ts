@@ -5,6 +5,7 @@
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { detectFaces, descriptorDistance, loadFaceModels } from '../../src/processors/face-swap/detect.js';
+import { faceDetectResultSchema } from '../../src/processors/face-swap/detect-job.js';
 import { decodeImage } from '../../src/processors/face-swap/image.js';
 import { startServer, type TestServer } from '../helpers/servers.js';
 import { startService, waitFor, waitTerminal, type TestService } from '../helpers/service.js';
@@ -103,12 +104,21 @@ describe('image-face-swap through the API', { timeout: LONG }, () => {
     });
     expect((await waitTerminal(svc.call, det.body.data.uuid)).status).toBe('completed');
     const link = (await svc.call('GET', `/api/v1/jobs/${det.body.data.uuid}/result`)).body.data;
-    const found = (await (await fetch(link.url)).json()) as { faces: { box: { x: number; width: number } }[] };
-    // Three faces, the leftmost the profile (x about 360, ~150 px wide).
+    const found = (await (await fetch(link.url)).json()) as {
+      faces: { box: { x: number; width: number }; swappable: boolean; reason?: string }[];
+    };
+    // Three faces, the leftmost the profile (x about 360, ~150 px wide), flagged as the swap refuses
+    // it; the two frontal ones swappable, without a reason.
     expect(found.faces).toHaveLength(3);
     expect(found.faces[0]!.box.x).toBeGreaterThan(300);
     expect(found.faces[0]!.box.x).toBeLessThan(420);
     expect(found.faces[0]!.box.width).toBeGreaterThan(100);
+    expect(found.faces.map(({ swappable, reason }) => ({ swappable, reason }))).toEqual([
+      { swappable: false, reason: 'profile' },
+      { swappable: true, reason: undefined },
+      { swappable: true, reason: undefined },
+    ]);
+    expect(Object.keys(found.faces[1]!)).not.toContain('reason');
 
     const sub = await swap({
       source: `${media.origin}/source.jpg`,
@@ -118,13 +128,52 @@ describe('image-face-swap through the API', { timeout: LONG }, () => {
     const done = await waitTerminal(svc.call, sub.body.data.uuid);
     expect(done).toMatchObject({ status: 'failed', error_type: 'invalid_media', result_ready: false });
     expect(done.error_message).toMatch(/^input\.target: face 0 \(at x 3\d\d, y \d+\) is in profile; /);
-    // The other two faces swap.
+    // The other two faces swap, one by one as face-detect says they would, and with faces "all".
+    for (const index of [1, 2]) {
+      const one = await swap({
+        source: `${media.origin}/source.jpg`,
+        target: `${media.origin}/sample2.jpg`,
+        target_face_indices: [index],
+      });
+      expect(await waitTerminal(svc.call, one.body.data.uuid)).toMatchObject({ status: 'completed' });
+    }
     const ok = await swap({
       source: `${media.origin}/source.jpg`,
       target: `${media.origin}/sample2.jpg`,
       faces: 'all',
     });
     expect(await waitTerminal(svc.call, ok.body.data.uuid)).toMatchObject({ status: 'completed' });
+    // As a source, too, the profile is refused by the index face-detect gave it.
+    const asSource = await swap({
+      source: `${media.origin}/sample2.jpg`,
+      source_face_index: 0,
+      target: `${media.origin}/target.jpg`,
+    });
+    const refused = await waitTerminal(svc.call, asSource.body.data.uuid);
+    expect(refused).toMatchObject({ status: 'failed', error_type: 'invalid_media' });
+    expect(refused.error_message).toMatch(/^input\.source: face 0 \(at x 3\d\d, y \d+\) is in profile; /);
+  });
+
+  it('flags faces too small to swap, and refuses them by name rather than by a misread pose', async () => {
+    // sample6 at 240 px wide: four faces 19-24 px, whose refined landmarks can collapse (one read
+    // as a profile before faces this small were refused as such).
+    files.set('/tiny.jpg', await sharp(sample(6)).resize(240).jpeg().toBuffer());
+    const det = await svc.call('POST', '/api/v1/jobs/submit/face-detect', {
+      body: { job_type: 'face-detect', model: 'ssd-landmarks68-v1', input: { target: `${media.origin}/tiny.jpg` } },
+    });
+    expect((await waitTerminal(svc.call, det.body.data.uuid)).status).toBe('completed');
+    const link = (await svc.call('GET', `/api/v1/jobs/${det.body.data.uuid}/result`)).body.data;
+    const found = (await (await fetch(link.url)).json()) as { faces: { swappable: boolean; reason?: string }[] };
+    expect(found.faces.length).toBeGreaterThanOrEqual(3);
+    expect(found.faces.map(({ swappable, reason }) => ({ swappable, reason }))).toEqual(
+      found.faces.map(() => ({ swappable: false, reason: 'small' })),
+    );
+    const sub = await swap({ source: `${media.origin}/source.jpg`, target: `${media.origin}/tiny.jpg` });
+    const done = await waitTerminal(svc.call, sub.body.data.uuid);
+    expect(done).toMatchObject({ status: 'failed', error_type: 'invalid_media', result_ready: false });
+    expect(done.error_message).toMatch(
+      /^input\.target: the face at x \d+, y \d+ is too small to swap \(the swap needs a face at least 32 px across\)$/,
+    );
   });
 
   it('names every face index that does not exist, of both inputs, in one answer', async () => {
@@ -179,15 +228,22 @@ describe('image-face-swap through the API', { timeout: LONG }, () => {
     expect(done).toMatchObject({ status: 'completed', result_ready: true });
     const link = (await svc.call('GET', `/api/v1/jobs/${sub.body.data.uuid}/result`)).body.data;
     expect(link.content_type).toBe('application/json');
-    const body = (await (await fetch(link.url)).json()) as {
-      width: number;
-      height: number;
-      faces: { index: number; box: { x: number; width: number } }[];
-    };
+    // The answer is what the OpenAPI document says it is (a strict schema: no field left out of it).
+    const body = faceDetectResultSchema.parse(await (await fetch(link.url)).json());
+    expect(body.preview).toMatch(/^data:image\/jpeg;base64,/);
+    const doc = (await svc.call('GET', '/api/v1/openapi.json')).body;
+    expect(Object.keys(doc.components.schemas.FaceDetectResult.properties.faces.items.properties)).toEqual(
+      Object.keys(faceDetectResultSchema.shape.faces.element.shape),
+    );
+    expect(doc.paths['/results/{key}'].get.responses['200'].content['application/json'].schema.anyOf[0].$ref).toBe(
+      '#/components/schemas/FaceDetectResult',
+    );
     const meta = await sharp(files.get('/target.jpg')).metadata();
     expect([body.width, body.height]).toEqual([meta.width, meta.height]);
     expect(body.faces.length).toBeGreaterThanOrEqual(3);
     expect(body.faces.map((f) => f.index)).toEqual(body.faces.map((_, i) => i));
+    // No profile among them: every face says the swap would take it.
+    expect(body.faces.map((f) => f.swappable)).toEqual(body.faces.map(() => true));
     const centres = body.faces.map((f) => f.box.x + f.box.width / 2);
     expect(centres).toEqual([...centres].sort((a, b) => a - b));
     // The catalogue lists it with its model.

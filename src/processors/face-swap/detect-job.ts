@@ -20,6 +20,35 @@ export const faceDetectOptionsSchema = z.strictObject({
 });
 export type FaceDetectOptions = z.infer<typeof faceDetectOptionsSchema>;
 
+const px = (what: string) => z.number().describe(`${what}, in pixels of the picture as a viewer shows it`);
+
+/** One face of the answer. Strict: a field the answer has and this schema lacks fails the tests. */
+const detectedFaceSchema = z.strictObject({
+  index: z.number().int().min(0).describe('Place from the left (0 = leftmost): the index the swaps take.'),
+  box: z.strictObject({ x: px('Left'), y: px('Top'), width: px('Width'), height: px('Height') }),
+  score: z.number().min(0).max(1).describe('Detector score.'),
+  landmarks: z.array(z.array(z.number()).length(2)).length(68).describe('The 68 iBUG landmarks, [x, y].'),
+  swappable: z
+    .boolean()
+    .describe('Whether `image-face-swap` takes this face (as target or source); false: see `reason`.'),
+  reason: z
+    .string()
+    .optional()
+    .describe(
+      'Only when `swappable` is false, why: `profile` (turned too far) or `small` (under 32 px across). ' +
+        'More reasons may come; show one you do not know as it is.',
+    ),
+  thumbnail: z.string().optional().describe('The face, at most 96 px, as a JPEG `data:` URI.'),
+});
+
+/** face-detect's answer (`application/json`), as the OpenAPI document states it. */
+export const faceDetectResultSchema = z.strictObject({
+  width: z.number().int().describe('Picture width (EXIF orientation applied).'),
+  height: z.number().int().describe('Picture height (EXIF orientation applied).'),
+  preview: z.string().optional().describe('The picture, at most 640 px, as a JPEG `data:` URI.'),
+  faces: z.array(detectedFaceSchema).describe('Every face found, left to right by the centre of its box.'),
+});
+
 export interface FaceDetectJobType extends JobType<typeof faceDetectOptionsSchema> {
   warmup(): Promise<void>;
   close(): Promise<void>;
@@ -50,8 +79,9 @@ export function createFaceDetectJobType(
     name: FACE_DETECT,
     description:
       'Finds the faces in the `target` image and answers JSON: the image size and, for each face left to ' +
-      'right (`index` 0 is the leftmost), its box, detector score and 68 landmarks. The indices are the ' +
-      'ones `target_face_indices` and `source_face_index` of the face-swap job types refer to.',
+      'right (`index` 0 is the leftmost), its box, detector score, 68 landmarks and `swappable`: false, ' +
+      'with a `reason` (`profile`: turned too far), for a face `image-face-swap` refuses. The indices are ' +
+      'the ones `target_face_indices` and `source_face_index` of the face-swap job types refer to.',
     slots: {
       target: {
         required: true,
@@ -71,6 +101,7 @@ export function createFaceDetectJobType(
       },
     ],
     options: faceDetectOptionsSchema,
+    resultSchema: faceDetectResultSchema,
     run,
     warmup: () => threadPool.warmup(),
     close: () => threadPool.close(),

@@ -16,7 +16,7 @@ import {
 import { CONTENT_TYPES, EXTENSIONS, decodeImage, encodeImage } from './image.js';
 import type { FaceMode, FaceSwapOptions } from './options.js';
 import { levelled, swapLevelled } from './level.js';
-import { refuseProfile, swappableTargets } from './profile.js';
+import { refuseFace, swappability, swappableTargets } from './profile.js';
 import { DEFAULT_TUNING, extendForehead } from './swap.js';
 import type { Box, Point, RgbImage } from './types.js';
 
@@ -180,7 +180,7 @@ export async function findSwapFaces(
   const refined = { source: await refineLandmarks(source, srcLandmarks), targets: [] as Point[][] };
   for (const lm of chosen) refined.targets.push(await refineLandmarks(target, lm));
   hooks.checkAborted();
-  refuseProfile(source, refined.source, 'input.source', srcIndex);
+  refuseFace(source, refined.source, 'input.source', srcIndex);
   const all = effectiveFaceMode(options, images.reference !== undefined) === 'all';
   refined.targets = swappableTargets(target, refined.targets, all, options.target_face_indices);
   return refined;
@@ -260,16 +260,21 @@ export interface DetectJobInput {
   maxPixels: number;
 }
 
-/** face-detect's result (docs/api.md, Faces): every face, left to right, with its box and 68 landmarks. */
+/**
+ * face-detect's result (docs/api.md, Faces): every face, left to right, with its box, 68 landmarks
+ * and whether the swap would take it (`reason` only when it would not).
+ */
 export interface DetectResult {
   width: number;
   height: number;
-  faces: { index: number; box: Box; score: number; landmarks: [number, number][] }[];
+  faces: ({ index: number; box: Box; score: number; landmarks: [number, number][] } & ReturnType<
+    typeof swappability
+  >)[];
 }
 
 const r1 = (v: number) => Math.round(v * 10) / 10;
 
-/** The face-detect job: the same decoding, detector and order as the swap, as JSON. */
+/** The face-detect job: the same decoding, detector, order and refusals (profile.ts) as the swap, as JSON. */
 export async function runFaceDetect(input: DetectJobInput, hooks: PipelineHooks): Promise<DetectResult> {
   hooks.progress('detecting faces');
   const target = await decodeImage(input.target, 'input.target', input.maxPixels);
@@ -279,11 +284,14 @@ export async function runFaceDetect(input: DetectJobInput, hooks: PipelineHooks)
   for (const [index, f] of found.entries()) {
     hooks.checkAborted();
     const landmarks = await detectLandmarks(target, f.box);
+    // Judged on the landmarks the swap judges (findSwapFaces: this box's, refined), by its own rule.
+    const verdict = swappability(target, await refineLandmarks(target, landmarks));
     faces.push({
       index,
       box: { x: r1(f.box.x), y: r1(f.box.y), width: r1(f.box.width), height: r1(f.box.height) },
       score: Math.round(f.score * 1000) / 1000,
       landmarks: landmarks.map((p) => [r1(p.x), r1(p.y)]),
+      ...verdict,
     });
   }
   return { width: target.width, height: target.height, faces };

@@ -1,9 +1,10 @@
 /**
- * Faces turned too far to swap. A 2-D warp of a frontal face cannot fill a full profile: swapped,
- * sample2's profile came out smeared, with a second eye painted onto the background. The 68-point
- * net was trained on faces that show both eyes, so on a profile it still places the far one, off
- * the face, and from some crops (Tiny's box at min_confidence 0.3) its landmarks otherwise look like
- * a three-quarter face's: its nose reads 0.26 of the way along the jaw, inside PROFILE_EDGE.
+ * Faces the swap refuses: too small for their landmarks to be read, or turned too far (a 2-D warp of
+ * a frontal face cannot fill a full profile: swapped, sample2's profile came out smeared, with a
+ * second eye painted onto the background). The 68-point net was trained on faces that show both
+ * eyes, so on a profile it still places the far one, off the face, and from some crops (Tiny's box
+ * at min_confidence 0.3) its landmarks otherwise look like a three-quarter face's: its nose reads
+ * 0.26 of the way along the jaw, inside PROFILE_EDGE.
  */
 import { JobError } from '../../errors.js';
 import { extents, noseAcross } from './geometry.js';
@@ -66,38 +67,82 @@ export function isProfile(img: RgbImage, lm: readonly Point[]): boolean {
 }
 
 /**
- * The job's error for a profile face with landmarks `lm` (of `label`, e.g. input.target), naming it by
- * its index (face-detect's left-to-right order) when the job picked it by index.
+ * Narrowest face (its landmarks' extent, px) the swap takes. Below it the landmark net, refining on a
+ * crop of a few dozen pixels, collapses: on face-api's sample photos shrunk to 240 px wide (faces
+ * 19-24 px) the refined landmarks of 3 of 20 faces spanned 8-12 px or put the nose outside the jaw
+ * (a frontal face then read as a profile); at 320 px wide (24-41 px) one did (28 px). Such a face
+ * swapped comes out a smear, and one of this size shows little of anyone.
  */
-export function profileError(lm: readonly Point[], label: string, index?: number): JobError {
-  const { x0, y0 } = extents(lm);
-  const at = `at x ${Math.round(x0)}, y ${Math.round(y0)}`;
-  return new JobError(
-    'invalid_media',
-    `${label}: ${index === undefined ? `the face ${at}` : `face ${index} (${at})`} is in profile; ` +
-      'the swap needs a face turned less (both eyes and cheeks showing)',
-  );
+export const MIN_FACE_WIDTH = 32;
+
+/**
+ * Why the swap refuses a face, as face-detect's `reason` says it: `small` (under MIN_FACE_WIDTH) or
+ * `profile` (isProfile). Codes, so a client can act on them; more may come.
+ */
+export type Refusal = 'small' | 'profile';
+
+/** The face's width: its landmarks' extent across. */
+const faceWidth = (lm: readonly Point[]) => {
+  const { x0, x1 } = extents(lm);
+  return x1 - x0;
+};
+
+/**
+ * THE rule of which faces the swap refuses, for the swap and face-detect alike (so they never
+ * disagree on the same landmarks): the face with (refined) landmarks `lm` in `img` is too small, or
+ * a profile (whose landmarks are not read on a face too small for them), or undefined: swappable.
+ */
+export function refusalOf(img: RgbImage, lm: readonly Point[]): Refusal | undefined {
+  if (faceWidth(lm) < MIN_FACE_WIDTH) return 'small';
+  return isProfile(img, lm) ? 'profile' : undefined;
 }
 
-/** Fails the job, naming the face, when it is a profile. */
-export function refuseProfile(img: RgbImage, lm: readonly Point[], label: string, index?: number): void {
-  if (isProfile(img, lm)) throw profileError(lm, label, index);
+/** face-detect's verdict on a face: refusalOf as `swappable`, and `reason` only when it is false. */
+export function swappability(
+  img: RgbImage,
+  lm: readonly Point[],
+): { swappable: true } | { swappable: false; reason: Refusal } {
+  const reason = refusalOf(img, lm);
+  return reason ? { swappable: false, reason } : { swappable: true };
 }
 
 /**
- * The target faces to swap: every one, or the job fails naming the first profile (by its index in
- * `indices` when the job picked faces by index); with faces "all" (`leaveProfiles`) profiles are left
- * as they are instead, unless every face is one.
+ * The job's error for a face refused for `reason`, with landmarks `lm` (of `label`, e.g.
+ * input.target), naming it by its index (face-detect's left-to-right order) when the job picked it by
+ * index.
+ */
+export function refusalError(reason: Refusal, lm: readonly Point[], label: string, index?: number): JobError {
+  const { x0, y0 } = extents(lm);
+  const at = `at x ${Math.round(x0)}, y ${Math.round(y0)}`;
+  const face = `${label}: ${index === undefined ? `the face ${at}` : `face ${index} (${at})`}`;
+  return new JobError(
+    'invalid_media',
+    reason === 'small'
+      ? `${face} is too small to swap (the swap needs a face at least ${MIN_FACE_WIDTH} px across)`
+      : `${face} is in profile; the swap needs a face turned less (both eyes and cheeks showing)`,
+  );
+}
+
+/** Fails the job, naming the face, when the swap refuses it (refusalOf). */
+export function refuseFace(img: RgbImage, lm: readonly Point[], label: string, index?: number): void {
+  const reason = refusalOf(img, lm);
+  if (reason) throw refusalError(reason, lm, label, index);
+}
+
+/**
+ * The target faces to swap: every one, or the job fails naming the first refused one (by its index
+ * in `indices` when the job picked faces by index); with faces "all" (`leaveRefused`) refused faces
+ * are left as they are instead, unless every face is one.
  */
 export function swappableTargets(
   img: RgbImage,
   targets: readonly Point[][],
-  leaveProfiles: boolean,
+  leaveRefused: boolean,
   indices?: readonly number[],
 ): Point[][] {
-  const profile = targets.map((lm) => isProfile(img, lm));
-  const rest = targets.filter((_, i) => !profile[i]);
-  const first = profile.indexOf(true);
-  if (first < 0 || (leaveProfiles && rest.length > 0)) return rest;
-  throw profileError(targets[first]!, 'input.target', indices?.[first]);
+  const refused = targets.map((lm) => refusalOf(img, lm));
+  const rest = targets.filter((_, i) => !refused[i]);
+  const first = refused.findIndex((r) => r !== undefined);
+  if (first < 0 || (leaveRefused && rest.length > 0)) return rest;
+  throw refusalError(refused[first]!, targets[first]!, 'input.target', indices?.[first]);
 }
