@@ -4,7 +4,6 @@
  * parts (lips, eyes, brows, make-up) by connectivity: an occluder's connected non-skin component
  * reaches the face outline and covers skin outside the feature zones.
  */
-import { distanceInside } from './mask.js';
 import { bytes, ints } from './scratch.js';
 
 /** Largest colour step (ΔE², between 4-neighbours) inside one non-skin region. */
@@ -131,11 +130,12 @@ function dropMarks(p: OcclusionPlanes, occluded: Uint8Array, queue: Int32Array):
   // Steps (4-connected) beyond the core: every pixel within r of it (diagonals included) and the
   // neck that joins it to the rest, which kept would stay beside the new skin as a dark crescent.
   const steps = 2 * (Math.ceil(1.5 * r) + 1);
-  const thick = distanceInside(occluded, w, h);
-  const blobs: Blobs = { thick, r, seen: bytes(w * h), stamp: ints(w * h).fill(-1), depth: ints(w * h), next: 0 };
+  const core = thickPixels(occluded, w, h, Math.round(r));
+  if (!core.includes(1)) return;
+  const blobs: Blobs = { core, seen: bytes(w * h), stamp: ints(w * h).fill(-1), depth: ints(w * h), next: 0 };
   const maxArea = MAX_MARK_AREA * p.size * p.size;
   for (let s = 0; s < w * h; s++) {
-    if (thick[s]! <= r || blobs.seen[s]) continue;
+    if (!core[s] || blobs.seen[s]) continue;
     const tail = blobAround(p, occluded, queue, s, steps, blobs);
     if (tail > maxArea) continue;
     let mark = true;
@@ -144,10 +144,38 @@ function dropMarks(p: OcclusionPlanes, occluded: Uint8Array, queue: Int32Array):
   }
 }
 
-/** dropMarks' state: the occluded pixels' thickness, the cores seen, which blob reached a pixel and how far. */
+/**
+ * 1 where the square of half-width `s` around a pixel is all `mask` (a summed-area table): the
+ * pixels deeper than `s` inside it, the mask's erosion.
+ */
+function thickPixels(mask: Uint8Array, w: number, h: number, s: number): Uint8Array {
+  const W = w + 1;
+  const sat = ints(W * (h + 1)).fill(0);
+  for (let y = 0; y < h; y++) {
+    let row = 0;
+    for (let x = 0; x < w; x++) {
+      row += mask[y * w + x]!;
+      sat[(y + 1) * W + x + 1] = sat[y * W + x + 1]! + row;
+    }
+  }
+  const out = bytes(w * h);
+  const full = (2 * s + 1) * (2 * s + 1);
+  for (let y = s; y < h - s; y++) {
+    for (let x = s; x < w - s; x++) {
+      if (!mask[y * w + x]) continue;
+      const a = (y + s + 1) * W + x + s + 1;
+      const b = (y - s) * W + x + s + 1;
+      const c = (y + s + 1) * W + x - s;
+      const d = (y - s) * W + x - s;
+      if (sat[a]! - sat[b]! - sat[c]! + sat[d]! === full) out[y * w + x] = 1;
+    }
+  }
+  return out;
+}
+
+/** dropMarks' state: the thick pixels (cores), those seen, which blob reached a pixel and how far. */
 interface Blobs {
-  thick: Float32Array;
-  r: number;
+  core: Uint8Array;
   seen: Uint8Array;
   stamp: Int32Array;
   depth: Int32Array;
@@ -155,7 +183,7 @@ interface Blobs {
 }
 
 /**
- * The blob whose core (occluded pixels thicker than `b.r`, 4-connected) holds `s`, and the occluded
+ * The blob whose core (thick occluded pixels, `b.core`, 4-connected) holds `s`, and the occluded
  * pixels up to `steps` steps beyond that core, in queue[0..returned count).
  */
 function blobAround(p: OcclusionPlanes, occluded: Uint8Array, queue: Int32Array, s: number, steps: number, b: Blobs) {
@@ -175,7 +203,7 @@ function blobAround(p: OcclusionPlanes, occluded: Uint8Array, queue: Int32Array,
       for (let k = 0; k < 4; k++) {
         const j = neighbour(i, x, y, k, w, h);
         if (j < 0 || !occluded[j] || b.stamp[j] === blob) continue;
-        if (core && b.thick[j]! <= b.r) continue;
+        if (core && !b.core[j]) continue;
         if (core) b.seen[j] = 1;
         b.stamp[j] = blob;
         b.depth[j] = core ? 0 : b.depth[i]! + 1;

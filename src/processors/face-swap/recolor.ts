@@ -5,6 +5,7 @@
  */
 import {
   channelStats,
+  chromaBandExcess,
   localMean,
   settleChroma,
   spreadGains,
@@ -121,24 +122,12 @@ function limitChromaBands(
   inZone: Float32Array,
 ): void {
   const { width: w, height: h } = c.region;
-  const n = w * h;
-  const band = (lab: Float32Array) => {
-    const fine = localMean(lab, skin, c.covered, w, h, BAND_FINE * c.size);
-    const broad = localMean(lab, skin, c.covered, w, h, BAND_BROAD * c.size);
-    for (let i = 0; i < n * 3; i++) fine[i] = fine[i]! - broad[i]!;
-    return fine;
-  };
-  const bs = band(src.lab);
-  const bt = band(dst);
-  for (let i = 0; i < n; i++) {
+  const use = bytes(w * h);
+  for (let i = 0; i < use.length; i++) use[i] = c.covered[i]! && inZone[i]! < 1 ? 1 : 0;
+  const scales = { fine: BAND_FINE * c.size, broad: BAND_BROAD * c.size, slack: BAND_SLACK };
+  chromaBandExcess(src.lab, dst, skin, use, w, h, scales, (i, da, db) => {
     const out = 1 - inZone[i]!;
-    if (out <= 0) continue;
-    for (let q = i * 3 + 1; q <= i * 3 + 2; q++) {
-      const e = bs[q]!;
-      const cap = Math.abs(bt[q]!) + BAND_SLACK;
-      // NaN (no skin near) compares false: left alone.
-      if (!(Math.abs(e) > cap)) continue;
-      src.lab[q] = src.lab[q]! - (e > 0 ? e - cap : e + cap) * out;
-    }
-  }
+    src.lab[i * 3 + 1] = src.lab[i * 3 + 1]! - da * out;
+    src.lab[i * 3 + 2] = src.lab[i * 3 + 2]! - db * out;
+  });
 }
