@@ -74,9 +74,9 @@ describe('visible flaws on the sample photos', () => {
       const want = discLab(img, tip, 4);
       const got = discLab(res, tip, 4);
       // The source's tip catches her blue light sharper than the 10 % chroma blur follows: b* 12.1
-      // against the target's 15.9, a bluish-grey patch at 2x. The source's mid-scale chroma, where
-      // it departs from its surroundings more than the target's does, is now held to the target's
-      // (recolor.ts): b* 15.3.
+      // against the target's 15.9, a bluish-grey patch at 2x. The source's mid-scale b*, where it
+      // is bluer than its surroundings by more than the target's departs from its own, is now held
+      // to that (recolor.ts): b* 15.4.
       expect(Math.abs(got[2] - want[2])).toBeLessThan(2);
     },
     LONG,
