@@ -3,7 +3,8 @@
  * the A/B tool of the dispatch speed (issue 30). The receiver (bench/helper-server.ts) runs in a
  * child process, so this process's CPU is the sender's only.
  *
- *   DB=sqlite|postgres N=3000 WARM=3000 ROUNDS=3 [PROFILE=file.cpuprofile|file.heapprofile] [PROFILE_RAW=file] [LOG_LEVEL=warn]
+ *   DB=sqlite|postgres N=3000 WARM=3000 ROUNDS=3 [PROFILE=file.cpuprofile|file.heapprofile] [PROFILE_RAW=file]
+ *     [PROFILE_INTERVAL=µs between CPU samples, default 50] [LOG_LEVEL=warn]
  *     [FF=webhook_events' fillfactor on PostgreSQL, for A/B runs: 100 is the one before migration 013]
  *   node --import tsx bench/dispatch-profile.ts
  *

@@ -10,9 +10,13 @@
  *
  *   npx tsx bench/face-swap-ablation.ts [--self] [config ...]     (default: every config below)
  *
- * --self runs the self-swap only (seconds instead of minutes). Detection and landmarks are those of
- * the job (findFaces, refineLandmarks, the level frame), computed once and shared by every config.
+ * --self runs the self-swap only (seconds instead of minutes); --rows prints every face; --save=DIR
+ * writes each face's original and result side by side (PNG, the face's surroundings) into DIR, to be
+ * looked at. Detection and landmarks are those of the job (findFaces, refineLandmarks, the level
+ * frame), computed once and shared by every config.
  */
+import { mkdirSync } from 'node:fs';
+import sharp from 'sharp';
 import {
   computeDescriptor,
   descriptorDistance,
@@ -43,7 +47,8 @@ const CONFIGS: Record<string, Config> = {
   'shape 0': { tuning: { shape: 0 } },
   'forehead 0.1': { tuning: { forehead: 0.1 } },
   'erode 0.01 feather 0.03': { tuning: { erode: 0.01, feather: 0.03 } },
-  'jaw 1': { tuning: { jaw: 1 } },
+  'no outline move': { tuning: { jaw: 0 } },
+  'far cheek whole': { tuning: { jawTurn: 0 } },
   'bare warp': {
     opts: { colorCorrection: false, blend: 'feather', occlusion: false },
     tuning: { skip: ['redeye', 'hairFill', 'detail', 'mouthHole'] },
@@ -78,7 +83,32 @@ async function prepare(selfOnly: boolean) {
 
 type Prepared = Awaited<ReturnType<typeof prepare>>;
 
-async function runConfig(p: Prepared, c: Config) {
+/** The face's surroundings in the original and in the result, side by side, as a PNG in `dir`. */
+async function savePair(dir: string, file: string, f: Face, res: RgbImage) {
+  const g = Math.round(0.35 * Math.max(f.box.width, f.box.height));
+  const left = Math.max(0, Math.round(f.box.x - g));
+  const top = Math.max(0, Math.round(f.box.y - g));
+  const r = {
+    left,
+    top,
+    width: Math.min(f.image.width - left, Math.round(f.box.width + 2 * g)),
+    height: Math.min(f.image.height - top, Math.round(f.box.height + 2 * g)),
+  };
+  const crop = (im: RgbImage) =>
+    sharp(im.data, { raw: { width: im.width, height: im.height, channels: 3 } })
+      .extract(r)
+      .png()
+      .toBuffer();
+  await sharp({ create: { width: r.width * 2, height: r.height, channels: 3, background: '#000' } })
+    .composite([
+      { input: await crop(f.image), left: 0, top: 0 },
+      { input: await crop(res), left: r.width, top: 0 },
+    ])
+    .png()
+    .toFile(`${dir}/${file}.png`);
+}
+
+async function runConfig(p: Prepared, c: Config, save?: string) {
   const opts: SwapOptions = { blend: 'poisson', colorCorrection: true, ...c.opts };
   const tuning: SwapTuning = { ...DEFAULT_TUNING, ...c.tuning };
   const rows: { name: string; before: number; after: number; upright: number; lmErr: number }[] = [];
@@ -89,6 +119,7 @@ async function runConfig(p: Prepared, c: Config) {
     const after = descriptorDistance(p.srcDesc, await computeDescriptor(res, lmR));
     const upright = descriptorDistance(p.srcDesc, await uprightDescriptor(res, f.box, f.lm));
     rows.push({ name: f.name, before: f.before, after, upright, lmErr: landmarkError(f.measured, lmR) });
+    if (save) await savePair(save, f.name.replace(/[^a-z0-9+-]+/gi, '_'), f, res);
   }
   return rows;
 }
@@ -117,12 +148,15 @@ function summary(rows: Awaited<ReturnType<typeof runConfig>>): string {
 const args = process.argv.slice(2);
 const selfOnly = args.includes('--self');
 const verbose = args.includes('--rows');
+const saveTo = args.find((a) => a.startsWith('--save='))?.slice('--save='.length);
 const names = args.filter((a) => !a.startsWith('--'));
 const chosen = names.length > 0 ? names : Object.keys(CONFIGS);
 const prepared = await prepare(selfOnly);
 for (const name of chosen) {
   const config = CONFIGS[name] ?? (JSON.parse(name) as Config);
-  const rows = await runConfig(prepared, config);
+  const dir = saveTo && `${saveTo}/${name.replace(/[^a-z0-9.]+/gi, '_')}`;
+  if (dir) mkdirSync(dir, { recursive: true });
+  const rows = await runConfig(prepared, config, dir);
   console.log(`${name.padEnd(24)} ${summary(rows)}`);
   for (const r of verbose ? rows : [])
     console.log(

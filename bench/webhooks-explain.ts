@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { openStore, sqliteHandle } from '../src/store/db.js';
 import {
   claimDueEvents,
@@ -6,7 +6,10 @@ import {
   nextDueAt,
   pendingDestinations,
   pendingDestinationsQuery,
-  recordQueryPg,
+  PG_CLAIM,
+  PG_RECORD,
+  pgClaimParams,
+  pgRecordParams,
   recordScheduledAttempts,
   SQLITE_DIRECT_SQL,
 } from '../src/store/webhooks.js';
@@ -109,7 +112,7 @@ console.log('--- claim (dead: 16, p7: 4)');
 await db
   .transaction()
   .execute(async (trx) => {
-    const q = claimDueEventsQuery(store.dialect, {
+    const spec = {
       leaseOwner: 'X',
       leaseMs: 1000,
       now: NOW,
@@ -117,7 +120,8 @@ await db
         { destination: 'http://dead.example', limit: 16 },
         { destination: 'http://p7.example', limit: 4 },
       ],
-    })!.compile(db);
+    };
+    const q = pg ? CompiledQuery.raw(PG_CLAIM.text, pgClaimParams(spec)) : claimDueEventsQuery(spec)!.compile(db);
     const prefix = pg ? 'EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ' : 'EXPLAIN QUERY PLAN ';
     const rows = (await trx.executeQuery({ ...q, sql: prefix + q.sql })).rows as any[];
     for (const r of rows) console.log('   ', pg ? r['QUERY PLAN'] : `${r.id}/${r.parent} ${r.detail}`);
@@ -143,6 +147,47 @@ if (conn) {
       console.log(`    ${r.id}/${r.parent} ${r.detail}`);
   }
 }
+/**
+ * The dispatcher runs PG_CLAIM and PG_RECORD as named statements, which PostgreSQL plans once
+ * (a generic plan, without the parameters' values): print that plan, run on the same data.
+ */
+async function explainGeneric(name: string, text: string, types: string, values: unknown[]) {
+  const lit = (v: unknown): string =>
+    Array.isArray(v)
+      ? `ARRAY[${v.map(lit).join(', ')}]`
+      : typeof v === 'number'
+        ? String(v)
+        : `'${String(v).replace(/'/g, "''")}'`;
+  await db
+    .transaction()
+    .execute(async (trx) => {
+      await sql`SET LOCAL plan_cache_mode = force_generic_plan`.execute(trx);
+      await sql.raw(`PREPARE ${name}(${types}) AS ${text}`).execute(trx);
+      const { rows } = await sql
+        .raw<{ 'QUERY PLAN': string }>(
+          `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE ${name}(${values.map(lit).join(', ')})`,
+        )
+        .execute(trx);
+      for (const r of rows) console.log('   ', r['QUERY PLAN']);
+      throw new Rollback();
+    })
+    .catch((e: unknown) => {
+      if (!(e instanceof Rollback)) throw e;
+    });
+}
+if (pg) {
+  console.log('--- claim, generic plan (dead: 16, p7: 4)');
+  const spec = {
+    leaseOwner: 'X',
+    leaseMs: 1000,
+    now: NOW,
+    destinations: [
+      { destination: 'http://dead.example', limit: 16 },
+      { destination: 'http://p7.example', limit: 4 },
+    ],
+  };
+  await explainGeneric('claim', PG_CLAIM.text, 'text[], int[], bigint, text, bigint', pgClaimParams(spec)!);
+}
 console.log('--- record');
 {
   const rows = await claimDueEvents(db, store.dialect, {
@@ -163,7 +208,7 @@ console.log('--- record');
     await db
       .transaction()
       .execute(async (trx) => {
-        const q = recordQueryPg('X', outcomes, NOW).compile(db);
+        const q = CompiledQuery.raw(PG_RECORD.text, pgRecordParams('X', outcomes, NOW));
         const plan = await trx.executeQuery({ ...q, sql: `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${q.sql}` });
         for (const r of plan.rows as any[]) console.log('   ', r['QUERY PLAN']);
         throw new Rollback();
@@ -171,6 +216,10 @@ console.log('--- record');
       .catch((e: unknown) => {
         if (!(e instanceof Rollback)) throw e;
       });
+  if (pg) {
+    console.log('--- record, generic plan');
+    await explainGeneric('record', PG_RECORD.text, 'json, bigint, text', pgRecordParams('X', outcomes, NOW));
+  }
   const t = performance.now();
   const applied = await recordScheduledAttempts(db, store.dialect, 'X', outcomes, [], NOW);
   console.log(`record ${rows.length}: applied ${applied.size} in ${(performance.now() - t).toFixed(2)} ms`);

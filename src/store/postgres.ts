@@ -5,6 +5,7 @@ import type { Store } from './store.js';
 import { isDatabaseUnavailable } from './errors.js';
 import { OutageLog } from '../runtime/outage.js';
 import type { Database } from './schema.js';
+import { registerPgPool } from './pg-statements.js';
 
 // Times are BIGINT milliseconds: well inside 2^53, so read int8 as a JS number (per pool,
 // not by changing pg's global parsers).
@@ -119,6 +120,7 @@ export function openPostgres(url: string, opts: PostgresOptions): Store {
   // An idle client's error: pg-pool has already dropped it and replaces it on demand.
   pool.on('error', (err) => outage.failed(err));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  registerPgPool(db, pool);
   return {
     db,
     dialect: 'postgres',

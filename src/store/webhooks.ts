@@ -1,8 +1,9 @@
-import type SQLite from 'better-sqlite3';
-import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
+import SQLite from 'better-sqlite3';
+import { PostgresAdapter, sql, type Insertable, type Kysely, type Selectable } from 'kysely';
 import { sqliteHandle } from './db.js';
 import type { Dialect } from './store.js';
 import type { Database, WebhookAttemptsTable, WebhookEventsTable } from './schema.js';
+import { runPg, type NamedStatement } from './pg-statements.js';
 
 /**
  * Every webhook query lives here, the outbox insert included (jobs/lifecycle.ts calls it in the
@@ -32,25 +33,16 @@ const CLAIMED_COLUMNS = [
 export type ClaimedEventRow = Pick<WebhookEventRow, (typeof CLAIMED_COLUMNS)[number]> & { lease_expires_at: number };
 /** (destination, now, now, limit) */
 type PickParams = [string, number, number, number];
-/** CLAIMED_COLUMNS' values, then the row's rowid. */
-type ClaimedTuple = [
-  string,
-  string,
-  string,
-  string,
-  string | null,
-  string | null,
-  string,
-  number,
-  string | null,
-  number,
-];
+/** CLAIMED_COLUMNS' values, in order (a claim's row as an array). */
+type ClaimedValues = [string, string, string, string, string | null, string | null, string, number, string | null];
+/** SQLite's pick: CLAIMED_COLUMNS' values, then the row's rowid. */
+type ClaimedTuple = [...ClaimedValues, number];
 
 /**
- * SQLite's claimed row (an array: better-sqlite3 sets an object's columns one by one through V8's
- * API, dearer than this one literal).
+ * A claimed row from its array (better-sqlite3 and pg both set an object's columns one by one,
+ * dearer than this one literal).
  */
-const claimed = (t: ClaimedTuple, lease: number): ClaimedEventRow => ({
+const claimed = (t: ClaimedValues | ClaimedTuple, lease: number): ClaimedEventRow => ({
   event_id: t[0],
   job_uuid: t[1],
   event_type: t[2],
@@ -103,9 +95,45 @@ export const SQLITE_DIRECT_SQL: Readonly<Record<keyof DirectStatements, string>>
     WHERE event_id = ? AND lease_owner = ?`,
 };
 
+/** The dispatcher's own connections (openDispatchConnection), by the store's connection. */
+const dispatchConnections = new WeakMap<SQLite.Database, SQLite.Database>();
+/** Page cache of the dispatcher's own connection, KiB: SQLite's default (the store's is 64 MiB). */
+const DISPATCH_CACHE_KIB = 2_048;
+
+/**
+ * Opens the dispatcher's own connection to a SQLite store's file, which its claims and recordings
+ * then use; answers the function that closes it (undefined for PostgreSQL or an in-memory store).
+ * It has a small page cache of its own: at the commit of a transaction in which an index page split
+ * took a page from the freelist (every recording, as delivered events leave the pending indexes),
+ * SQLite scans its whole page cache (balance_nonroot renumbers pages through the lock-byte page's
+ * number, above the file's size, and the commit truncates the cache to the file's size); with the
+ * store's 64 MiB that scan cost ~1 µs per recorded row. Its other settings are the store's.
+ */
+export function openDispatchConnection(db: Kysely<Database>): (() => void) | undefined {
+  const main = sqliteHandle(db);
+  if (!main || main.memory || !main.open) return undefined;
+  const own = new SQLite(main.name, { fileMustExist: true });
+  for (const setting of ['synchronous', 'busy_timeout', 'foreign_keys'])
+    own.pragma(`${setting} = ${Number(main.pragma(setting, { simple: true }))}`);
+  own.pragma(`cache_size = -${DISPATCH_CACHE_KIB}`);
+  dispatchConnections.set(main, own);
+  return () => {
+    if (dispatchConnections.get(main) === own) dispatchConnections.delete(main);
+    own.close();
+  };
+}
+
+/**
+ * The prepared statements on the connection the direct path may use now, or undefined while a
+ * Kysely transaction is open on the store's connection: a direct statement there would join that
+ * transaction, and one on the dispatcher's own connection would wait, holding the thread, for a
+ * write lock that transaction holds or will take (and a write committed under it would leave the
+ * transaction's snapshot stale). The Kysely form runs instead, after the transaction.
+ */
 function direct(db: Kysely<Database>): { conn: SQLite.Database; st: DirectStatements } | undefined {
-  const conn = sqliteHandle(db);
-  if (!conn || conn.inTransaction) return undefined;
+  const main = sqliteHandle(db);
+  if (!main || main.inTransaction) return undefined;
+  const conn = dispatchConnections.get(main) ?? main;
   let st = directStatements.get(conn);
   if (!st) {
     const q = SQLITE_DIRECT_SQL;
@@ -195,9 +223,10 @@ export async function claimDueEvents(
   spec: ClaimSpec,
 ): Promise<ClaimedEventRow[]> {
   const lease = spec.now + spec.leaseMs;
-  const d = dialect === 'sqlite' ? direct(db) : undefined;
+  if (dialect === 'postgres') return claimPg(db, spec, lease);
+  const d = direct(db);
   if (d) return claimDirect(d, spec, lease);
-  const query = claimDueEventsQuery(dialect, spec);
+  const query = claimDueEventsQuery(spec);
   const rows = query ? (await query.execute(db)).rows : [];
   for (const r of rows) (r as ClaimedEventRow).lease_expires_at = lease;
   return rows as ClaimedEventRow[];
@@ -231,8 +260,63 @@ function claimDirect(
     .immediate();
 }
 
-/** The statement of claimDueEvents (exported for bench/webhooks-explain.ts); undefined when nothing is wanted. */
-export function claimDueEventsQuery(dialect: Dialect, spec: ClaimSpec) {
+/**
+ * PostgreSQL's claim, one named statement whatever the batch: $1 the destinations (text[]), $2
+ * their limits (int[]), $3 now, $4 the lease's owner, $5 its end. The rows come back in
+ * CLAIMED_COLUMNS' order. The leases are written through the locked rows' ctid (locked, a row
+ * keeps it until the statement ends), a TID fetch instead of a primary-key descent per row.
+ * Its commit does not wait for the WAL flush (`synchronous_commit` off for this transaction only;
+ * in a caller's transaction, for that one): the flush cost more server CPU than the rest of a
+ * claim of 64. What a server crash can lose is the last fraction of a second's leases, never an
+ * event: the recording of an attempt flushes every earlier commit with its own, and an attempt
+ * whose lease was lost is recorded without moving its event, which is sent again when due (a
+ * duplicate: deliveries are at least once).
+ */
+export const PG_CLAIM: NamedStatement = {
+  name: 'webhooks_claim_3',
+  text: `WITH unflushed AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)),
+    picked AS MATERIALIZED (
+      SELECT c.tid FROM unflushed, webhook_claim_rooms($1::text[], $2::int[]) AS d
+      CROSS JOIN LATERAL (
+        SELECT w.ctid AS tid FROM webhook_events w
+        WHERE w.destination = d.destination AND w.state = 'pending' AND w.next_attempt_at <= $3
+          AND (w.lease_expires_at IS NULL OR w.lease_expires_at < $3)
+        ORDER BY w.next_attempt_at LIMIT d.room
+        FOR UPDATE SKIP LOCKED
+      ) c
+    )
+    UPDATE webhook_events e SET lease_owner = $4, lease_expires_at = $5::bigint
+    FROM picked
+    WHERE e.ctid = picked.tid AND (e.state || '') = 'pending' AND (e.next_attempt_at + 0) <= $3
+      AND (e.lease_expires_at IS NULL OR e.lease_expires_at < $3)
+    RETURNING ${CLAIMED_COLUMNS.map((c) => `e.${c}`).join(', ')}`,
+};
+
+/** PG_CLAIM's parameters for `spec`; undefined when nothing is wanted. */
+export function pgClaimParams(spec: ClaimSpec): unknown[] | undefined {
+  const wanted = spec.destinations.filter((d) => d.limit > 0);
+  if (wanted.length === 0) return undefined;
+  return [
+    wanted.map((d) => d.destination),
+    wanted.map((d) => d.limit),
+    spec.now,
+    spec.leaseOwner,
+    spec.now + spec.leaseMs,
+  ];
+}
+
+async function claimPg(db: Kysely<Database>, spec: ClaimSpec, lease: number): Promise<ClaimedEventRow[]> {
+  const params = pgClaimParams(spec);
+  if (!params) return [];
+  const rows = await runPg<ClaimedValues>(db, PG_CLAIM, params);
+  return rows.map((t) => claimed(t, lease));
+}
+
+/**
+ * SQLite's claim in one statement, for a caller's open Kysely transaction (exported for
+ * bench/webhooks-explain.ts); undefined when nothing is wanted.
+ */
+export function claimDueEventsQuery(spec: ClaimSpec) {
   const wanted = spec.destinations.filter((d) => d.limit > 0);
   if (wanted.length === 0) return undefined;
   const { now } = spec;
@@ -243,22 +327,6 @@ export function claimDueEventsQuery(dialect: Dialect, spec: ClaimSpec) {
   // state index instead of the picked ids (SQLite without statistics does: a scan of every due event).
   const stillClaimable = (t: string) =>
     sql`(${sql.ref(`${t}.state`)} || '') = 'pending' AND (${sql.ref(`${t}.next_attempt_at`)} + 0) <= ${now} AND (${sql.ref(`${t}.lease_expires_at`)} IS NULL OR ${sql.ref(`${t}.lease_expires_at`)} < ${now})`;
-  if (dialect === 'postgres') {
-    return sql<Omit<ClaimedEventRow, 'lease_expires_at'>>`
-      WITH picked AS MATERIALIZED (
-        SELECT c.event_id FROM unnest(${wanted.map((d) => d.destination)}::text[], ${wanted.map((d) => d.limit)}::int[]) AS d(destination, room)
-        CROSS JOIN LATERAL (
-          SELECT w.event_id FROM webhook_events w
-          WHERE w.destination = d.destination AND ${claimable('w')}
-          ORDER BY w.next_attempt_at LIMIT d.room
-          FOR UPDATE SKIP LOCKED
-        ) c
-      )
-      UPDATE webhook_events e SET lease_owner = ${spec.leaseOwner}, lease_expires_at = ${lease}
-      FROM picked
-      WHERE e.event_id = picked.event_id AND ${stillClaimable('e')}
-      RETURNING ${claimedColumns('e')}`;
-  }
   const picks = wanted.map(
     (d) => sql`SELECT event_id FROM (
       SELECT w.event_id FROM webhook_events w WHERE w.destination = ${d.destination} AND ${claimable('w')}
@@ -340,10 +408,13 @@ export interface ScheduledAttempt extends Omit<ScheduledOutcome, 'leaseOwner'> {
 
 /**
  * At most this many outcomes per recording transaction. SQLite's runs synchronously on the event
- * loop, so it stays short; PostgreSQL's is one statement whatever its size (the batch travels as
- * arrays), and each commit waits for a WAL flush: large batches keep up with fast receivers.
+ * loop (~2.5 ms for 500), so it stays short; it writes every page it changed to the WAL (the events'
+ * pages, and per transaction the attempts' last pages, the indexes' and the header's): 500 rather
+ * than 200 measured 0–0.3 µs per row less (bench/dispatch-db-costs.ts RECORD=). PostgreSQL's is one statement
+ * whatever its size (the batch travels as JSON), and each commit waits for a WAL flush: large batches
+ * keep up with fast receivers.
  */
-export const MAX_RECORD_BATCH: Readonly<Record<Dialect, number>> = { sqlite: 200, postgres: 1_000 };
+export const MAX_RECORD_BATCH: Readonly<Record<Dialect, number>> = { sqlite: 500, postgres: 1_000 };
 
 /**
  * Records finished scheduled attempts of one dispatcher and moves their events on, and gives
@@ -368,14 +439,13 @@ export async function recordScheduledAttempts(
   if (attempts.length === 0 && release.length === 0) return new Set();
   const d = dialect === 'sqlite' && !within ? direct(db) : undefined;
   if (d) return recordDirect(d, leaseOwner, attempts, release, now);
-  if (dialect === 'postgres' && !within && release.length === 0)
-    return movedIds(await recordQueryPg(leaseOwner, attempts, now).execute(db));
+  if (dialect === 'postgres' && !within && release.length === 0) return recordPg(db, leaseOwner, attempts, now);
   return db.transaction().execute(async (trx) => {
     let applied = new Set<string>();
     if (attempts.length > 0)
       applied =
         dialect === 'postgres'
-          ? movedIds(await recordQueryPg(leaseOwner, attempts, now).execute(trx))
+          ? await recordPg(trx, leaseOwner, attempts, now)
           : await recordKysely(trx, leaseOwner, attempts, now);
     if (release.length > 0) await releaseEvents(trx, release, leaseOwner, now);
     await within?.(trx);
@@ -409,51 +479,74 @@ function recordDirect(
 }
 
 /**
- * PostgreSQL: the attempts' rows and their events' moves in one statement, the batch passed as
- * one JSON parameter (one statement text whatever the batch size; JSON.stringify is native, where
- * ten array parameters are serialised value by value in JavaScript). Each attempt's number counts
- * its event's rows before the statement (the events are distinct). Exported for
- * bench/webhooks-explain.ts, which prints its plan.
+ * PostgreSQL: the attempts' rows and their events' moves in one named statement, the batch passed
+ * as one JSON parameter ($1; JSON.stringify is native, where ten array parameters are serialised
+ * value by value in JavaScript; null and false fields left out), then $2 now and $3 the lease's
+ * owner. Returns the moved events' ids. An attempt's number is one more than its event's attempt
+ * rows: `attempts_logged` (migration 015), updated with the move; counted when it is NULL, and for
+ * an event that does not move (its lease lost: its count is then set back to NULL, since this
+ * statement adds a row it does not count). `= ANY(ids)` (an array computed once) keeps the
+ * lookups on the primary key whatever the planner's statistics; the rows go in in the batch's
+ * order (the delivery log lists attempts by id). The state test is written so that it matches no
+ * partial index: without statistics the planner ANDs the primary key's lookups with a whole
+ * pending index (every pending event read per batch).
  */
-export function recordQueryPg(leaseOwner: string, attempts: readonly ScheduledAttempt[], now: number) {
+export const PG_RECORD: NamedStatement = {
+  name: 'webhooks_record_2',
+  text: `WITH v AS MATERIALIZED (
+      SELECT * FROM ROWS FROM (json_to_recordset($1::json) AS (id text, st text, nx bigint, att int,
+        started bigint, dur int, http int, err text, ok int, manual int)) WITH ORDINALITY
+        AS v(id, st, nx, att, started, dur, http, err, ok, manual, ord)
+    ), moved AS (
+      UPDATE webhook_events e SET state = v.st, next_attempt_at = v.nx, attempts = e.attempts + 1,
+        lease_owner = NULL, lease_expires_at = NULL, updated_at = $2::bigint,
+        attempts_logged = coalesce(e.attempts_logged,
+          (SELECT count(*) FROM webhook_attempts a WHERE a.event_id = e.event_id)) + 1
+      FROM v
+      WHERE e.event_id = ANY(ARRAY(SELECT id FROM v)) AND e.event_id = v.id AND (e.state || '') = 'pending'
+        AND e.lease_owner = $3 AND e.attempts = v.att
+      RETURNING e.event_id, e.attempts_logged
+    ), logged AS (
+      INSERT INTO webhook_attempts (event_id, attempt, started_at, duration_ms, http_status, error, ok, manual)
+      SELECT v.id, coalesce(m.attempts_logged, (SELECT count(*) + 1 FROM webhook_attempts a WHERE a.event_id = v.id)),
+        v.started, v.dur, v.http, v.err, v.ok, coalesce(v.manual, 0)
+      FROM v LEFT JOIN moved m ON m.event_id = v.id
+      ORDER BY v.ord
+    ), unmoved AS (
+      UPDATE webhook_events e SET attempts_logged = NULL
+      WHERE e.event_id = ANY(ARRAY(SELECT id FROM v EXCEPT SELECT event_id FROM moved))
+        AND e.attempts_logged IS NOT NULL
+    )
+    SELECT event_id FROM moved`,
+};
+
+/** PG_RECORD's parameters (exported for bench/webhooks-explain.ts, which prints its plan). */
+export function pgRecordParams(leaseOwner: string, attempts: readonly ScheduledAttempt[], now: number): unknown[] {
   const rows = JSON.stringify(
-    attempts.map((o, ord) => ({
+    attempts.map((o) => ({
       id: o.eventId,
       st: o.state,
-      nx: o.nextAttemptAt,
+      nx: o.nextAttemptAt ?? undefined,
       att: o.claimedAttempts,
       started: o.attempt.startedAt,
       dur: Math.max(0, Math.round(o.attempt.durationMs)),
-      http: o.attempt.httpStatus,
-      err: o.attempt.error,
+      http: o.attempt.httpStatus ?? undefined,
+      err: o.attempt.error ?? undefined,
       ok: o.attempt.ok ? 1 : 0,
-      manual: o.attempt.manual ? 1 : 0,
-      ord,
+      manual: o.attempt.manual ? 1 : undefined,
     })),
   );
-  // The numbers come from one grouped read (a correlated count per row would rescan the table it
-  // inserts into); `= ANY(ids)` (an array computed once) keeps both reads on their indexes whatever
-  // the planner's statistics; the rows go in in the batch's order (the delivery log lists attempts by id).
-  // The state test is written so that it matches no partial index: without statistics the planner
-  // ANDs the primary key's lookups with a whole pending index (every pending event read per batch).
-  return sql<{ event_id: string }>`
-    WITH v AS MATERIALIZED (
-      SELECT * FROM json_to_recordset(${rows}::json) AS v(id text, st text, nx bigint, att int,
-        started bigint, dur int, http int, err text, ok int, manual int, ord int)
-    ), counted AS (
-      SELECT event_id, count(*) AS n FROM webhook_attempts WHERE event_id = ANY(ARRAY(SELECT id FROM v)) GROUP BY event_id
-    ), logged AS (
-      INSERT INTO webhook_attempts (event_id, attempt, started_at, duration_ms, http_status, error, ok, manual)
-      SELECT v.id, coalesce(counted.n, 0) + 1, v.started, v.dur, v.http, v.err, v.ok, v.manual
-      FROM v LEFT JOIN counted ON counted.event_id = v.id
-      ORDER BY v.ord
-    )
-    UPDATE webhook_events e SET state = v.st, next_attempt_at = v.nx, attempts = e.attempts + 1,
-      lease_owner = NULL, lease_expires_at = NULL, updated_at = ${now}
-    FROM v
-    WHERE e.event_id = ANY(ARRAY(SELECT id FROM v)) AND e.event_id = v.id AND (e.state || '') = 'pending'
-      AND e.lease_owner = ${leaseOwner} AND e.attempts = v.att
-    RETURNING e.event_id`;
+  return [rows, now, leaseOwner];
+}
+
+async function recordPg(
+  db: Kysely<Database>,
+  leaseOwner: string,
+  attempts: readonly ScheduledAttempt[],
+  now: number,
+): Promise<Set<string>> {
+  const rows = await runPg<[string]>(db, PG_RECORD, pgRecordParams(leaseOwner, attempts, now));
+  return new Set(rows.map((r) => r[0]));
 }
 
 /** SQLite inside a Kysely transaction (an endpoint's failure record is written beside). */
@@ -510,6 +603,9 @@ export async function finishManualAttempt(
 ): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await insertAttempt(trx, eventId, { ...attempt, manual: true });
+    // PostgreSQL's count of the event's attempts (see PG_RECORD) does not include this one now.
+    if (isPostgres(trx))
+      await sql`UPDATE webhook_events SET attempts_logged = NULL WHERE event_id = ${eventId}`.execute(trx);
     if (!attempt.ok) return;
     await trx
       .updateTable('webhook_events')
@@ -519,6 +615,8 @@ export async function finishManualAttempt(
       .execute();
   });
 }
+
+const isPostgres = (db: Kysely<Database>) => db.getExecutor().adapter instanceof PostgresAdapter;
 
 /** One event of `owner`'s job (its own webhook's); another owner's is indistinguishable from a missing one. */
 export function getEvent(

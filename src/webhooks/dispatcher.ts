@@ -14,6 +14,7 @@ import {
   claimDueEvents,
   MAX_RECORD_BATCH,
   nextDueAt,
+  openDispatchConnection,
   pendingDestinations,
   recordScheduledAttempts,
   type ClaimedEventRow,
@@ -76,15 +77,16 @@ interface Destination {
 }
 
 /** What the recorder writes: a finished attempt, or a claimed event handed back unsent. */
-type Recording = { attempt: Finished; at: number } | { release: string; at: number };
+type Recording = Finished | { release: string; at: number };
 /** Per item: whether its event moved on; the first item carries the endpoints its batch disabled. */
 interface Recorded {
   applied: boolean;
   disabled?: DisabledEndpoint[];
 }
 
-/** A finished attempt waiting to be recorded. */
+/** A finished attempt waiting to be recorded; `at` is when it finished (its patience counts from there). */
 interface Finished extends ScheduledAttempt {
+  at: number;
   jobUuid: string;
   eventType: string;
   number: number;
@@ -114,13 +116,20 @@ const RECORD_LINGER_MS = 20;
 /** At shutdown, how long unrecorded attempts may wait for an unavailable database. */
 const FINAL_FLUSH_MS = 2_000;
 
-function outcomeLabel(r: AttemptResult): string {
-  if (r.ok) return 'success';
-  if (r.httpStatus !== null) return 'http_error';
-  if (r.error?.startsWith('timed out')) return 'timeout';
-  if (r.error?.startsWith('refused:')) return 'blocked';
-  return 'network_error';
+/** The attempts metric's outcomes; an attempt's is counted by its index here. */
+const OUTCOMES = ['success', 'http_error', 'timeout', 'blocked', 'network_error'] as const;
+
+function outcomeOf(r: AttemptResult): number {
+  if (r.ok) return 0;
+  if (r.httpStatus !== null) return 1;
+  if (r.error?.startsWith('timed out')) return 2;
+  if (r.error?.startsWith('refused:')) return 3;
+  return 4;
 }
+
+/** What write() answers for most items (one object for all). */
+const APPLIED: Recorded = { applied: true };
+const NOT_APPLIED: Recorded = { applied: false };
 
 /**
  * Delivers the webhook outbox.
@@ -143,10 +152,11 @@ export class WebhookDispatcher {
   readonly pollMs: number;
   readonly leaseMs: number;
   readonly disableAfterMs: number;
-  private readonly inFlight = new Map<string, Attempt>();
+  private readonly inFlight = new Set<Attempt>();
   /** Set at stop while attempts are in flight: called when the last one ends. */
   private onIdle: (() => void) | undefined;
-  private readonly attemptCounters = new Map<string, { inc(): void }>();
+  /** Attempts finished since the metric was last added to, by outcome (added once per recording batch). */
+  private readonly uncounted = OUTCOMES.map(() => 0);
   private readonly held = new Map<string, Destination>();
   /** Destinations the last claim left with due events (they get another claim when room frees up). */
   private readonly knownDue = new Set<string>();
@@ -162,6 +172,8 @@ export class WebhookDispatcher {
   private recording = 0;
   /** Set at stop: what is not recorded by then (the database still down) is given up. */
   private drainBy: number | undefined;
+  /** Closes the dispatcher's own SQLite connection (store/webhooks.ts openDispatchConnection). */
+  private closeConnection: (() => void) | undefined;
 
   private readonly onWake = () => {
     this.lookAround = true;
@@ -204,6 +216,7 @@ export class WebhookDispatcher {
   }
 
   start(): void {
+    this.closeConnection ??= openDispatchConnection(this.opts.store.db);
     this.opts.signals.on(WAKE_SIGNAL, this.onWake);
     this.loop.start();
   }
@@ -226,6 +239,8 @@ export class WebhookDispatcher {
     await all;
     this.drainBy = this.opts.clock.now() + FINAL_FLUSH_MS;
     await this.recorder.drain();
+    this.closeConnection?.();
+    this.closeConnection = undefined;
   }
 
   /** Attempts in flight in this process. */
@@ -334,8 +349,10 @@ export class WebhookDispatcher {
    * disabled meanwhile is handed back unsent (its row was skipped with the endpoint).
    */
   private async withEndpointSecrets(rows: ClaimedEventRow[], now: number): Promise<Claimed[]> {
-    const ids = [...new Set(rows.flatMap((r) => (r.endpoint_id ? [r.endpoint_id] : [])))];
-    if (ids.length === 0) return rows;
+    const wanted = new Set<string>();
+    for (const r of rows) if (r.endpoint_id) wanted.add(r.endpoint_id);
+    if (wanted.size === 0) return rows;
+    const ids = [...wanted];
     const endpoints = new Map((await endpointsByIds(this.opts.store.db, ids)).map((e) => [e.id, e]));
     const out: Claimed[] = [];
     for (const row of rows) {
@@ -367,7 +384,7 @@ export class WebhookDispatcher {
         this.launch(name, d, event);
         started = true;
       }
-      if (started) {
+      if (started && this.held.size > 1) {
         // To the back of the line: the next free slot goes to another destination first.
         this.held.delete(name);
         this.held.set(name, d);
@@ -377,14 +394,21 @@ export class WebhookDispatcher {
 
   private launch(name: string, d: Destination, event: Claimed): void {
     d.inFlight++;
-    const attempt = this.opts.sender.start(event, (result, aborted) => {
-      this.settled(name, d, event, result, aborted);
+    const attempt: Attempt = this.opts.sender.start(event, (result, aborted) => {
+      this.settled(name, d, event, attempt, result, aborted);
     });
-    this.inFlight.set(event.event_id, attempt);
+    this.inFlight.add(attempt);
   }
 
   /** An attempt ended (a result, or rejected at shutdown): its bookkeeping, then its slot goes to the next queued event. */
-  private settled(name: string, d: Destination, event: Claimed, result: AttemptResult | undefined, err: unknown): void {
+  private settled(
+    name: string,
+    d: Destination,
+    event: Claimed,
+    attempt: Attempt,
+    result: AttemptResult | undefined,
+    err: unknown,
+  ): void {
     try {
       if (result) this.finished(event, d, result);
       else this.abandoned(event, err);
@@ -394,7 +418,7 @@ export class WebhookDispatcher {
         'webhook delivery bookkeeping failed',
       );
     }
-    this.inFlight.delete(event.event_id);
+    this.inFlight.delete(attempt);
     d.inFlight--;
     if (this.inFlight.size === 0) this.onIdle?.();
     this.startReady();
@@ -417,7 +441,7 @@ export class WebhookDispatcher {
     const claimedAttempts = event.attempts;
     const number = claimedAttempts + 1;
     d.paceMs = result.httpStatus === null ? undefined : 0.8 * (d.paceMs ?? result.durationMs) + 0.2 * result.durationMs;
-    this.countAttempt(result);
+    this.uncounted[outcomeOf(result)]!++;
     const now = clock.now();
     let state: Finished['state'];
     let nextAttemptAt: number | null = null;
@@ -429,7 +453,8 @@ export class WebhookDispatcher {
       state = 'pending';
       nextAttemptAt = now + scheduleMs[number]!;
     }
-    this.record({
+    this.submit({
+      at: now,
       eventId: event.event_id,
       jobUuid: event.job_uuid,
       eventType: event.event_type,
@@ -445,26 +470,23 @@ export class WebhookDispatcher {
     });
   }
 
-  /** The attempts metric, its labelled child looked up once per outcome. */
-  private countAttempt(result: AttemptResult): void {
+  /**
+   * Adds the attempts finished since the last call to the attempts metric: once per recording batch,
+   * not per attempt (prom-client hashes and checks the labels at every increment).
+   */
+  private countAttempts(): void {
     const counter = this.opts.metrics?.webhookAttempts;
-    if (!counter) return;
-    const outcome = outcomeLabel(result);
-    let child = this.attemptCounters.get(outcome);
-    if (!child) {
-      child = counter.labels({ outcome });
-      this.attemptCounters.set(outcome, child);
+    for (let i = 0; i < OUTCOMES.length; i++) {
+      const n = this.uncounted[i]!;
+      if (n === 0) continue;
+      this.uncounted[i] = 0;
+      counter?.inc({ outcome: OUTCOMES[i]! }, n);
     }
-    child.inc();
   }
 
   /** Hands a claimed event back unsent: due again at once. */
   private release(eventId: string): void {
     this.submit({ release: eventId, at: this.opts.clock.now() });
-  }
-
-  private record(attempt: Finished): void {
-    this.submit({ attempt, at: attempt.now });
   }
 
   /** Recording is in the background: the slot is already free for the next attempt. */
@@ -479,7 +501,7 @@ export class WebhookDispatcher {
 
   private readonly recordFailed = (err: unknown, item: Recording) => {
     this.recording--;
-    const what = 'attempt' in item ? item.attempt.eventId : item.release;
+    const what = 'attempt' in item ? item.eventId : item.release;
     this.opts.log.error(
       { err, event_id: what },
       'recording a webhook attempt failed; its event will be sent again when its lease runs out',
@@ -488,14 +510,15 @@ export class WebhookDispatcher {
 
   /** One transaction: the attempts, the hand-backs and the endpoints' failure records. */
   private async write(items: readonly Recording[]): Promise<Recorded[]> {
+    this.countAttempts();
     const attempts: Finished[] = [];
     const release: string[] = [];
     const outcomes: EndpointOutcome[] = [];
     for (const i of items) {
       if (!('attempt' in i)) release.push(i.release);
       else {
-        attempts.push(i.attempt);
-        if (i.attempt.endpoint) outcomes.push(i.attempt.endpoint);
+        attempts.push(i);
+        if (i.endpoint) outcomes.push(i.endpoint);
       }
     }
     const now = this.opts.clock.now();
@@ -509,8 +532,9 @@ export class WebhookDispatcher {
         : undefined;
     const applied = await recordScheduledAttempts(db, dialect, this.id, attempts, release, now, endpointHealth);
     return items.map((i, n) => {
-      const ok = 'attempt' in i ? applied.has(i.attempt.eventId) : true;
-      return n === 0 ? { applied: ok, disabled } : { applied: ok };
+      const ok = 'attempt' in i ? applied.has(i.eventId) : true;
+      if (n === 0 && disabled.length > 0) return { applied: ok, disabled };
+      return ok ? APPLIED : NOT_APPLIED;
     });
   }
 
@@ -527,7 +551,7 @@ export class WebhookDispatcher {
     const info = log.isLevelEnabled('info');
     items.forEach((item, n) => {
       if (!('attempt' in item)) return;
-      const f = item.attempt;
+      const f = item;
       const applied = out[n]!.applied;
       if (applied && f.state !== 'failed' && !info) return;
       const fields = {

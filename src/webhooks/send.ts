@@ -15,7 +15,7 @@ import {
   type AttemptDone,
   type AttemptResult,
 } from './attempt.js';
-import { deliveryHeaders } from './sign.js';
+import { SecretKeys, signedDeliveryHeaders } from './sign.js';
 
 export interface SenderOptions {
   allowPrivate: boolean;
@@ -41,10 +41,13 @@ interface Target {
   path: string;
 }
 const TARGET_CACHE_SIZE = 1_000;
+/** Secrets whose HMAC keys are kept made (per-job secrets, endpoints' current and previous ones). */
+const KEY_CACHE_SIZE = 1_000;
 
 export class WebhookSender {
   private readonly agent: Dispatcher;
   private readonly targets = new Map<string, Target>();
+  private readonly keys = new Map<string, SecretKeys>();
   /**
    * Attempts in flight, oldest first. All have the same timeout, so the first has the nearest
    * deadline: one timer, armed for it, bounds them all (a timer per attempt cost more than the rest
@@ -88,13 +91,13 @@ export class WebhookSender {
     try {
       const target = this.target(event.url);
       const body = Buffer.from(event.body, 'utf8');
-      const headers = deliveryHeaders({
-        eventId: event.event_id,
-        timestamp: Math.floor(startedAt / 1000),
+      const headers = signedDeliveryHeaders(
+        event.event_id,
+        Math.floor(startedAt / 1000),
         body,
-        secret: event.secret,
-        previousSecrets: event.previousSecrets,
-      });
+        event.secret ? this.keysOf(event.secret) : undefined,
+        event.previousSecrets?.map((s) => this.keysOf(s)),
+      );
       // No undici timers of its own: the sender's one timer bounds the whole exchange. A literal of
       // one shape, not a spread: undici reads a dozen options off it, absent ones included.
       const request = {
@@ -157,6 +160,17 @@ export class WebhookSender {
       this.targets.set(url, t);
     }
     return t;
+  }
+
+  /** A secret's HMAC keys, made at its first delivery (a rotated secret's new keys at its next). */
+  private keysOf(secret: string): SecretKeys {
+    let k = this.keys.get(secret);
+    if (!k) {
+      k = new SecretKeys(secret);
+      if (this.keys.size >= KEY_CACHE_SIZE) this.keys.clear();
+      this.keys.set(secret, k);
+    }
+    return k;
   }
 
   async close(): Promise<void> {

@@ -156,7 +156,10 @@ describe('image-face-swap keeps the target’s expression and pose', { timeout: 
   it.each([25, -25])('a target rolled by %i° swaps as well as the upright one', async (deg) => {
     const upright = await swap(await portrait('darkHair'));
     const r = await swap(await rolled(await portrait('darkHair'), deg));
-    expect(landmarkError(r.original.landmarks, r.swapped.landmarks)).toBeLessThan(0.08);
+    // Pose and expression: the inner landmarks (brows, eyes, nose, mouth) where the target's were;
+    // the jaw line less strictly, since the outline is moved towards the source's on purpose.
+    expect(landmarkError(r.original.landmarks, r.swapped.landmarks, 17, 68)).toBeLessThan(0.08);
+    expect(landmarkError(r.original.landmarks, r.swapped.landmarks, 0, 17)).toBeLessThan(0.15);
     expect(innerMouthDiff(r.before, r.after, r.original.landmarks)).toBeLessThan(10);
     // Identity measured upright again (face-api's descriptor crop is not rotated, so it is unreliable
     // on a rolled face): within 0.1 of the upright swap's.

@@ -12,7 +12,8 @@ function disc(): { img: RgbImage; lm: Point[] } {
   const data = new Uint8Array(SIDE * SIDE * 3);
   for (let y = 0; y < SIDE; y++) {
     for (let x = 0; x < SIDE; x++) {
-      const v = Math.hypot(x + 0.5 - C.x, y + 0.5 - C.y) <= R ? 200 : 20;
+      // With a photo's noise (a fixed pattern of ±8 levels): flat areas are kept as painted things.
+      const v = (Math.hypot(x + 0.5 - C.x, y + 0.5 - C.y) <= R ? 200 : 30) + (((x * 7 + y * 13) % 17) - 8);
       data.fill(v, (y * SIDE + x) * 3, (y * SIDE + x) * 3 + 3);
     }
   }
@@ -40,6 +41,40 @@ describe('face-swap outline move', () => {
     expect(half[16]).toEqual(lm[16]);
     expect(half[8]!.y).toBeCloseTo(lm[8]!.y - 0.5 * 0.2 * R, 5);
     expect(half.slice(17)).toEqual(lm.slice(17));
+  });
+
+  it("moves a turned target's far cheek outwards only in part, its near cheek and chin in full", () => {
+    const { lm } = disc();
+    // Eyes level, the nose tip pushed towards point 16's end: points 9-16 are the far cheek.
+    for (let i = 36; i < 42; i++) lm[i] = { x: C.x - 20 + (i - 36), y: C.y - 15 };
+    for (let i = 42; i < 48; i++) lm[i] = { x: C.x + 15 + (i - 42), y: C.y - 15 };
+    lm[30] = { x: C.x + 0.5 * R, y: C.y };
+    const wider = lm.map((p, i) => (i < 17 ? { x: C.x + 1.2 * (p.x - C.x), y: p.y } : p));
+    const moved = reshapedJaw(wider, lm, 1);
+    const frontal = reshapedJaw(wider, lm, 1, 0);
+    // noseAcross 0.75: the far side keeps 1 - 3 * 0.25 of its outward move.
+    expect(moved[12]!.x - lm[12]!.x).toBeCloseTo(0.25 * (frontal[12]!.x - lm[12]!.x), 5);
+    expect(moved[4]).toEqual(frontal[4]);
+    expect(moved[8]).toEqual(frontal[8]);
+  });
+
+  it('leaves a flat painted bar across the jaw exactly as it was', () => {
+    const { img, lm } = disc();
+    const bar = { x0: 20, x1: 180, y0: Math.round(C.y + 0.6 * R), y1: Math.round(C.y + 0.8 * R) };
+    for (let y = bar.y0; y < bar.y1; y++) {
+      for (let x = bar.x0; x < bar.x1; x++) img.data.set([28, 44, 110], (y * SIDE + x) * 3);
+    }
+    const before = Uint8Array.from(img.data);
+    const narrower = lm.map((p, i) => (i < 17 ? { x: C.x + 0.8 * (p.x - C.x), y: C.y + 0.8 * (p.y - C.y) } : p));
+    liquifyOutline(img, lm, reshapedJaw(narrower, lm, 1));
+    let changed = 0;
+    for (let y = bar.y0 + 2; y < bar.y1 - 2; y++) {
+      for (let x = bar.x0 + 2; x < bar.x1 - 2; x++)
+        if (img.data[(y * SIDE + x) * 3] !== before[(y * SIDE + x) * 3]) changed++;
+    }
+    expect(changed).toBe(0);
+    // The photo around it did move.
+    expect(at(img, C.x, C.y + 0.9 * R)).toBeLessThan(60);
   });
 
   it('pulls the background in behind a narrowed chin (no second edge) and leaves the photo beyond the ring', () => {

@@ -30,9 +30,16 @@ const RELEASED = [
   '011_webhook_endpoints',
   '012_webhook_pending_due',
   '013_webhook_events_fillfactor',
+  '014_webhook_claim_rooms',
+  '015_webhook_attempts_logged',
 ];
 /** The migrations after the fixtures' databases were taken. */
-const SINCE_FIXTURES = ['012_webhook_pending_due', '013_webhook_events_fillfactor'];
+const SINCE_FIXTURES = [
+  '012_webhook_pending_due',
+  '013_webhook_events_fillfactor',
+  '014_webhook_claim_rooms',
+  '015_webhook_attempts_logged',
+];
 
 const fixture = (name: string) => fs.readFileSync(new URL(`fixtures/${name}`, import.meta.url), 'utf8');
 /** Schema text compared without its layout (the SQL moved between files, its indentation with it). */

@@ -210,6 +210,8 @@ describe('owner webhook endpoints', () => {
       expect(forJob(path, first)).toHaveLength(1);
       const metrics = await svc.call('GET', '/metrics', { key: null });
       expect(metrics.text).toMatch(/media_jobs_webhook_endpoints_disabled_total\{reason="gone"\} [1-9]/);
+      // The 410 attempt itself, counted by outcome (added to the metric when its batch is written).
+      expect(metrics.text).toMatch(/media_jobs_webhook_attempts_total\{outcome="http_error"\} [1-9]/);
 
       // While disabled: recorded as skipped, never sent.
       const second = await submit({ ms: 0 });

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { computeSignature, verifyWebhook, WebhookVerificationError } from '../../src/index.js';
-import { deliveryHeaders } from '../../src/webhooks/sign.js';
+import { deliveryHeaders, SecretKeys, signedDeliveryHeaders } from '../../src/webhooks/sign.js';
 
 /** HMAC-SHA256 computed outside our code: openssl over `timestamp.body`, body passed on stdin. */
 function opensslSignature(secret: string, timestamp: number | string, body: string): string {
@@ -225,5 +225,61 @@ describe('Standard Webhooks signatures', () => {
     expect(h['webhook-signature']).toBe(`v1,${expected}`);
     expect(h['webhook-id']).toBe(payload.event_id);
     expect(h['webhook-timestamp']).toBe(String(ts));
+  });
+});
+
+describe("the sender's signing with keys made once (signedDeliveryHeaders)", () => {
+  const secrets = [
+    secret,
+    'whsec_' + Buffer.from('another key, 24 bytes ok').toString('base64'),
+    'a plain secret',
+    'ü-secret ✓ 完成',
+    // Longer than SHA-256's 64-byte block: HMAC hashes the key first.
+    'x'.repeat(100),
+    'whsec_' + Buffer.alloc(80, 7).toString('base64'),
+    'y'.repeat(256),
+  ];
+  const bodies = [
+    body,
+    '',
+    JSON.stringify({ ...payload, job: { ...payload.job, status_detail: 'fertig ✓ — 完成' } }),
+    // Larger than the buffer the messages start in.
+    JSON.stringify({ ...payload, pad: 'z'.repeat(10_000) }),
+    body,
+  ];
+
+  it('gives exactly the headers deliveryHeaders gives, for any secret, body and rotation', () => {
+    for (const [i, s] of secrets.entries())
+      for (const b of bodies) {
+        const previous = secrets.slice(0, i % 3);
+        const t = ts + i;
+        const expected = deliveryHeaders({
+          eventId: payload.event_id,
+          timestamp: t,
+          body: b,
+          secret: s,
+          previousSecrets: previous,
+        });
+        const keys = new SecretKeys(s);
+        const got = signedDeliveryHeaders(
+          payload.event_id,
+          t,
+          Buffer.from(b),
+          keys,
+          previous.map((p) => new SecretKeys(p)),
+        );
+        expect(got).toEqual(expected);
+        expect(Object.keys(got)).toEqual(Object.keys(expected));
+        // The same keys again (the sender reuses them): the same signature.
+        expect(signedDeliveryHeaders(payload.event_id, t, Buffer.from(b), keys, [])['x-service-signature']).toBe(
+          computeSignature(s, t, b),
+        );
+      }
+  });
+
+  it('sends no signature headers without a secret', () => {
+    const got = signedDeliveryHeaders(payload.event_id, ts, Buffer.from(body), undefined);
+    expect(got).toEqual(deliveryHeaders({ eventId: payload.event_id, timestamp: ts, body, secret: null }));
+    expect(Object.keys(got)).toEqual(['content-type', 'user-agent', 'x-service-event-id', 'x-service-timestamp']);
   });
 });

@@ -4,13 +4,15 @@ import { openStore } from '../../src/store/db.js';
 import type { Store } from '../../src/store/store.js';
 import {
   claimDueEvents,
+  finishManualAttempt,
   nextDueAt,
+  openDispatchConnection,
   pendingDestinations,
   recordScheduledAttempts,
   type ClaimedEventRow,
   type ScheduledOutcome,
 } from '../../src/store/webhooks.js';
-import { storeEnv } from '../helpers/db.js';
+import { storeEnv, TEST_DB } from '../helpers/db.js';
 import { tempDir } from '../helpers/service.js';
 
 /**
@@ -265,21 +267,15 @@ describe('webhook outbox batches', () => {
   });
 
   it('records a batch in one transaction: exact attempt numbers, lease-guarded moves, hand-backs', async () => {
-    // live1 already has a manual attempt on record: the scheduled one is number 2.
+    // live1 already has a manual attempt on record (a failed one: no change of state): the
+    // scheduled one is number 2.
     const now = T1 + 50;
-    await a.db
-      .insertInto('webhook_attempts')
-      .values({
-        event_id: 'live1',
-        attempt: 1,
-        started_at: T1,
-        duration_ms: 1,
-        http_status: 500,
-        error: 'HTTP 500',
-        ok: 0,
-        manual: 1,
-      })
-      .execute();
+    await finishManualAttempt(
+      a.db,
+      'live1',
+      { startedAt: T1, durationMs: 1, httpStatus: 500, error: 'HTTP 500', ok: false },
+      T1,
+    );
     const applied = await recordScheduledAttempts(
       a.db,
       a.dialect,
@@ -351,5 +347,118 @@ describe('webhook outbox batches', () => {
     });
     expect(again.map((e) => e.event_id)).toEqual(['dead00', 'dead01']);
     expect(await nextDueAt(a.db, now)).toBe(T1 + 5_000);
+    // B's own attempt at dead04 comes after A's (recorded above without moving it): number 2.
+    const mine = [
+      {
+        eventId: 'dead04',
+        claimedAttempts: 0,
+        attempt: attempt(true),
+        state: 'delivered' as const,
+        nextAttemptAt: null,
+        now,
+      },
+    ];
+    expect([...(await recordScheduledAttempts(b.db, b.dialect, 'B', mine, [], now))]).toEqual(['dead04']);
+    const dead04 = await a.db
+      .selectFrom('webhook_attempts')
+      .select(['attempt', 'ok'])
+      .where('event_id', '=', 'dead04')
+      .orderBy('id')
+      .execute();
+    expect(dead04.map((n) => [n.attempt, n.ok])).toEqual([
+      [1, 0],
+      [2, 1],
+    ]);
+  });
+});
+
+describe("the dispatcher's own SQLite connection", () => {
+  const T2 = T0 + 200_000;
+  const spec = (now: number, limit = 10) => ({
+    leaseOwner: 'A',
+    leaseMs: 60_000,
+    now,
+    destinations: [{ destination: 'http://own.example', limit }],
+  });
+
+  it.runIf(TEST_DB === 'sqlite')(
+    'claims and records on it, and waits for a transaction open on the store',
+    async () => {
+      const close = openDispatchConnection(a.db);
+      expect(close).toBeTypeOf('function');
+      try {
+        await a.db.updateTable('webhook_events').set({ state: 'delivered', next_attempt_at: null }).execute();
+        await insertEvent('own1', 'http://own.example', T2 - 10);
+        const [first] = await claimDueEvents(a.db, a.dialect, spec(T2, 1));
+        expect(first?.event_id).toBe('own1');
+        const moved = await recordScheduledAttempts(
+          a.db,
+          a.dialect,
+          'A',
+          [
+            {
+              eventId: 'own1',
+              claimedAttempts: 0,
+              attempt: { startedAt: T2, durationMs: 1, httpStatus: 200, error: null, ok: true },
+              state: 'delivered',
+              nextAttemptAt: null,
+              now: T2,
+            },
+          ],
+          [],
+          T2,
+        );
+        expect([...moved]).toEqual(['own1']);
+        // Committed: the store's own connection reads it.
+        const row = await a.db
+          .selectFrom('webhook_events')
+          .select(['state', 'lease_owner'])
+          .where('event_id', '=', 'own1')
+          .executeTakeFirstOrThrow();
+        expect(row).toEqual({ state: 'delivered', lease_owner: null });
+
+        // A transaction open on the store's connection holds the write lock: a claim made meanwhile
+        // runs after it (on its own connection it would wait for a lock this thread holds), and sees
+        // what it wrote.
+        let commit!: () => void;
+        const gate = new Promise<void>((r) => (commit = r));
+        const trx = a.db.transaction().execute(async (t) => {
+          await t
+            .insertInto('webhook_events')
+            .values({
+              event_id: 'own2',
+              job_uuid: 'job-own2',
+              owner: 'o',
+              event_type: 'job.completed',
+              url: 'http://own.example/hook',
+              destination: 'http://own.example',
+              secret: null,
+              body: '{}',
+              state: 'pending',
+              next_attempt_at: T2 - 5,
+              lease_owner: null,
+              lease_expires_at: null,
+              created_at: T2,
+              updated_at: T2,
+            })
+            .execute();
+          await gate;
+        });
+        await new Promise((r) => setTimeout(r, 20));
+        const claim = claimDueEvents(a.db, a.dialect, spec(T2));
+        commit();
+        await trx;
+        expect((await claim).map((e) => e.event_id)).toEqual(['own2']);
+      } finally {
+        close?.();
+      }
+      // Closed: claims go through the store's connection again.
+      await insertEvent('own3', 'http://own.example', T2 - 1);
+      expect((await claimDueEvents(a.db, a.dialect, spec(T2))).map((e) => e.event_id)).toEqual(['own3']);
+    },
+  );
+
+  it.runIf(TEST_DB !== 'sqlite')("is SQLite's only", () => {
+    expect(openDispatchConnection(a.db)).toBeUndefined();
   });
 });

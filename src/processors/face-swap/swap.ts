@@ -13,7 +13,7 @@ import { laplacianVariance, matchDetail } from './detail.js';
 import { removeRedEye } from './redeye.js';
 import { innerMouthHole, mouthGap, OPEN_GAP } from './mouth.js';
 import { mirrorFace, mirrorLandmarks, prefersMirror } from './mirror.js';
-import { liquifyOutline, reshapedJaw } from './outline.js';
+import { droppedJaw, FAR_TURN, liquifyOutline, pinnedAtFlat, reshapedJaw } from './outline.js';
 import { occlusionMask } from './occlusion.js';
 import { fitSkinModel, nonSkinMask, softenMask } from './skin.js';
 import { matchColour } from './recolor.js';
@@ -79,6 +79,10 @@ export interface SwapTuning {
    * as its features are), the photo around them stretched along (outline.ts); 0: the outline stays.
    */
   jaw: number;
+  /** The far cheek of a turned target moves outwards by 1 - jawTurn * |noseAcross - 0.5| of its share (outline.ts). */
+  jawTurn: number;
+  /** Share of how much wider an open-mouthed target's mouth is open than the source's its jaw goal is lowered by (outline.ts). */
+  jawDrop: number;
   /** Share of `shape` an open mouth's outer lip line moves by (its inner lip line stays the target's). */
   openLips: number;
   /** The source is mirrored when turned the other way from a target turned at least this much (mirror.ts; Infinity: never). */
@@ -99,10 +103,12 @@ export type SwapStage = 'redeye' | 'hairFill' | 'detail' | 'mouthHole';
  * on top of the last): the source's brows kept out of its hair fill 0.517 -> 0.482, brows moving
  * fully with the source's proportions (0.5 before) -> 0.454, the source mirrored for targets turned
  * the other way -> 0.431, forehead 0.25 -> 0.428, mirrored only for targets turned 0.12 or more
- * (landmarks nearer the target's) and the brow test made strand-proof -> 0.430. Tried and left: jaw 0.3-1 (0.42-0.46, but the
- * result's landmarks leave the target's: median 0.077-0.082 of the eye distance; moved with the
- * photo around it, issue 28: upright 0.407 -> 0.391 only at jaw 1, landmarks 0.080), an open mouth's
- * outer lips moved (openLips 1: the open-mouth test's smile closed to 0.33 of its gap).
+ * (landmarks nearer the target's) and the brow test made strand-proof -> 0.430. The outline moved
+ * with the photo around it (jaw 1, outline.ts; the far cheek of a turned target outwards only
+ * 1 - 3 x turn, an open mouth's jaw dropped by half its extra opening): read upright, median
+ * 0.407 -> 0.403, worst 0.529 -> 0.491, landmarks 0.068 -> 0.074; then forehead 0.3 -> 0.395,
+ * landmarks 0.075 (docs/face-swap.md). Tried and
+ * left: an open mouth's outer lips moved (openLips 1: the open-mouth test's smile closed to 0.33 of its gap).
  */
 export const DEFAULT_TUNING: Readonly<SwapTuning> = {
   erode: 0.02,
@@ -110,9 +116,11 @@ export const DEFAULT_TUNING: Readonly<SwapTuning> = {
   sigmaAB: 0.1,
   kernel: 'bicubic',
   shape: 1,
-  forehead: 0.25,
+  forehead: 0.3,
   brows: 1,
-  jaw: 0,
+  jaw: 1,
+  jawTurn: FAR_TURN,
+  jawDrop: 0.5,
   openLips: 0,
   mirror: 0.12,
 };
@@ -330,7 +338,9 @@ function reshapeTarget(
 ): Point[] {
   const mirrored = prefersMirror(srcLm, targetLm, geometryTuning(opts, tuning).mirror);
   const aligned = alignSimilarity(mirrored ? mirrorLandmarks(srcLm) : srcLm, targetLm, INNER);
-  const moved = reshapedJaw(aligned, targetLm, tuning.jaw);
+  const open = mouthGap(targetLm, faceSize(targetLm)) >= OPEN_GAP;
+  const goal = open && tuning.jawDrop > 0 ? droppedJaw(aligned, targetLm, tuning.jawDrop) : aligned;
+  const moved = pinnedAtFlat(target, targetLm, reshapedJaw(goal, targetLm, tuning.jaw, tuning.jawTurn));
   liquifyOutline(target, targetLm, moved, opts.alphaOut);
   return moved;
 }

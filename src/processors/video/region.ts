@@ -9,11 +9,12 @@ import type { Point, RgbImage } from '../face-swap/types.js';
 
 /**
  * Room around the landmarks that a swap may read or write, in face sizes: the swap's own region is
- * the landmarks with a forehead lifted by 0.1 face size (tuning `forehead`), plus 2 px. This is
- * well beyond that; the test "a swap on the face region equals one on the whole frame" checks it.
+ * the landmarks with a forehead lifted by 0.3 face size (tuning `forehead`), plus 2 px, and the
+ * ring the outline move stretches (0.3 face size beyond the jaw line, face-swap/outline.ts). This is
+ * beyond both; the test "a swap on the face region equals one on the whole frame" checks it.
  */
 const FOREHEAD_ROOM = 0.5;
-const MARGIN = 0.25;
+const MARGIN = 0.4;
 
 /** A copy of `region` of an RGB frame, into `into` (r.width * r.height * 3 bytes) when given. */
 export function cropFrame(frame: RgbImage, r: Region, into?: Uint8Array): RgbImage {

@@ -12,6 +12,8 @@ import * as clusterCounters from './010_cluster_counters.js';
 import * as webhookEndpoints from './011_webhook_endpoints.js';
 import * as webhookPendingDue from './012_webhook_pending_due.js';
 import * as webhookEventsFillfactor from './013_webhook_events_fillfactor.js';
+import * as webhookClaimRooms from './014_webhook_claim_rooms.js';
+import * as webhookAttemptsLogged from './015_webhook_attempts_logged.js';
 
 /** A migration's step; the same module serves both dialects (the few differences branch on it). */
 export type Up = (db: Kysely<unknown>, dialect: Dialect) => Promise<void>;
@@ -34,4 +36,6 @@ export const MIGRATIONS: readonly (readonly [name: string, up: Up])[] = [
   ['011_webhook_endpoints', webhookEndpoints.up],
   ['012_webhook_pending_due', webhookPendingDue.up],
   ['013_webhook_events_fillfactor', webhookEventsFillfactor.up],
+  ['014_webhook_claim_rooms', webhookClaimRooms.up],
+  ['015_webhook_attempts_logged', webhookAttemptsLogged.up],
 ];
