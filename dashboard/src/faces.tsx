@@ -18,6 +18,9 @@ interface Detection {
     score: number;
     swappable?: boolean;
     reason?: string;
+    /** Whether the swap takes the face as its source (`source_reason` when not); absent from older services. */
+    usable_as_source?: boolean;
+    source_reason?: string;
     thumbnail?: string;
   }[];
 }
@@ -76,7 +79,19 @@ type Kind = (typeof PICKERS)[keyof typeof PICKERS];
 type Face = Detection['faces'][number];
 
 /** face-detect's reasons in words; a reason this page does not know is shown as the service sent it. */
-const REASONS: Record<string, string> = { profile: 'in profile (turned too far)', small: 'too small' };
+const REASONS: Record<string, string> = {
+  profile: 'in profile (turned too far)',
+  small: 'too small',
+  eyes: 'eyes not showing (closed, lowered or in shadow)',
+};
+
+/** The source picker judges faces as sources: face-detect's source flags in place of the target ones. */
+function asSources(d: Detection): Detection {
+  const faces = d.faces.map((f) =>
+    f.usable_as_source === undefined ? f : { ...f, swappable: f.usable_as_source, reason: f.source_reason },
+  );
+  return { ...d, faces };
+}
 
 /** Why the swap would refuse face `f` (it cannot be picked), or null when it would take it. */
 function refusal(f: Face): string | null {
@@ -249,13 +264,14 @@ export function FacePicker({
 }) {
   const kind = PICKERS[slot];
   const {
-    detection: d,
+    detection: found,
     busy,
     progress,
     error,
     stale,
     run,
   } = useDetection(`${minConfidence} ${url}`, url, minConfidence, () => value && onChange(undefined));
+  const d = found && slot === 'source' ? asSources(found) : found;
   const selected = new Set(value ?? []);
   const toggle = (i: number) => {
     const face = d?.faces.find((f) => f.index === i);

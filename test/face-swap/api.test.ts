@@ -105,8 +105,10 @@ describe('image-face-swap through the API', { timeout: LONG }, () => {
     expect((await waitTerminal(svc.call, det.body.data.uuid)).status).toBe('completed');
     const link = (await svc.call('GET', `/api/v1/jobs/${det.body.data.uuid}/result`)).body.data;
     const found = (await (await fetch(link.url)).json()) as {
-      faces: { box: { x: number; width: number }; swappable: boolean; reason?: string }[];
+      faces: { box: { x: number; y: number; width: number }; swappable: boolean; reason?: string }[];
     };
+    // Refusals name a face by the corner of the box face-detect reports for it (not its landmarks').
+    const at = `at x ${Math.round(found.faces[0]!.box.x)}, y ${Math.round(found.faces[0]!.box.y)}`;
     // Three faces, the leftmost the profile (x about 360, ~150 px wide), flagged as the swap refuses
     // it; the two frontal ones swappable, without a reason.
     expect(found.faces).toHaveLength(3);
@@ -128,6 +130,7 @@ describe('image-face-swap through the API', { timeout: LONG }, () => {
     const done = await waitTerminal(svc.call, sub.body.data.uuid);
     expect(done).toMatchObject({ status: 'failed', error_type: 'invalid_media', result_ready: false });
     expect(done.error_message).toMatch(/^input\.target: face 0 \(at x 3\d\d, y \d+\) is in profile; /);
+    expect(done.error_message).toContain(`face 0 (${at})`);
     // The other two faces swap, one by one as face-detect says they would, and with faces "all".
     for (const index of [1, 2]) {
       const one = await swap({
@@ -152,6 +155,7 @@ describe('image-face-swap through the API', { timeout: LONG }, () => {
     const refused = await waitTerminal(svc.call, asSource.body.data.uuid);
     expect(refused).toMatchObject({ status: 'failed', error_type: 'invalid_media' });
     expect(refused.error_message).toMatch(/^input\.source: face 0 \(at x 3\d\d, y \d+\) is in profile; /);
+    expect(refused.error_message).toContain(`face 0 (${at})`);
   });
 
   it('flags faces too small to swap, and refuses them by name rather than by a misread pose', async () => {

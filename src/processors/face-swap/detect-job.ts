@@ -30,13 +30,23 @@ const detectedFaceSchema = z.strictObject({
   landmarks: z.array(z.array(z.number()).length(2)).length(68).describe('The 68 iBUG landmarks, [x, y].'),
   swappable: z
     .boolean()
-    .describe('Whether `image-face-swap` takes this face (as target or source); false: see `reason`.'),
+    .describe('Whether `image-face-swap` takes this face to replace (false: see `reason`; no source either).'),
   reason: z
     .string()
     .optional()
     .describe(
       'Only when `swappable` is false, why: `profile` (turned too far) or `small` (under 32 px across). ' +
         'More reasons may come; show one you do not know as it is.',
+    ),
+  usable_as_source: z
+    .boolean()
+    .describe('Whether `image-face-swap` takes this face as its source (the face put in); false: see `source_reason`.'),
+  source_reason: z
+    .string()
+    .optional()
+    .describe(
+      'Only when `usable_as_source` is false, why: a `reason` above, or `eyes` (its eyes closed, lowered, ' +
+        "squinting or in shadow: they would be stretched over the target's). More reasons may come.",
     ),
   thumbnail: z.string().optional().describe('The face, at most 96 px, as a JPEG `data:` URI.'),
 });
@@ -80,7 +90,8 @@ export function createFaceDetectJobType(
     description:
       'Finds the faces in the `target` image and answers JSON: the image size and, for each face left to ' +
       'right (`index` 0 is the leftmost), its box, detector score, 68 landmarks and `swappable`: false, ' +
-      'with a `reason` (`profile`: turned too far), for a face `image-face-swap` refuses. The indices are ' +
+      'with a `reason` (`profile`: turned too far), for a face `image-face-swap` refuses, and ' +
+      '`usable_as_source` (with a `source_reason`) for whether it takes the face as its source. The indices are ' +
       'the ones `target_face_indices` and `source_face_index` of the face-swap job types refer to.',
     slots: {
       target: {

@@ -16,7 +16,8 @@ import {
 import { CONTENT_TYPES, EXTENSIONS, decodeImage, encodeImage } from './image.js';
 import type { FaceMode, FaceSwapOptions } from './options.js';
 import { levelled, swapLevelled } from './level.js';
-import { refuseFace, swappability, swappableTargets } from './profile.js';
+import { extents, overlapArea } from './geometry.js';
+import { refuseSource, swappability, swappableTargets, type FoundFace } from './profile.js';
 import { DEFAULT_TUNING, extendForehead } from './swap.js';
 import type { Box, Point, RgbImage } from './types.js';
 
@@ -170,40 +171,52 @@ export async function findSwapFaces(
     options.target_face_indices && missingFaces(dstFaces.length, options.target_face_indices, 'input.target'),
   ].filter((m) => m !== undefined);
   if (missing.length > 0) throw new JobError('invalid_media', missing.join('; '));
-  const srcLandmarks =
-    srcIndex === undefined
-      ? await largestFaceLandmarks(source, srcFaces)
-      : await detectLandmarks(source, srcFaces[srcIndex]!.box);
+  const srcBox = srcIndex === undefined ? undefined : srcFaces[srcIndex]!.box;
+  const srcLandmarks = srcBox ? await detectLandmarks(source, srcBox) : await largestFaceLandmarks(source, srcFaces);
   hooks.checkAborted();
   const chosen = await chooseTargets(images, dstFaces, options, hooks);
   hooks.checkAborted();
-  const refined = { source: await refineLandmarks(source, srcLandmarks), targets: [] as Point[][] };
-  for (const lm of chosen) refined.targets.push(await refineLandmarks(target, lm));
+  const srcFace = { lm: await refineLandmarks(source, srcLandmarks), box: srcBox ?? boxOf(srcLandmarks, srcFaces) };
+  const targets: FoundFace[] = [];
+  for (const f of chosen) targets.push({ lm: await refineLandmarks(target, f.lm), box: f.box });
   hooks.checkAborted();
-  refuseFace(source, refined.source, 'input.source', srcIndex);
+  refuseSource(source, srcFace, srcIndex);
   const all = effectiveFaceMode(options, images.reference !== undefined) === 'all';
-  refined.targets = swappableTargets(target, refined.targets, all, options.target_face_indices);
-  return refined;
+  const kept = swappableTargets(target, targets, all, options.target_face_indices);
+  return { source: srcFace.lm, targets: kept.map((f) => f.lm) };
 }
 
-/** The landmarks of the target faces the options pick (the largest, all, by index, or by reference). */
+/** The detector box of `faces` that the landmarks `lm` were found in (the one they overlap most). */
+function boxOf(lm: readonly Point[], faces: readonly { box: Box }[]): Box {
+  const { x0, y0, x1, y1 } = extents(lm);
+  const own = { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
+  const best = maxBy(faces, (f) => overlapArea(f.box, own));
+  return best.box;
+}
+
+function maxBy<T>(items: readonly T[], score: (item: T) => number): T {
+  return items.reduce((a, b) => (score(b) > score(a) ? b : a));
+}
+
+/** The target faces the options pick (the largest, all, by index, or by reference): landmarks and box. */
 async function chooseTargets(
   images: SwapImages,
   dstFaces: { box: Box }[],
   options: FaceSwapOptions,
   hooks: PipelineHooks,
-): Promise<Point[][]> {
+): Promise<FoundFace[]> {
   const { target, reference } = images;
   const mode = effectiveFaceMode(options, reference !== undefined);
   if (mode === 'reference') return [await matchReference(reference!, target, dstFaces, options, hooks)];
   if (options.target_face_indices === undefined && mode !== 'all') {
-    return [await largestFaceLandmarks(target, dstFaces)];
+    const lm = await largestFaceLandmarks(target, dstFaces);
+    return [{ lm, box: boxOf(lm, dstFaces) }];
   }
   const boxes: Box[] = options.target_face_indices
     ? pickByIndex(leftToRight(dstFaces), options.target_face_indices, 'input.target').map((f) => f.box)
     : dstFaces.map((f) => f.box);
-  const chosen: Point[][] = [];
-  for (const box of boxes) chosen.push(await detectLandmarks(target, box));
+  const chosen: FoundFace[] = [];
+  for (const box of boxes) chosen.push({ lm: await detectLandmarks(target, box), box });
   return chosen;
 }
 
@@ -224,24 +237,24 @@ export async function swapAll(
   }
 }
 
-/** Landmarks of the target face whose descriptor is nearest the reference face's, if near enough. */
+/** The target face (landmarks and box) whose descriptor is nearest the reference face's, if near enough. */
 async function matchReference(
   reference: RgbImage,
   target: RgbImage,
   dstFaces: { box: Box }[],
   options: FaceSwapOptions,
   hooks: PipelineHooks,
-): Promise<Point[]> {
+): Promise<FoundFace> {
   const refFaces = await findLargeFaces(reference, options.min_confidence);
   if (refFaces.length === 0) throw new JobError('invalid_media', 'input.reference: no face found');
   const refLandmarks = await largestFaceLandmarks(reference, refFaces);
   const refDescriptor = await computeDescriptor(reference, refLandmarks);
   hooks.checkAborted();
-  let best: { landmarks: Point[]; distance: number } | undefined;
-  for (const face of dstFaces) {
-    const landmarks = await detectLandmarks(target, face.box);
-    const distance = descriptorDistance(refDescriptor, await computeDescriptor(target, landmarks));
-    if (!best || distance < best.distance) best = { landmarks, distance };
+  let best: { face: FoundFace; distance: number } | undefined;
+  for (const { box } of dstFaces) {
+    const lm = await detectLandmarks(target, box);
+    const distance = descriptorDistance(refDescriptor, await computeDescriptor(target, lm));
+    if (!best || distance < best.distance) best = { face: { lm, box }, distance };
     hooks.checkAborted();
   }
   if (!best || best.distance > options.match_threshold) {
@@ -251,7 +264,7 @@ async function matchReference(
         `(closest distance ${best ? best.distance.toFixed(2) : 'n/a'}, match_threshold ${options.match_threshold})`,
     );
   }
-  return best.landmarks;
+  return best.face;
 }
 
 export interface DetectJobInput {

@@ -8,7 +8,7 @@
  */
 import { JobError } from '../../errors.js';
 import { extents, noseAcross } from './geometry.js';
-import type { Point, RgbImage } from './types.js';
+import type { Box, Point, RgbImage } from './types.js';
 
 /** noseAcross nearer an end of the jaw than this: a profile (0.06 on sample2's from SSD's box). */
 export const PROFILE_EDGE = 0.12;
@@ -81,6 +81,9 @@ export const MIN_FACE_WIDTH = 32;
  */
 export type Refusal = 'small' | 'profile';
 
+/** Why the swap refuses a face as its source (sourceRefusalOf): a target's reasons, or `eyes`. */
+export type SourceRefusal = Refusal | 'eyes';
+
 /** The face's width: its landmarks' extent across. */
 const faceWidth = (lm: readonly Point[]) => {
   const { x0, x1 } = extents(lm);
@@ -97,36 +100,123 @@ export function refusalOf(img: RgbImage, lm: readonly Point[]): Refusal | undefi
   return isProfile(img, lm) ? 'profile' : undefined;
 }
 
-/** face-detect's verdict on a face: refusalOf as `swappable`, and `reason` only when it is false. */
-export function swappability(
-  img: RgbImage,
-  lm: readonly Point[],
-): { swappable: true } | { swappable: false; reason: Refusal } {
-  const reason = refusalOf(img, lm);
-  return reason ? { swappable: false, reason } : { swappable: true };
+/**
+ * A source's eyes must show: the brighter tenth of each eye opening (landmarks 36-41, 42-47) at
+ * least this share of the median around it (the eye's box grown by half its width: lids, lashes,
+ * the brow's foot, cheek), i.e. a white or a glint. A squint or a lowered lid in shadow is dark
+ * throughout, yet the net still draws an open eye on it, and the warp stretches that dark slit over
+ * the target's open eye: smeared, black-holed eyes. Of the six sample photos' faces, sample4's third
+ * (eyes lowered) reads 0.62, sample5's first (one eye in shadow) 0.60 and fourth (narrowed) 0.68,
+ * all three swapping to such eyes; every other face 0.78 and up (the README example's source 0.87,
+ * the contact sheet's 1.01). Read again at half size and mirrored: the same three 0.53-0.76, the
+ * others 0.74 and up, so near the line a photo can fall either side.
+ */
+export const DARK_EYES = 0.72;
+
+const inPolygon = (x: number, y: number, poly: readonly Point[]) => {
+  let inside = false;
+  for (let i = 0, j = poly.length - 1; i < poly.length; j = i++) {
+    const a = poly[i]!;
+    const b = poly[j]!;
+    if (a.y > y !== b.y > y && x < ((b.x - a.x) * (y - a.y)) / (b.y - a.y) + a.x) inside = !inside;
+  }
+  return inside;
+};
+
+const quantile = (v: number[], q: number) => v.sort((a, b) => a - b)[Math.floor(q * (v.length - 1))] ?? 0;
+
+/**
+ * The brighter tenth of the eye opening `from..from+6` over the median of its surroundings
+ * (DARK_EYES), read in the eye's own frame (its corners level), so a rolled face reads as upright.
+ */
+export function eyeShows(img: RgbImage, lm: readonly Point[], from: number): number {
+  const a = lm[from]!;
+  const b = lm[from + 3]!;
+  const len = Math.max(1e-6, Math.hypot(b.x - a.x, b.y - a.y));
+  const [cos, sin] = [(b.x - a.x) / len, (b.y - a.y) / len];
+  // The eye in its frame: u along the corners from `a`, v across.
+  const eye = lm.slice(from, from + 6).map((p) => ({
+    x: (p.x - a.x) * cos + (p.y - a.y) * sin,
+    y: -(p.x - a.x) * sin + (p.y - a.y) * cos,
+  }));
+  const { x0, y0, x1, y1 } = extents(eye);
+  const g = 0.5 * (x1 - x0);
+  const opening: number[] = [];
+  const around: number[] = [];
+  for (let v = Math.floor(y0 - g); v <= y1 + g; v++) {
+    for (let u = Math.floor(x0 - g / 4); u <= x1 + g / 4; u++) {
+      const x = Math.round(a.x + (u + 0.5) * cos - (v + 0.5) * sin - 0.5);
+      const y = Math.round(a.y + (u + 0.5) * sin + (v + 0.5) * cos - 0.5);
+      if (x < 0 || y < 0 || x >= img.width || y >= img.height) continue;
+      const o = (y * img.width + x) * 3;
+      const l = 0.299 * img.data[o]! + 0.587 * img.data[o + 1]! + 0.114 * img.data[o + 2]!;
+      (inPolygon(u + 0.5, v + 0.5, eye) ? opening : around).push(l);
+    }
+  }
+  if (opening.length === 0) return 0;
+  return quantile(opening, 0.9) / Math.max(1, quantile(around, 0.5));
+}
+
+/** Whether both of a face's eyes show (DARK_EYES): what a source must have. */
+export function eyesShow(img: RgbImage, lm: readonly Point[]): boolean {
+  return Math.min(eyeShows(img, lm, 36), eyeShows(img, lm, 42)) >= DARK_EYES;
 }
 
 /**
- * The job's error for a face refused for `reason`, with landmarks `lm` (of `label`, e.g.
- * input.target), naming it by its index (face-detect's left-to-right order) when the job picked it by
- * index.
+ * THE rule of which faces the swap refuses as its SOURCE (the swap and face-detect alike): those it
+ * refuses as a target (refusalOf), and `eyes` when its eyes do not show (eyesShow). A target's
+ * narrowed or shadowed eyes are its own expression and stay; a source's are stretched over the
+ * target's eyes, so a source needs them open and lit.
  */
-export function refusalError(reason: Refusal, lm: readonly Point[], label: string, index?: number): JobError {
-  const { x0, y0 } = extents(lm);
-  const at = `at x ${Math.round(x0)}, y ${Math.round(y0)}`;
-  const face = `${label}: ${index === undefined ? `the face ${at}` : `face ${index} (${at})`}`;
-  return new JobError(
-    'invalid_media',
-    reason === 'small'
-      ? `${face} is too small to swap (the swap needs a face at least ${MIN_FACE_WIDTH} px across)`
-      : `${face} is in profile; the swap needs a face turned less (both eyes and cheeks showing)`,
-  );
+export function sourceRefusalOf(img: RgbImage, lm: readonly Point[]): SourceRefusal | undefined {
+  return refusalOf(img, lm) ?? (eyesShow(img, lm) ? undefined : 'eyes');
 }
 
-/** Fails the job, naming the face, when the swap refuses it (refusalOf). */
-export function refuseFace(img: RgbImage, lm: readonly Point[], label: string, index?: number): void {
+/**
+ * face-detect's verdict on a face: refusalOf as `swappable` (with `reason` only when false), and
+ * sourceRefusalOf as `usable_as_source` (with `source_reason` only when false).
+ */
+export function swappability(img: RgbImage, lm: readonly Point[]): Swappability {
   const reason = refusalOf(img, lm);
-  if (reason) throw refusalError(reason, lm, label, index);
+  const asTarget = reason ? { swappable: false as const, reason } : { swappable: true as const };
+  const sourceReason = sourceRefusalOf(img, lm);
+  return sourceReason
+    ? { ...asTarget, usable_as_source: false, source_reason: sourceReason }
+    : { ...asTarget, usable_as_source: true };
+}
+
+/** face-detect's flags of one face (swappability). */
+export type Swappability = ({ swappable: true } | { swappable: false; reason: Refusal }) &
+  ({ usable_as_source: true } | { usable_as_source: false; source_reason: SourceRefusal });
+
+/**
+ * The job's error for a face refused for `reason`, named by the top-left corner of its detector box
+ * `box` (the box face-detect reports for it, so a user can find it there) and by its index
+ * (face-detect's left-to-right order) when the job picked it by index. `label`: e.g. input.target.
+ */
+export function refusalError(reason: SourceRefusal, box: Box, label: string, index?: number): JobError {
+  const at = `at x ${Math.round(box.x)}, y ${Math.round(box.y)}`;
+  const face = `${label}: ${index === undefined ? `the face ${at}` : `face ${index} (${at})`}`;
+  const why = {
+    small: `is too small to swap (the swap needs a face at least ${MIN_FACE_WIDTH} px across)`,
+    profile: 'is in profile; the swap needs a face turned less (both eyes and cheeks showing)',
+    eyes:
+      'does not show its eyes (closed, lowered, squinting or in shadow); use a source photo facing the ' +
+      'camera with both eyes open and lit',
+  }[reason];
+  return new JobError('invalid_media', `${face} ${why}`);
+}
+
+/** A face the swap works on: its (refined) landmarks and the detector box it was found in. */
+export interface FoundFace {
+  lm: Point[];
+  box: Box;
+}
+
+/** Fails the job, naming the face (by `index` when picked by one), when the swap refuses it as its source. */
+export function refuseSource(img: RgbImage, face: FoundFace, index?: number): void {
+  const reason = sourceRefusalOf(img, face.lm);
+  if (reason) throw refusalError(reason, face.box, 'input.source', index);
 }
 
 /**
@@ -136,13 +226,13 @@ export function refuseFace(img: RgbImage, lm: readonly Point[], label: string, i
  */
 export function swappableTargets(
   img: RgbImage,
-  targets: readonly Point[][],
+  targets: readonly FoundFace[],
   leaveRefused: boolean,
   indices?: readonly number[],
-): Point[][] {
-  const refused = targets.map((lm) => refusalOf(img, lm));
+): FoundFace[] {
+  const refused = targets.map((f) => refusalOf(img, f.lm));
   const rest = targets.filter((_, i) => !refused[i]);
   const first = refused.findIndex((r) => r !== undefined);
   if (first < 0 || (leaveRefused && rest.length > 0)) return rest;
-  throw refusalError(refused[first]!, targets[first]!, 'input.target', indices?.[first]);
+  throw refusalError(refused[first]!, targets[first]!.box, 'input.target', indices?.[first]);
 }

@@ -10,6 +10,7 @@ import { resizeRegion } from './image.js';
 import { dilate, distanceInside, featherAlpha, fillFromSurroundings, fillPolygon, rasterizePolygon } from './mask.js';
 import type { BlendMode } from './options.js';
 import { laplacianVariance, matchDetail } from './detail.js';
+import { keepTargetGrey } from './grey.js';
 import { removeRedEye } from './redeye.js';
 import { innerMouthHole, mouthGap, OPEN_GAP } from './mouth.js';
 import { mirrorFace, mirrorLandmarks, prefersMirror } from './mirror.js';
@@ -662,6 +663,7 @@ function renderFace(
     warped.set(labToRgb(srcLab, covered));
   }
 
+  keepTargetGrey(warped, dstRgb, inside);
   const face = warped;
   // Sharpened before the membrane is added: the membrane is smooth and changes no detail.
   if (detail && !skip('detail')) sharpenToMatch(target, region, face, alpha, covered);
