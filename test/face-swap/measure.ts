@@ -95,3 +95,25 @@ export function lipHues(img: RgbImage, lm: readonly Point[]): { upper: number; l
     lower: hue([54, 55, 56, 57, 58, 59, 48, 60, 67, 66, 65, 64]),
   };
 }
+
+/** How much darker (CIELAB L) a spot of radius `r` at `c` is than the ring from 2r to 3r around it. */
+export function spotDarkness(img: RgbImage, c: Point, r: number): number {
+  let disc = 0;
+  let nd = 0;
+  let ring = 0;
+  let nr = 0;
+  for (let y = Math.floor(c.y - 3 * r); y <= c.y + 3 * r; y++) {
+    for (let x = Math.floor(c.x - 3 * r); x <= c.x + 3 * r; x++) {
+      const d = Math.hypot(x - c.x, y - c.y);
+      const L = labAt(img, x, y)[0]!;
+      if (d <= r) {
+        disc += L;
+        nd++;
+      } else if (d >= 2 * r && d <= 3 * r) {
+        ring += L;
+        nr++;
+      }
+    }
+  }
+  return ring / nr - disc / nd;
+}

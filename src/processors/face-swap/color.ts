@@ -3,7 +3,7 @@
  * uniform, so matching each channel's mean and spread (Reinhard et al. 2001) moves the source skin
  * to the target's tone without the hue shifts that per-channel RGB matching produces.
  */
-import { floats } from './scratch.js';
+import { copyOf, floats } from './scratch.js';
 
 const SRGB_TO_LINEAR = new Float32Array(256);
 for (let i = 0; i < 256; i++) {
@@ -338,6 +338,72 @@ export function transferLocal(
         if (c1) srcLab[q + 1] = srcLab[q + 1]! + v[1]! / wt;
         if (c2) srcLab[q + 2] = srcLab[q + 2]! + v[2]! / wt;
       }
+    }
+  }
+}
+
+/**
+ * The chroma correction (a*, b*) that holds the source's mid-scale chroma to the target's: the
+ * `weight`-weighted local mean of each face's a* and b* at `fine` minus that at `broad` (px) is its
+ * band; where the source's band is further from 0 than the target's plus `slack`, the excess. On one
+ * grid (step about fine / 3, at least 2 px: it is smooth at that scale), per cell, then read back
+ * bilinearly: `out(i, da, db)` is called for every pixel where `use` is set with the correction to
+ * subtract there.
+ */
+export function chromaBandExcess(
+  src: Float32Array,
+  dst: Float32Array,
+  weight: Float32Array,
+  use: Uint8Array,
+  width: number,
+  height: number,
+  scales: { fine: number; broad: number; slack: number },
+  out: (i: number, da: number, db: number) => void,
+): void {
+  const f = Math.max(3, Math.floor(scales.fine / 2));
+  const lw = Math.ceil(width / f);
+  const lh = Math.ceil(height / f);
+  // Per cell: a*·w, b*·w, w (and one spare float) of each face.
+  const gs = floats(lw * lh * 4);
+  const gt = floats(lw * lh * 4);
+  for (let y = 0; y < height; y++) {
+    const row = Math.floor(y / f) * lw;
+    for (let x = 0; x < width; x++) {
+      const i = y * width + x;
+      const wt = weight[i]!;
+      if (wt <= 0) continue;
+      const o = (row + Math.floor(x / f)) * 4;
+      gs[o] = gs[o]! + src[i * 3 + 1]! * wt;
+      gs[o + 1] = gs[o + 1]! + src[i * 3 + 2]! * wt;
+      gs[o + 2] = gs[o + 2]! + wt;
+      gt[o] = gt[o]! + dst[i * 3 + 1]! * wt;
+      gt[o + 1] = gt[o + 1]! + dst[i * 3 + 2]! * wt;
+      gt[o + 2] = gt[o + 2]! + wt;
+    }
+  }
+  const bs = copyOf(gs);
+  const bt = copyOf(gt);
+  blurGrid(gs, lw, lh, scales.fine / f);
+  blurGrid(gt, lw, lh, scales.fine / f);
+  blurGrid(bs, lw, lh, scales.broad / f);
+  blurGrid(bt, lw, lh, scales.broad / f);
+  // Per cell: the source's band where it exceeds the target's (NaN where no skin is near: none).
+  const excess = floats(lw * lh * 4);
+  for (let o = 0; o < excess.length; o += 4) {
+    if (gs[o + 2]! <= 1e-6 || bs[o + 2]! <= 1e-6) continue;
+    for (let c = 0; c < 2; c++) {
+      const e = gs[o + c]! / gs[o + 2]! - bs[o + c]! / bs[o + 2]!;
+      const cap = Math.abs(gt[o + c]! / gt[o + 2]! - bt[o + c]! / bt[o + 2]!) + scales.slack;
+      excess[o + c] = e > cap ? e - cap : e < -cap ? e + cap : 0;
+    }
+  }
+  const v = new Float64Array(4);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const i = y * width + x;
+      if (!use[i]) continue;
+      sampleGrid(excess, lw, lh, f, x, y, v);
+      if (v[0] !== 0 || v[1] !== 0) out(i, v[0]!, v[1]!);
     }
   }
 }

@@ -36,6 +36,14 @@ const ZONE_SHOWS = 0.3;
  * on the sheet), not hair over an eye's outer corner and the lashes it touches (0.16-0.26).
  */
 const ZONE_PAINTED = 0.28;
+/**
+ * Half-width (of the face size) of the neck that joins a mark to an occluder: a blob thicker than
+ * this, joined to the outline only through thinner pixels (the shadowed strip along a jaw line), is
+ * painted on the face, not in front of it (sample1 face 0's clown dot at the cheek's edge).
+ */
+const MARK_NECK = 0.02;
+/** Such a blob is a mark up to this area (of the face size squared); larger ones stay occluders. */
+const MAX_MARK_AREA = 0.015;
 
 /** One face's planes for the occluder test, all of the render region's size (`width` × `height`). */
 export interface OcclusionPlanes {
@@ -103,8 +111,107 @@ export function occlusionMask(p: OcclusionPlanes, anywhere = false): Uint8Array 
   if (anywhere) {
     absorbNeighbours(p, occluded, queue);
     fillHoles(occluded, p.width, p.height, MAX_HOLE_AREA * p.size * p.size, queue);
+  } else if (occluded.includes(1)) {
+    dropMarks(p, occluded, queue);
   }
   return occluded;
+}
+
+/**
+ * Clears (in place) the marks painted on the target's skin that joined an occluder: each blob of the
+ * occluded pixels thicker than MARK_NECK (its core), with the pixels within that distance of it,
+ * that does not reach the outline and lies on skin outside the feature zones. A lock entering from
+ * the outline is thick where it enters, so its blob reaches the outline; a painted dot joins the
+ * hair only through the thin dark strip along a turned face's jaw, and was kept as hair.
+ */
+function dropMarks(p: OcclusionPlanes, occluded: Uint8Array, queue: Int32Array): void {
+  const { width: w, height: h } = p;
+  const r = MARK_NECK * p.size;
+  // Steps (4-connected) beyond the core: every pixel within r of it (diagonals included) and the
+  // neck that joins it to the rest, which kept would stay beside the new skin as a dark crescent.
+  const steps = 2 * (Math.ceil(1.5 * r) + 1);
+  const core = thickPixels(occluded, w, h, Math.round(r));
+  if (!core.includes(1)) return;
+  const blobs: Blobs = { core, seen: bytes(w * h), stamp: ints(w * h).fill(-1), depth: ints(w * h), next: 0 };
+  const maxArea = MAX_MARK_AREA * p.size * p.size;
+  for (let s = 0; s < w * h; s++) {
+    if (!core[s] || blobs.seen[s]) continue;
+    const tail = blobAround(p, occluded, queue, s, steps, blobs);
+    if (tail > maxArea) continue;
+    let mark = true;
+    for (let k = 0; k < tail && mark; k++) mark = !p.edge[queue[k]!] && !p.zoneOf[queue[k]!];
+    if (mark) for (let k = 0; k < tail; k++) occluded[queue[k]!] = 0;
+  }
+}
+
+/**
+ * 1 where the square of half-width `s` around a pixel is all `mask` (a summed-area table): the
+ * pixels deeper than `s` inside it, the mask's erosion.
+ */
+function thickPixels(mask: Uint8Array, w: number, h: number, s: number): Uint8Array {
+  const W = w + 1;
+  const sat = ints(W * (h + 1)).fill(0);
+  for (let y = 0; y < h; y++) {
+    let row = 0;
+    for (let x = 0; x < w; x++) {
+      row += mask[y * w + x]!;
+      sat[(y + 1) * W + x + 1] = sat[y * W + x + 1]! + row;
+    }
+  }
+  const out = bytes(w * h);
+  const full = (2 * s + 1) * (2 * s + 1);
+  for (let y = s; y < h - s; y++) {
+    for (let x = s; x < w - s; x++) {
+      if (!mask[y * w + x]) continue;
+      const a = (y + s + 1) * W + x + s + 1;
+      const b = (y - s) * W + x + s + 1;
+      const c = (y + s + 1) * W + x - s;
+      const d = (y - s) * W + x - s;
+      if (sat[a]! - sat[b]! - sat[c]! + sat[d]! === full) out[y * w + x] = 1;
+    }
+  }
+  return out;
+}
+
+/** dropMarks' state: the thick pixels (cores), those seen, which blob reached a pixel and how far. */
+interface Blobs {
+  core: Uint8Array;
+  seen: Uint8Array;
+  stamp: Int32Array;
+  depth: Int32Array;
+  next: number;
+}
+
+/**
+ * The blob whose core (thick occluded pixels, `b.core`, 4-connected) holds `s`, and the occluded
+ * pixels up to `steps` steps beyond that core, in queue[0..returned count).
+ */
+function blobAround(p: OcclusionPlanes, occluded: Uint8Array, queue: Int32Array, s: number, steps: number, b: Blobs) {
+  const { width: w, height: h } = p;
+  const blob = b.next++;
+  let tail = 0;
+  queue[tail++] = s;
+  b.seen[s] = 1;
+  b.stamp[s] = blob;
+  b.depth[s] = 0;
+  for (const core of [true, false]) {
+    for (let head = 0; head < tail; head++) {
+      const i = queue[head]!;
+      if (!core && b.depth[i]! >= steps) continue;
+      const x = i % w;
+      const y = (i - x) / w;
+      for (let k = 0; k < 4; k++) {
+        const j = neighbour(i, x, y, k, w, h);
+        if (j < 0 || !occluded[j] || b.stamp[j] === blob) continue;
+        if (core && !b.core[j]) continue;
+        if (core) b.seen[j] = 1;
+        b.stamp[j] = blob;
+        b.depth[j] = core ? 0 : b.depth[i]! + 1;
+        queue[tail++] = j;
+      }
+    }
+  }
+  return tail;
 }
 
 /**
