@@ -4,7 +4,7 @@
  *
  *   npx tsx bench/face-swap-example.ts
  */
-import { sample } from '../test/face-swap/fixtures.js';
+import { exampleFaces } from '../test/face-swap/fixtures.js';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
@@ -13,14 +13,7 @@ import { createFaceSwapJobType } from '../src/processors/face-swap/index.js';
 const out = fileURLToPath(new URL('../docs/face-swap-example.jpg', import.meta.url));
 
 // Source: the middle woman of sample3. Target: the right-hand woman of sample6.
-const source = await sharp(sample(3))
-  .extract({ left: 896, top: 37, width: 578, height: 578 })
-  .jpeg({ quality: 95 })
-  .toBuffer();
-const target = await sharp(sample(6))
-  .extract({ left: 1317, top: 90, width: 552, height: 552 })
-  .jpeg({ quality: 95 })
-  .toBuffer();
+const { source, target } = await exampleFaces();
 
 const jt = createFaceSwapJobType();
 try {

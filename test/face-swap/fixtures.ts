@@ -239,3 +239,13 @@ export async function sheetTargets(): Promise<{ name: string; bytes: Buffer; con
   out.push({ name: 'sample4 third +25°', bytes: await rolled(4, PORTRAITS.sample4third.rect, 25), confidence: 0.5 });
   return out;
 }
+
+/**
+ * The README example's pair (docs/face-swap-example.jpg): sample3's middle woman, lit blue from her
+ * left, as the source; sample6's right-hand woman as the target. Square crops, JPEG at quality 95.
+ */
+export async function exampleFaces(): Promise<{ source: Buffer; target: Buffer }> {
+  const crop = (n: 3 | 6, left: number, top: number, size: number) =>
+    sharp(sample(n)).extract({ left, top, width: size, height: size }).jpeg({ quality: 95 }).toBuffer();
+  return { source: await crop(3, 896, 37, 578), target: await crop(6, 1317, 90, 552) };
+}

@@ -4,13 +4,12 @@
  * a painted dot kept as if it were hair, a bluish nose tip from the source's coloured light.
  * Slow (a few swaps with the models), no timing assertions.
  */
-import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { rgbToLab } from '../../src/processors/face-swap/color.js';
 import { findLargeFaces, largestFaceLandmarks, refineLandmarks } from '../../src/processors/face-swap/detect.js';
 import { createFaceSwapJobType } from '../../src/processors/face-swap/index.js';
 import type { Point, RgbImage } from '../../src/processors/face-swap/types.js';
-import { runContext, sample, sheetSource } from './fixtures.js';
+import { exampleFaces, runContext, sample, sheetSource } from './fixtures.js';
 import { spotDarkness } from './measure.js';
 import { decodeSheetImage } from './sheet.js';
 
@@ -59,14 +58,7 @@ describe('visible flaws on the sample photos', () => {
     async () => {
       // The README example's pair (bench/face-swap-example.ts): sample3's middle woman, lit blue from
       // her left, into sample6's right-hand woman.
-      const source = await sharp(sample(3))
-        .extract({ left: 896, top: 37, width: 578, height: 578 })
-        .jpeg({ quality: 95 })
-        .toBuffer();
-      const target = await sharp(sample(6))
-        .extract({ left: 1317, top: 90, width: 552, height: 552 })
-        .jpeg({ quality: 95 })
-        .toBuffer();
+      const { source, target } = await exampleFaces();
       const res = await decodeSheetImage((await jt.run(runContext({ source, target }, { format: 'png' }).ctx)).bytes);
       const img = await decodeSheetImage(target);
       const lm = await refineLandmarks(img, await largestFaceLandmarks(img, await findLargeFaces(img, 0.5)));
