@@ -520,6 +520,7 @@ function fillSourceHair(c: Canvas, o: Outline, src: FacePlanes): boolean {
   // Grown by 2 px: its anti-aliased edge, half hair and half skin, must go too.
   const hair = dilate(dilate(occludersOf(c, o, src, true), w, h), w, h);
   keepBrows(c, o, src, hair);
+  keepEyes(c, src, hair);
   if (!hair.includes(1)) return false;
   // From the skin around it only: not from the rest of the hair, nor from beyond the outline
   // (where nothing was classified).
@@ -587,6 +588,27 @@ function keepBrows(c: Canvas, o: Outline, src: FacePlanes, hair: Uint8Array): vo
   // With its soft edge (as far as the hair mask was grown), which would otherwise be cut as a ring.
   keep = dilate(dilate(keep, w, h), w, h);
   for (let i = 0; i < w * h; i++) if (keep[i]) hair[i] = 0;
+}
+
+/**
+ * Margin (of the face size) around each eye's opening (landmarks 36-41, 42-47) that the hair fill
+ * leaves: its lash line, to the outer corner (at 0.03 the lashes there were cut to a wedge; the
+ * contact sheet's source, whose temple hair the fill handles, swaps within 0.002 of identity of
+ * the same without it).
+ */
+const EYE_KEPT_MARGIN = 0.05;
+
+/**
+ * An eye is not hair: `hair` is cleared (in place) over each eye's opening, grown a little for its
+ * lash line. A source whose dark hair reaches an eye's outer corner (sample6's second face, hair over
+ * her far cheek) had her lashes and iris taken for the hair they touch, in its colour; grown by the
+ * fill's 2 px and with the small holes it encloses, the hair covered the whole eye, filled with skin.
+ */
+function keepEyes(c: Canvas, src: FacePlanes, hair: Uint8Array): void {
+  for (const from of [36, 42]) {
+    const eye = rasterizePolygon(grow(src.lm.slice(from, from + 6), EYE_KEPT_MARGIN * c.size), c.region);
+    for (let i = 0; i < eye.length; i++) if (eye[i]) hair[i] = 0;
+  }
 }
 
 /**
