@@ -7,7 +7,14 @@ import { readFileSync } from 'node:fs';
 import sharp from 'sharp';
 import type { FetchedMedia, RunContext } from '../../src/processors/types.js';
 import { faceApiDemoPhoto } from '../../src/processors/face-swap/detect.js';
-import { faceSwapOptionsSchema, type FaceSwapOptions } from '../../src/processors/face-swap/index.js';
+import {
+  createFaceSwapJobType,
+  faceSwapOptionsSchema,
+  type FaceSwapJobType,
+  type FaceSwapOptions,
+} from '../../src/processors/face-swap/index.js';
+import { createFaceDetectJobType, type FaceDetectJobType } from '../../src/processors/face-swap/detect-job.js';
+import { createFaceThreadPool } from '../../src/processors/face-swap/pool.js';
 
 export function sample(n: 1 | 2 | 3 | 4 | 5 | 6): Buffer {
   return readFileSync(faceApiDemoPhoto(`sample${n}.jpg`));
@@ -248,4 +255,27 @@ export async function exampleFaces(): Promise<{ source: Buffer; target: Buffer }
   const crop = (n: 3 | 6, left: number, top: number, size: number) =>
     sharp(sample(n)).extract({ left, top, width: size, height: size }).jpeg({ quality: 95 }).toBuffer();
   return { source: await crop(3, 896, 37, 578), target: await crop(6, 1317, 90, 552) };
+}
+
+/**
+ * image-face-swap and face-detect on one shared thread, as the catalogue makes them, the thread warmed
+ * up. `close` stops both.
+ */
+export async function faceJobTypes(): Promise<{
+  jt: FaceSwapJobType;
+  fd: FaceDetectJobType;
+  close: () => Promise<void>;
+}> {
+  const pool = createFaceThreadPool(1);
+  const jt = createFaceSwapJobType({ pool });
+  const fd = createFaceDetectJobType({ pool });
+  await jt.warmup();
+  return {
+    jt,
+    fd,
+    close: async () => {
+      await jt.close();
+      await fd.close();
+    },
+  };
 }

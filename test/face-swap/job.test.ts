@@ -9,12 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobError } from '../../src/errors.js';
 import { detectFaces, descriptorDistance, leftToRight, loadFaceModels } from '../../src/processors/face-swap/detect.js';
 import { decodeImage } from '../../src/processors/face-swap/image.js';
-import {
-  createFaceDetectJobType,
-  createFaceSwapJobType,
-  createFaceThreadPool,
-  type FaceSwapJobType,
-} from '../../src/processors/face-swap/index.js';
+import { createFaceSwapJobType, type FaceSwapJobType } from '../../src/processors/face-swap/index.js';
 import type { FaceDetectJobType } from '../../src/processors/face-swap/detect-job.js';
 import type { Box, DetectedFace, RgbImage } from '../../src/processors/face-swap/types.js';
 import {
@@ -29,6 +24,7 @@ import {
   portrait,
   runContext,
   sample,
+  faceJobTypes,
 } from './fixtures.js';
 import { interior, laplacianVariance, lipHues, paintRemnants } from './measure.js';
 
@@ -107,18 +103,15 @@ describe('image-face-swap (warp-blend-v1)', { timeout: LONG }, () => {
   let jt: FaceSwapJobType;
   let fd: FaceDetectJobType;
 
+  let close: (() => Promise<void>) | undefined;
+
   beforeAll(async () => {
-    // One thread shared by both job types, as the catalogue does.
-    const pool = createFaceThreadPool(1);
-    jt = createFaceSwapJobType({ pool });
-    fd = createFaceDetectJobType({ pool });
     // Models in the worker thread (for the jobs) and here (to measure the results).
-    await Promise.all([jt.warmup(), loadFaceModels()]);
+    [{ jt, fd, close }] = await Promise.all([faceJobTypes(), loadFaceModels()]);
   }, LONG);
 
   afterAll(async () => {
-    await jt?.close();
-    await fd?.close();
+    await close?.();
   });
 
   it('swaps the largest face: target size kept, identity moved to the source, rest untouched', async () => {

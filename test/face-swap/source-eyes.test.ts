@@ -5,10 +5,9 @@
  */
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFaceDetectJobType, type FaceDetectJobType } from '../../src/processors/face-swap/detect-job.js';
-import { createFaceSwapJobType, type FaceSwapJobType } from '../../src/processors/face-swap/index.js';
-import { createFaceThreadPool } from '../../src/processors/face-swap/pool.js';
-import { media, runContext, sample } from './fixtures.js';
+import type { FaceDetectJobType } from '../../src/processors/face-swap/detect-job.js';
+import type { FaceSwapJobType } from '../../src/processors/face-swap/index.js';
+import { media, runContext, sample, faceJobTypes } from './fixtures.js';
 
 const LONG = 240_000;
 
@@ -50,17 +49,14 @@ function inPolygon(x: number, y: number, pts: readonly (readonly number[])[]): b
 describe('the source hair fill keeps the source’s eyes', { timeout: LONG }, () => {
   let jt: FaceSwapJobType;
   let fd: FaceDetectJobType;
+  let close: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
-    const pool = createFaceThreadPool(1);
-    jt = createFaceSwapJobType({ pool });
-    fd = createFaceDetectJobType({ pool });
-    await jt.warmup();
+    ({ jt, fd, close } = await faceJobTypes());
   }, LONG);
 
   afterAll(async () => {
-    await jt?.close();
-    await fd?.close();
+    await close?.();
   });
 
   it('sample6 face 1 into sample1 face 0 keeps a dark iris in both eyes', async () => {

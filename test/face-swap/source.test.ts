@@ -6,10 +6,9 @@
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobError } from '../../src/errors.js';
-import { createFaceDetectJobType, type FaceDetectJobType } from '../../src/processors/face-swap/detect-job.js';
-import { createFaceSwapJobType, type FaceSwapJobType } from '../../src/processors/face-swap/index.js';
-import { createFaceThreadPool } from '../../src/processors/face-swap/pool.js';
-import { media, runContext, sample } from './fixtures.js';
+import type { FaceDetectJobType } from '../../src/processors/face-swap/detect-job.js';
+import type { FaceSwapJobType } from '../../src/processors/face-swap/index.js';
+import { media, runContext, sample, faceJobTypes } from './fixtures.js';
 
 const LONG = 240_000;
 
@@ -25,17 +24,14 @@ interface DetectedFlags {
 describe('image-face-swap sources', { timeout: LONG }, () => {
   let jt: FaceSwapJobType;
   let fd: FaceDetectJobType;
+  let close: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
-    const pool = createFaceThreadPool(1);
-    jt = createFaceSwapJobType({ pool });
-    fd = createFaceDetectJobType({ pool });
-    await jt.warmup();
+    ({ jt, fd, close } = await faceJobTypes());
   }, LONG);
 
   afterAll(async () => {
-    await jt?.close();
-    await fd?.close();
+    await close?.();
   });
 
   const detect = async (bytes: Buffer) => {
