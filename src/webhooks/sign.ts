@@ -61,23 +61,18 @@ export interface DeliveryHeadersInput {
   previousSecrets?: readonly string[];
 }
 
-/** Every header a delivery carries besides the transport's own (Content-Length, Host…). */
+/**
+ * Every header a delivery carries besides the transport's own (Content-Length, Host…): the
+ * sender's signedDeliveryHeaders with the keys made for this one call.
+ */
 export function deliveryHeaders(d: DeliveryHeadersInput): Record<string, string> {
-  const ts = String(d.timestamp);
-  const headers: Record<string, string> = {
-    'content-type': 'application/json',
-    'user-agent': WEBHOOK_USER_AGENT,
-    [EVENT_ID_HEADER]: d.eventId,
-    [TIMESTAMP_HEADER]: ts,
-  };
-  if (!d.secret) return headers;
-  headers[SIGNATURE_HEADER] = computeSignature(d.secret, ts, d.body);
-  headers[STANDARD_ID_HEADER] = d.eventId;
-  headers[STANDARD_TIMESTAMP_HEADER] = ts;
-  headers[STANDARD_SIGNATURE_HEADER] = [d.secret, ...(d.previousSecrets ?? [])]
-    .map((s) => `v1,${computeStandardSignature(s, d.eventId, ts, d.body)}`)
-    .join(' ');
-  return headers;
+  return signedDeliveryHeaders(
+    d.eventId,
+    d.timestamp,
+    Buffer.from(d.body),
+    d.secret ? new SecretKeys(d.secret) : undefined,
+    (d.previousSecrets ?? []).map((s) => new SecretKeys(s)),
+  );
 }
 
 /** SHA-256's block size: an HMAC key is padded (or first hashed) to this many bytes. */
@@ -132,8 +127,8 @@ export class SecretKeys {
 }
 
 /**
- * deliveryHeaders with each secret's keys made beforehand (the sender keeps them per secret): the
- * same headers, in the same order, with the same values.
+ * Every header a delivery carries besides the transport's own, with each secret's keys made
+ * beforehand (the sender keeps them per secret).
  */
 export function signedDeliveryHeaders(
   eventId: string,

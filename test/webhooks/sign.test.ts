@@ -2,7 +2,19 @@ import { execFileSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { computeSignature, verifyWebhook, WebhookVerificationError } from '../../src/index.js';
-import { deliveryHeaders, SecretKeys, signedDeliveryHeaders } from '../../src/webhooks/sign.js';
+import {
+  computeStandardSignature,
+  deliveryHeaders,
+  EVENT_ID_HEADER,
+  SecretKeys,
+  SIGNATURE_HEADER,
+  signedDeliveryHeaders,
+  STANDARD_ID_HEADER,
+  STANDARD_SIGNATURE_HEADER,
+  STANDARD_TIMESTAMP_HEADER,
+  TIMESTAMP_HEADER,
+  WEBHOOK_USER_AGENT,
+} from '../../src/webhooks/sign.js';
 
 /** HMAC-SHA256 computed outside our code: openssl over `timestamp.body`, body passed on stdin. */
 function opensslSignature(secret: string, timestamp: number | string, body: string): string {
@@ -248,18 +260,31 @@ describe("the sender's signing with keys made once (signedDeliveryHeaders)", () 
     body,
   ];
 
-  it('gives exactly the headers deliveryHeaders gives, for any secret, body and rotation', () => {
+  /** The headers built with createHmac, one Hmac per signature (the recipe in docs/webhooks.md). */
+  function referenceHeaders(t: number, b: string, s: string | null, previous: string[] = []) {
+    const stamp = String(t);
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': WEBHOOK_USER_AGENT,
+      [EVENT_ID_HEADER]: payload.event_id,
+      [TIMESTAMP_HEADER]: stamp,
+    };
+    if (!s) return headers;
+    headers[SIGNATURE_HEADER] = computeSignature(s, stamp, b);
+    headers[STANDARD_ID_HEADER] = payload.event_id;
+    headers[STANDARD_TIMESTAMP_HEADER] = stamp;
+    headers[STANDARD_SIGNATURE_HEADER] = [s, ...previous]
+      .map((k) => `v1,${computeStandardSignature(k, payload.event_id, stamp, b)}`)
+      .join(' ');
+    return headers;
+  }
+
+  it('gives exactly the headers createHmac gives, for any secret, body and rotation', () => {
     for (const [i, s] of secrets.entries())
       for (const b of bodies) {
         const previous = secrets.slice(0, i % 3);
         const t = ts + i;
-        const expected = deliveryHeaders({
-          eventId: payload.event_id,
-          timestamp: t,
-          body: b,
-          secret: s,
-          previousSecrets: previous,
-        });
+        const expected = referenceHeaders(t, b, s, previous);
         const keys = new SecretKeys(s);
         const got = signedDeliveryHeaders(
           payload.event_id,
@@ -279,7 +304,7 @@ describe("the sender's signing with keys made once (signedDeliveryHeaders)", () 
 
   it('sends no signature headers without a secret', () => {
     const got = signedDeliveryHeaders(payload.event_id, ts, Buffer.from(body), undefined);
-    expect(got).toEqual(deliveryHeaders({ eventId: payload.event_id, timestamp: ts, body, secret: null }));
+    expect(got).toEqual(referenceHeaders(ts, body, null));
     expect(Object.keys(got)).toEqual(['content-type', 'user-agent', 'x-service-event-id', 'x-service-timestamp']);
   });
 });
