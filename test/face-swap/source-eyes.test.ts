@@ -7,6 +7,7 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FaceDetectJobType } from '../../src/processors/face-swap/detect-job.js';
 import type { FaceSwapJobType } from '../../src/processors/face-swap/index.js';
+import { inPolygon } from '../../src/processors/face-swap/geometry.js';
 import { media, runContext, sample, faceJobTypes } from './fixtures.js';
 
 const LONG = 240_000;
@@ -17,12 +18,13 @@ async function eyeDarkness(jpeg: Buffer, lm: readonly (readonly number[])[]) {
   const at = (x: number, y: number) => data[Math.round(y) * info.width + Math.round(x)]!;
   return [36, 42].map((from) => {
     const pts = lm.slice(from, from + 6);
+    const poly = pts.map(([x, y]) => ({ x: x!, y: y! }));
     const xs = pts.map((p) => p[0]!);
     const ys = pts.map((p) => p[1]!);
     const [x0, x1, y0, y1] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
     const inside: number[] = [];
     for (let y = Math.floor(y0); y <= y1; y++) {
-      for (let x = Math.floor(x0); x <= x1; x++) if (inPolygon(x + 0.5, y + 0.5, pts)) inside.push(at(x, y));
+      for (let x = Math.floor(x0); x <= x1; x++) if (inPolygon(x + 0.5, y + 0.5, poly)) inside.push(at(x, y));
     }
     inside.sort((a, b) => a - b);
     const dark = inside.slice(0, Math.max(1, Math.round(inside.length / 10)));
@@ -34,16 +36,6 @@ async function eyeDarkness(jpeg: Buffer, lm: readonly (readonly number[])[]) {
     skin.sort((a, b) => a - b);
     return { dark: dark.reduce((s, v) => s + v, 0) / dark.length, skin: skin[skin.length >> 1]! };
   });
-}
-
-function inPolygon(x: number, y: number, pts: readonly (readonly number[])[]): boolean {
-  let inside = false;
-  for (let i = 0, j = pts.length - 1; i < pts.length; j = i++) {
-    const [xi, yi] = pts[i]! as [number, number];
-    const [xj, yj] = pts[j]! as [number, number];
-    if (yi > y !== yj > y && x < ((xj - xi) * (y - yi)) / (yj - yi) + xi) inside = !inside;
-  }
-  return inside;
 }
 
 describe('the source hair fill keeps the source’s eyes', { timeout: LONG }, () => {

@@ -95,3 +95,14 @@ export function iou(a: Box, b: Box): number {
   const inter = overlapArea(a, b);
   return inter / (a.width * a.height + b.width * b.height - inter);
 }
+
+/** Whether (x, y) lies inside the polygon `poly` (even-odd rule). */
+export function inPolygon(x: number, y: number, poly: readonly Point[]): boolean {
+  let inside = false;
+  for (let i = 0, j = poly.length - 1; i < poly.length; j = i++) {
+    const a = poly[i]!;
+    const b = poly[j]!;
+    if (a.y > y !== b.y > y && x < ((b.x - a.x) * (y - a.y)) / (b.y - a.y) + a.x) inside = !inside;
+  }
+  return inside;
+}

@@ -7,7 +7,8 @@
  * 0.26 of the way along the jaw, inside PROFILE_EDGE.
  */
 import { JobError } from '../../errors.js';
-import { extents, noseAcross } from './geometry.js';
+import { extents, inPolygon, noseAcross } from './geometry.js';
+import { kthSmallest } from './select.js';
 import type { Box, Point, RgbImage } from './types.js';
 
 /** noseAcross nearer an end of the jaw than this: a profile (0.06 on sample2's from SSD's box). */
@@ -113,17 +114,8 @@ export function refusalOf(img: RgbImage, lm: readonly Point[]): Refusal | undefi
  */
 export const DARK_EYES = 0.72;
 
-const inPolygon = (x: number, y: number, poly: readonly Point[]) => {
-  let inside = false;
-  for (let i = 0, j = poly.length - 1; i < poly.length; j = i++) {
-    const a = poly[i]!;
-    const b = poly[j]!;
-    if (a.y > y !== b.y > y && x < ((b.x - a.x) * (y - a.y)) / (b.y - a.y) + a.x) inside = !inside;
-  }
-  return inside;
-};
-
-const quantile = (v: number[], q: number) => v.sort((a, b) => a - b)[Math.floor(q * (v.length - 1))] ?? 0;
+const quantile = (v: number[], q: number) =>
+  v.length === 0 ? 0 : kthSmallest(Float64Array.from(v), Math.floor(q * (v.length - 1)));
 
 /**
  * The brighter tenth of the eye opening `from..from+6` over the median of its surroundings
@@ -168,8 +160,12 @@ export function eyesShow(img: RgbImage, lm: readonly Point[]): boolean {
  * narrowed or shadowed eyes are its own expression and stay; a source's are stretched over the
  * target's eyes, so a source needs them open and lit.
  */
-export function sourceRefusalOf(img: RgbImage, lm: readonly Point[]): SourceRefusal | undefined {
-  return refusalOf(img, lm) ?? (eyesShow(img, lm) ? undefined : 'eyes');
+export function sourceRefusalOf(
+  img: RgbImage,
+  lm: readonly Point[],
+  asTarget: Refusal | undefined = refusalOf(img, lm),
+): SourceRefusal | undefined {
+  return asTarget ?? (eyesShow(img, lm) ? undefined : 'eyes');
 }
 
 /**
@@ -179,7 +175,7 @@ export function sourceRefusalOf(img: RgbImage, lm: readonly Point[]): SourceRefu
 export function swappability(img: RgbImage, lm: readonly Point[]): Swappability {
   const reason = refusalOf(img, lm);
   const asTarget = reason ? { swappable: false as const, reason } : { swappable: true as const };
-  const sourceReason = sourceRefusalOf(img, lm);
+  const sourceReason = sourceRefusalOf(img, lm, reason);
   return sourceReason
     ? { ...asTarget, usable_as_source: false, source_reason: sourceReason }
     : { ...asTarget, usable_as_source: true };
