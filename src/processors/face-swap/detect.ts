@@ -298,21 +298,26 @@ export async function findLargeFaces(img: RgbImage, minConfidence: number): Prom
 const LARGEST_BOX_MARGIN = 0.7;
 
 /**
- * The largest face's landmarks. Faces whose boxes are too close in size to tell apart are compared
+ * The largest face: its landmarks and the box they were found in. Faces whose boxes are too close in size to tell apart are compared
  * by the area their landmarks enclose (faceSize), which does not depend on the detector's box: on
  * the bench's one-face picture the boxes of the 350 px face and of a 260 px face differ by 4%.
  */
-export async function largestFaceLandmarks(img: RgbImage, faces: readonly { box: Box }[]): Promise<Point[]> {
+export async function largestFace(img: RgbImage, faces: readonly { box: Box }[]): Promise<{ lm: Point[]; box: Box }> {
   const area = (f: { box: Box }) => f.box.width * f.box.height;
   const max = Math.max(...faces.map(area));
-  let best: { lm: Point[]; size: number } | undefined;
+  let best: { lm: Point[]; box: Box; size: number } | undefined;
   for (const f of faces.filter((c) => area(c) >= LARGEST_BOX_MARGIN * max)) {
     const lm = await detectLandmarks(img, f.box);
     const size = faceSize(lm);
-    if (!best || size > best.size) best = { lm, size };
+    if (!best || size > best.size) best = { lm, box: f.box, size };
   }
-  if (!best) throw new Error('largestFaceLandmarks: no face');
-  return best.lm;
+  if (!best) throw new Error('largestFace: no face');
+  return { lm: best.lm, box: best.box };
+}
+
+/** The landmarks of largestFace. */
+export async function largestFaceLandmarks(img: RgbImage, faces: readonly { box: Box }[]): Promise<Point[]> {
+  return (await largestFace(img, faces)).lm;
 }
 
 /**

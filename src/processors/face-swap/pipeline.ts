@@ -10,13 +10,13 @@ import {
   refineLandmarks,
   findFaces,
   findLargeFaces,
+  largestFace,
   largestFaceLandmarks,
   leftToRight,
 } from './detect.js';
 import { CONTENT_TYPES, EXTENSIONS, decodeImage, encodeImage } from './image.js';
 import type { FaceMode, FaceSwapOptions } from './options.js';
 import { levelled, swapLevelled } from './level.js';
-import { extents, overlapArea } from './geometry.js';
 import { refuseSource, swappability, swappableTargets, type FoundFace } from './profile.js';
 import { DEFAULT_TUNING, extendForehead } from './swap.js';
 import { boxZone } from './guard.js';
@@ -174,12 +174,14 @@ export async function findSwapFaces(
     options.target_face_indices && missingFaces(dstFaces.length, options.target_face_indices, 'input.target'),
   ].filter((m) => m !== undefined);
   if (missing.length > 0) throw new JobError('invalid_media', missing.join('; '));
-  const srcBox = srcIndex === undefined ? undefined : srcFaces[srcIndex]!.box;
-  const srcLandmarks = srcBox ? await detectLandmarks(source, srcBox) : await largestFaceLandmarks(source, srcFaces);
+  const srcFound =
+    srcIndex === undefined
+      ? await largestFace(source, srcFaces)
+      : { lm: await detectLandmarks(source, srcFaces[srcIndex]!.box), box: srcFaces[srcIndex]!.box };
   hooks.checkAborted();
   const chosen = await chooseTargets(images, dstFaces, options, hooks);
   hooks.checkAborted();
-  const srcFace = { lm: await refineLandmarks(source, srcLandmarks), box: srcBox ?? boxOf(srcLandmarks, srcFaces) };
+  const srcFace = { lm: await refineLandmarks(source, srcFound.lm), box: srcFound.box };
   const targets: FoundFace[] = [];
   for (const f of chosen) targets.push({ lm: await refineLandmarks(target, f.lm), box: f.box });
   hooks.checkAborted();
@@ -187,18 +189,6 @@ export async function findSwapFaces(
   const all = effectiveFaceMode(options, images.reference !== undefined) === 'all';
   const kept = swappableTargets(target, targets, all, options.target_face_indices);
   return { source: srcFace.lm, targets: kept.map((f) => f.lm), boxes: dstFaces.map((f) => f.box) };
-}
-
-/** The detector box of `faces` that the landmarks `lm` were found in (the one they overlap most). */
-function boxOf(lm: readonly Point[], faces: readonly { box: Box }[]): Box {
-  const { x0, y0, x1, y1 } = extents(lm);
-  const own = { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
-  const best = maxBy(faces, (f) => overlapArea(f.box, own));
-  return best.box;
-}
-
-function maxBy<T>(items: readonly T[], score: (item: T) => number): T {
-  return items.reduce((a, b) => (score(b) > score(a) ? b : a));
 }
 
 /** The target faces the options pick (the largest, all, by index, or by reference): landmarks and box. */
@@ -212,8 +202,7 @@ async function chooseTargets(
   const mode = effectiveFaceMode(options, reference !== undefined);
   if (mode === 'reference') return [await matchReference(reference!, target, dstFaces, options, hooks)];
   if (options.target_face_indices === undefined && mode !== 'all') {
-    const lm = await largestFaceLandmarks(target, dstFaces);
-    return [{ lm, box: boxOf(lm, dstFaces) }];
+    return [await largestFace(target, dstFaces)];
   }
   const boxes: Box[] = options.target_face_indices
     ? pickByIndex(leftToRight(dstFaces), options.target_face_indices, 'input.target').map((f) => f.box)
