@@ -6,7 +6,8 @@
 import { rgbToLab } from './color.js';
 import { boundingRegion, faceSize, noseAcross, type Region } from './geometry.js';
 import type { Point, RgbImage } from './types.js';
-import { triangulate, warpPiecewiseAffine } from './warp.js';
+import { cubicWeights, triangulate } from './warp.js';
+import { bytes } from './scratch.js';
 
 /** Share of the move each jaw point (0-16) takes: the ends, at the ears, stay; the lower jaw moves fully. */
 const JAW_WEIGHT = [0, 0.25, 0.5, 0.75, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0.75, 0.5, 0.25, 0];
@@ -128,9 +129,116 @@ export function outlineRing(lm: readonly Point[], width: number, height: number)
 }
 
 /**
+ * Largest side, in grid nodes, of the grid the outline move's displacement is computed on. The
+ * move is piecewise affine over triangles tens of pixels across, so a coarser grid, bilinearly
+ * interpolated, is within a fraction of a pixel of it; on a close-up (a ring ~950 px wide) the
+ * per-pixel triangle search and flatness test cost twice what the rest of the swap did.
+ */
+const FIELD_SIDE = 256;
+/** A pixel whose interpolated move is smaller than this (px) is left as it is: it would round back. */
+const STILL = 0.01;
+
+/** Catmull-Rom sample of `img` at index-space (x, y) inside the picture into `out` (warp.ts's sampleBicubic, its row and column taps clamped once). */
+function bicubicAt(img: RgbImage, x: number, y: number, wx: Float64Array, wy: Float64Array, out: Float32Array): void {
+  const { width: w, height: h, data } = img;
+  const ix = Math.floor(x);
+  const iy = Math.floor(y);
+  cubicWeights(x - ix, wx);
+  cubicWeights(y - iy, wy);
+  const c0 = Math.max(0, ix - 1) * 3;
+  const c1 = ix * 3;
+  const c2 = Math.min(w - 1, ix + 1) * 3;
+  const c3 = Math.min(w - 1, ix + 2) * 3;
+  const a0 = wx[0]!;
+  const a1 = wx[1]!;
+  const a2 = wx[2]!;
+  const a3 = wx[3]!;
+  let r = 0;
+  let g = 0;
+  let b = 0;
+  for (let j = 0; j < 4; j++) {
+    const row = Math.min(h - 1, Math.max(0, iy - 1 + j)) * w * 3;
+    const k = wy[j]!;
+    const q0 = row + c0;
+    const q1 = row + c1;
+    const q2 = row + c2;
+    const q3 = row + c3;
+    r += k * (data[q0]! * a0 + data[q1]! * a1 + data[q2]! * a2 + data[q3]! * a3);
+    g += k * (data[q0 + 1]! * a0 + data[q1 + 1]! * a1 + data[q2 + 1]! * a2 + data[q3 + 1]! * a3);
+    b += k * (data[q0 + 2]! * a0 + data[q1 + 2]! * a1 + data[q2 + 2]! * a2 + data[q3 + 2]! * a3);
+  }
+  out[0] = r;
+  out[1] = g;
+  out[2] = b;
+}
+
+/** The displacement of the outline move (where each pixel reads from, less where it is) on a grid over `region`. */
+interface Field {
+  region: Region;
+  /** Pixels between nodes. */
+  step: number;
+  cols: number;
+  rows: number;
+  /** dx, dy per node, row-major; zero where no moved triangle covers the node. */
+  d: Float32Array;
+}
+
+/** The triangles of `dst` (indices, 3 each) with a moved corner: the rest map the photo onto itself. */
+function movedTriangles(src: readonly Point[], dst: readonly Point[]): Uint32Array {
+  const all = triangulate(dst);
+  const moved = (i: number) => src[i]!.x !== dst[i]!.x || src[i]!.y !== dst[i]!.y;
+  const kept: number[] = [];
+  for (let t = 0; t < all.length; t += 3) {
+    if (moved(all[t]!) || moved(all[t + 1]!) || moved(all[t + 2]!)) kept.push(all[t]!, all[t + 1]!, all[t + 2]!);
+  }
+  return Uint32Array.from(kept);
+}
+
+/**
+ * The piecewise-affine move of `tris` (src to dst) sampled at grid nodes (pixel centres of
+ * `region`, every `step` px, one node past the far edge). It is continuous: zero on the ring and
+ * on the unmoved landmarks, so zero where no moved triangle lies.
+ */
+function displacementField(src: readonly Point[], dst: readonly Point[], tris: Uint32Array, region: Region): Field {
+  const step = Math.max(1, Math.ceil(Math.max(region.width, region.height) / FIELD_SIDE));
+  const cols = Math.floor((region.width - 1) / step) + 2;
+  const rows = Math.floor((region.height - 1) / step) + 2;
+  const d = new Float32Array(cols * rows * 2);
+  const EPS = 1e-7;
+  const node = (v: number, o: number) => (v - 0.5 - o) / step;
+  for (let t = 0; t < tris.length; t += 3) {
+    const [d0, d1, d2] = [dst[tris[t]!]!, dst[tris[t + 1]!]!, dst[tris[t + 2]!]!];
+    const [s0, s1, s2] = [src[tris[t]!]!, src[tris[t + 1]!]!, src[tris[t + 2]!]!];
+    const det = (d1.y - d2.y) * (d0.x - d2.x) + (d2.x - d1.x) * (d0.y - d2.y);
+    if (Math.abs(det) < 1e-9) continue;
+    const inv = 1 / det;
+    const i0 = Math.max(0, Math.floor(node(Math.min(d0.x, d1.x, d2.x), region.left)));
+    const i1 = Math.min(cols - 1, Math.ceil(node(Math.max(d0.x, d1.x, d2.x), region.left)));
+    const j0 = Math.max(0, Math.floor(node(Math.min(d0.y, d1.y, d2.y), region.top)));
+    const j1 = Math.min(rows - 1, Math.ceil(node(Math.max(d0.y, d1.y, d2.y), region.top)));
+    for (let j = j0; j <= j1; j++) {
+      const py = region.top + j * step + 0.5;
+      for (let i = i0; i <= i1; i++) {
+        const px = region.left + i * step + 0.5;
+        const l0 = ((d1.y - d2.y) * (px - d2.x) + (d2.x - d1.x) * (py - d2.y)) * inv;
+        const l1 = ((d2.y - d0.y) * (px - d2.x) + (d0.x - d2.x) * (py - d2.y)) * inv;
+        const l2 = 1 - l0 - l1;
+        if (l0 < -EPS || l1 < -EPS || l2 < -EPS) continue;
+        const o = (j * cols + i) * 2;
+        d[o] = l0 * s0.x + l1 * s1.x + l2 * s2.x - px;
+        d[o + 1] = l0 * s0.y + l1 * s1.y + l2 * s2.y - py;
+      }
+    }
+  }
+  return { region, step, cols, rows, d };
+}
+
+/**
  * Warps `img` (in place) so the jaw points of `from` land on those of `to`: the photo in a ring
- * around the jaw is stretched with it, the inner face and everything beyond the ring stay. Pixels
- * that changed get alpha 1 in `alphaOut` (level.ts pastes the crop back by it).
+ * around the jaw is stretched with it, the inner face and everything beyond the ring stay, and so
+ * does a flat thing in front (occluderNodes: pinned). The move is computed on a grid of at most
+ * FIELD_SIDE nodes a side and applied per pixel in one pass (the field bilinear, the photo
+ * bicubic). Pixels that changed get alpha 1 in `alphaOut` (level.ts pastes the crop back by it).
  */
 export function liquifyOutline(img: RgbImage, from: readonly Point[], to: readonly Point[], alphaOut?: Float32Array) {
   const ring = outlineRing(from, img.width, img.height);
@@ -138,29 +246,144 @@ export function liquifyOutline(img: RgbImage, from: readonly Point[], to: readon
   const dstPts = [...to.slice(0, 68), ...ring];
   const region = boundingRegion(dstPts, 2, img.width, img.height);
   if (region.width < 4 || region.height < 4) return;
-  // Only the triangles with a moved corner: the rest map the photo onto itself.
-  const all = triangulate(dstPts);
-  const moved = (i: number) => srcPts[i]!.x !== dstPts[i]!.x || srcPts[i]!.y !== dstPts[i]!.y;
-  const kept: number[] = [];
-  for (let t = 0; t < all.length; t += 3) {
-    if (moved(all[t]!) || moved(all[t + 1]!) || moved(all[t + 2]!)) kept.push(all[t]!, all[t + 1]!, all[t + 2]!);
-  }
-  const { rgb, covered } = warpPiecewiseAffine(img, srcPts, dstPts, Uint32Array.from(kept), region, 'bicubic');
-  const painted = paintedPixels(img, region, covered, from);
+  const field = displacementField(srcPts, dstPts, movedTriangles(srcPts, dstPts), region);
+  pinField(field, occluderNodes(img, field, from));
+  const { rgb, changed } = applyField(img, field);
   const { width: w, height: h } = region;
   for (let y = 0; y < h; y++) {
     for (let x = 0; x < w; x++) {
       const i = y * w + x;
-      if (!covered[i] || painted[i]) continue;
+      if (!changed[i]) continue;
       const p = (region.top + y) * img.width + region.left + x;
-      let changed = false;
-      for (let k = 0; k < 3; k++) {
-        const v = Math.round(rgb[i * 3 + k]!);
-        if (v !== img.data[p * 3 + k]) changed = true;
-        img.data[p * 3 + k] = v;
-      }
-      if (changed && alphaOut) alphaOut[p] = 1;
+      img.data[p * 3] = rgb[i * 3]!;
+      img.data[p * 3 + 1] = rgb[i * 3 + 1]!;
+      img.data[p * 3 + 2] = rgb[i * 3 + 2]!;
+      if (alphaOut) alphaOut[p] = 1;
     }
+  }
+}
+
+/**
+ * The photo resampled by `field` over its region (bicubic, rounded), and where that differs from
+ * the photo. Cell by cell between the grid's nodes: a cell whose four nodes do not move is skipped.
+ */
+function applyField(img: RgbImage, field: Field): { rgb: Uint8Array; changed: Uint8Array } {
+  const { region, step, cols, rows, d } = field;
+  const { width: w, height: h } = region;
+  const rgb = bytes(w * h * 3);
+  const changed = bytes(w * h);
+  const px = new Float32Array(3);
+  const wx = new Float64Array(4);
+  const wy = new Float64Array(4);
+  const still = (n: number) => d[n * 2] === 0 && d[n * 2 + 1] === 0;
+  for (let j = 0; j < rows - 1; j++) {
+    for (let i = 0; i < cols - 1; i++) {
+      const n = j * cols + i;
+      if (still(n) && still(n + 1) && still(n + cols) && still(n + cols + 1)) continue;
+      const y1 = Math.min(h, (j + 1) * step);
+      const x1 = Math.min(w, (i + 1) * step);
+      for (let y = j * step; y < y1; y++) {
+        const ty = (y - j * step) / step;
+        // The move along this row of the cell: its left and right ends.
+        const lx = d[n * 2]! + (d[(n + cols) * 2]! - d[n * 2]!) * ty;
+        const ly = d[n * 2 + 1]! + (d[(n + cols) * 2 + 1]! - d[n * 2 + 1]!) * ty;
+        const rx = d[(n + 1) * 2]! + (d[(n + cols + 1) * 2]! - d[(n + 1) * 2]!) * ty;
+        const ry = d[(n + 1) * 2 + 1]! + (d[(n + cols + 1) * 2 + 1]! - d[(n + 1) * 2 + 1]!) * ty;
+        for (let x = i * step; x < x1; x++) {
+          const tx = (x - i * step) / step;
+          const dx = lx + (rx - lx) * tx;
+          const dy = ly + (ry - ly) * tx;
+          if (Math.abs(dx) < STILL && Math.abs(dy) < STILL) continue;
+          const gx = region.left + x;
+          const gy = region.top + y;
+          const sx = Math.min(img.width - 1, Math.max(0, gx + dx));
+          const sy = Math.min(img.height - 1, Math.max(0, gy + dy));
+          bicubicAt(img, sx, sy, wx, wy, px);
+          const q = (gy * img.width + gx) * 3;
+          const r = y * w + x;
+          for (let c = 0; c < 3; c++) {
+            const v = Math.min(255, Math.max(0, Math.round(px[c]!)));
+            rgb[r * 3 + c] = v;
+            if (v !== img.data[q + c]) changed[r] = 1;
+          }
+        }
+      }
+    }
+  }
+  return { rgb, changed };
+}
+
+/**
+ * How far a move towards a pinned node must stay from it, as a multiple of its length: a node
+ * `dist` px from the nearest pin reads from no nearer than (1 - 1 / PIN_SPREAD) * dist, so no pixel
+ * reads from the pinned thing, the stretch beside it stays under PIN_SPREAD / (PIN_SPREAD - 1) and
+ * nothing folds (no second edge). Moves away from it are whole: the photo there is squeezed
+ * against the pin's edge, as where the old painted pixels were kept and the rest moved.
+ */
+const PIN_SPREAD = 2;
+
+/** Index of the nearest node of `pins` to every node of a cols × rows grid (-1 without pins): two chamfer passes carrying the pin. */
+function nearestPins(pins: Uint8Array, cols: number, rows: number): Int32Array {
+  const near = new Int32Array(cols * rows).fill(-1);
+  // Squared distances in nodes.
+  const dist = new Float64Array(cols * rows).fill(Infinity);
+  for (let n = 0; n < near.length; n++) if (pins[n]) [near[n], dist[n]] = [n, 0];
+  const take = (n: number, m: number) => {
+    const p = near[m]!;
+    if (p < 0) return;
+    const dx = (p % cols) - (n % cols);
+    const dy = (p - (p % cols) - (n - (n % cols))) / cols;
+    const v = dx * dx + dy * dy;
+    if (v < dist[n]!) {
+      near[n] = p;
+      dist[n] = v;
+    }
+  };
+  for (let j = 0; j < rows; j++) {
+    for (let i = 0; i < cols; i++) {
+      const n = j * cols + i;
+      if (i > 0) take(n, n - 1);
+      if (j > 0) take(n, n - cols);
+      if (j > 0 && i > 0) take(n, n - cols - 1);
+      if (j > 0 && i < cols - 1) take(n, n - cols + 1);
+    }
+  }
+  for (let j = rows - 1; j >= 0; j--) {
+    for (let i = cols - 1; i >= 0; i--) {
+      const n = j * cols + i;
+      if (i < cols - 1) take(n, n + 1);
+      if (j < rows - 1) take(n, n + cols);
+      if (j < rows - 1 && i < cols - 1) take(n, n + cols + 1);
+      if (j < rows - 1 && i > 0) take(n, n + cols - 1);
+    }
+  }
+  return near;
+}
+
+/**
+ * `field` held still at and beside the `pins` (nodes of a thing in front): zero within a node of
+ * one (the bilinear field is then zero over it), and beyond, each move's part towards the nearest
+ * pin limited (PIN_SPREAD).
+ */
+function pinField(field: Field, pins: Uint8Array): void {
+  const { cols, rows, step, d } = field;
+  if (!pins.some((v) => v)) return;
+  const near = nearestPins(pins, cols, rows);
+  for (let n = 0; n < cols * rows; n++) {
+    const p = near[n]!;
+    const ux = ((p % cols) - (n % cols)) * step;
+    const uy = (Math.floor(p / cols) - Math.floor(n / cols)) * step;
+    const dist = Math.hypot(ux, uy);
+    if (dist <= step * Math.SQRT2 + 1e-9) {
+      d[n * 2] = 0;
+      d[n * 2 + 1] = 0;
+      continue;
+    }
+    const toward = (d[n * 2]! * ux + d[n * 2 + 1]! * uy) / dist;
+    const limit = (dist - step * Math.SQRT2) / PIN_SPREAD;
+    if (toward <= limit) continue;
+    d[n * 2] = d[n * 2]! - ((toward - limit) * ux) / dist;
+    d[n * 2 + 1] = d[n * 2 + 1]! - ((toward - limit) * uy) / dist;
   }
 }
 
@@ -175,11 +398,23 @@ const FLAT_RANGE = 3;
  */
 function isFlat(img: RgbImage, x: number, y: number): boolean {
   if (x < 0 || y < 0 || x >= img.width || y >= img.height) return false;
-  const c = (y * img.width + x) * 3;
-  for (let yy = Math.max(0, y - FLAT_RADIUS); yy <= Math.min(img.height - 1, y + FLAT_RADIUS); yy++) {
-    for (let xx = Math.max(0, x - FLAT_RADIUS); xx <= Math.min(img.width - 1, x + FLAT_RADIUS); xx++) {
-      const q = (yy * img.width + xx) * 3;
-      for (let k = 0; k < 3; k++) if (Math.abs(img.data[q + k]! - img.data[c + k]!) > FLAT_RANGE) return false;
+  const { width: w, data } = img;
+  const c = (y * w + x) * 3;
+  const x0 = Math.max(0, x - FLAT_RADIUS);
+  const x1 = Math.min(w - 1, x + FLAT_RADIUS);
+  const y0 = Math.max(0, y - FLAT_RADIUS);
+  const y1 = Math.min(img.height - 1, y + FLAT_RADIUS);
+  // The corners first (on a smooth gradient they differ most), then every pixel.
+  for (let pass = 0; pass < 2; pass++) {
+    const sx = pass === 0 ? Math.max(1, x1 - x0) : 1;
+    const sy = pass === 0 ? Math.max(1, y1 - y0) : 1;
+    for (let yy = y0; yy <= y1; yy += sy) {
+      for (let xx = x0; xx <= x1; xx += sx) {
+        const q = (yy * w + xx) * 3;
+        if (Math.abs(data[q]! - data[c]!) > FLAT_RANGE) return false;
+        if (Math.abs(data[q + 1]! - data[c + 1]!) > FLAT_RANGE) return false;
+        if (Math.abs(data[q + 2]! - data[c + 2]!) > FLAT_RANGE) return false;
+      }
     }
   }
   return true;
@@ -209,29 +444,113 @@ function chromaAt(img: RgbImage, p: Point): [number, number] {
   return [lab[1]!, lab[2]!];
 }
 
+/** What a flat pixel's colour says it is: a painted (coloured) thing, something neutral (black, white, grey), or skin-like. */
+type FlatKind = 'paint' | 'neutral' | 'skin';
+
 /**
- * The pixels of `region` (where `covered`) the outline move leaves as they are: flat (isFlat) and of
- * a colour far from the face's skin (read on both cheeks, between the jaw and the nose), a painted
- * thing in front such as the tests' bar. Flat alone is not enough: JPEG photos have flat patches in
- * shadows and hair (kept while the rest moved, they came out as blocks beside sample5 face 1's cheek),
- * hence the chroma bounds.
+ * The kind of a flat pixel by its colour, against the face's skin (read on both cheeks, between the
+ * jaw and the nose): of chroma PAINT_MIN_CHROMA or more and a*b* PAINT_CHROMA from the skin, paint;
+ * under PAINT_MIN_CHROMA, neutral. Kept per colour (flat things have few).
  */
-function paintedPixels(img: RgbImage, region: Region, covered: Uint8Array, lm: readonly Point[]): Uint8Array {
+function flatKinds(img: RgbImage, lm: readonly Point[]): (o: number) => FlatKind {
   const mid = (a: Point, b: Point) => ({ x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 });
   const l = chromaAt(img, mid(lm[2]!, lm[31]!));
   const r = chromaAt(img, mid(lm[14]!, lm[35]!));
   const skin = [(l[0] + r[0]) / 2, (l[1] + r[1]) / 2];
-  const out = new Uint8Array(region.width * region.height);
+  const kinds = new Map<number, FlatKind>();
   const px = new Float32Array(3);
-  for (let y = 0; y < region.height; y++) {
-    for (let x = 0; x < region.width; x++) {
-      const i = y * region.width + x;
-      if (!covered[i] || !isFlat(img, region.left + x, region.top + y)) continue;
-      const o = ((region.top + y) * img.width + region.left + x) * 3;
+  return (o) => {
+    const key = (img.data[o]! << 16) | (img.data[o + 1]! << 8) | img.data[o + 2]!;
+    let kind = kinds.get(key);
+    if (kind === undefined) {
       for (let k = 0; k < 3; k++) px[k] = img.data[o + k]!;
       const lab = rgbToLab(px);
       const chroma = Math.hypot(lab[1]!, lab[2]!);
-      if (chroma >= PAINT_MIN_CHROMA && Math.hypot(lab[1]! - skin[0]!, lab[2]! - skin[1]!) > PAINT_CHROMA) out[i] = 1;
+      const far = Math.hypot(lab[1]! - skin[0]!, lab[2]! - skin[1]!) > PAINT_CHROMA;
+      kind = chroma < PAINT_MIN_CHROMA ? 'neutral' : far ? 'paint' : 'skin';
+      kinds.set(key, kind);
+    }
+    return kind;
+  };
+}
+
+/**
+ * The grid nodes of `field` on a flat thing in front of the face, which the outline move must not
+ * bend: flat (isFlat) and painted (flatKinds), such as the tests' bar, or flat, neutral and one
+ * piece under the chin (chinThings), such as a black scarf or a white collar across the jaw. A neutral flat patch on one side only (a blown-out
+ * background behind the cheek, crushed shadow or hair) is not pinned: it must stretch with the
+ * outline, and kept while the rest moved, JPEG's flat shadows came out as blocks (sample5 face 1).
+ */
+function occluderNodes(img: RgbImage, field: Field, lm: readonly Point[]): Uint8Array {
+  const { region, step, cols, rows } = field;
+  const kindOf = flatKinds(img, lm);
+  const pins = new Uint8Array(cols * rows);
+  const neutral = new Uint8Array(cols * rows);
+  for (let j = 0; j < rows; j++) {
+    const y = Math.min(img.height - 1, region.top + j * step);
+    for (let i = 0; i < cols; i++) {
+      const x = Math.min(img.width - 1, region.left + i * step);
+      if (!isFlat(img, x, y)) continue;
+      const kind = kindOf((y * img.width + x) * 3);
+      if (kind === 'paint') pins[j * cols + i] = 1;
+      else if (kind === 'neutral') neutral[j * cols + i] = 1;
+    }
+  }
+  for (const n of chinThings(img, field, neutral, lm)) pins[n] = 1;
+  return pins;
+}
+
+/** Largest difference per channel between neighbouring flat nodes of one thing. */
+const SAME_THING = 2 * FLAT_RANGE;
+/** Jaw points whose probes (PIN_PROBES, beyond them) find a thing under the chin: the chin and its sides. */
+const CHIN = [6, 7, 8, 9, 10];
+/** Least area (of the face size squared) of a neutral flat thing under the chin that is pinned. */
+const MIN_THING = 0.01;
+
+/**
+ * The `neutral` nodes in pieces (4-connected, neighbours within SAME_THING levels) that lie just
+ * beyond the chin (where PIN_PROBES look from the CHIN points) and cover MIN_THING of the face size
+ * squared: a scarf, a collar, a bar or a microphone in front of the jaw. The detector's jaw hugs the
+ * top of such a thing (it hides the chin), so it lies under the chin whatever it covers; a background
+ * or a shadow beside the cheek does not reach there, and is left to stretch.
+ */
+function chinThings(img: RgbImage, field: Field, neutral: Uint8Array, lm: readonly Point[]): number[] {
+  const { region, step, cols, rows } = field;
+  const size = faceSize(lm);
+  const at = (n: number) =>
+    (Math.min(img.height - 1, region.top + Math.floor(n / cols) * step) * img.width +
+      Math.min(img.width - 1, region.left + (n % cols) * step)) *
+    3;
+  const same = (a: number, b: number) => {
+    const p = at(a);
+    const q = at(b);
+    for (let k = 0; k < 3; k++) if (Math.abs(img.data[p + k]! - img.data[q + k]!) > SAME_THING) return false;
+    return true;
+  };
+  const seen = new Uint8Array(cols * rows);
+  const out: number[] = [];
+  const c = lm[30]!;
+  for (const i of CHIN) {
+    const f = lm[i]!;
+    const len = Math.hypot(f.x - c.x, f.y - c.y) || 1;
+    for (const d of PIN_PROBES) {
+      const gi = Math.round((f.x + ((f.x - c.x) * d * size) / len - 0.5 - region.left) / step);
+      const gj = Math.round((f.y + ((f.y - c.y) * d * size) / len - 0.5 - region.top) / step);
+      if (gi < 0 || gj < 0 || gi >= cols || gj >= rows) continue;
+      const start = gj * cols + gi;
+      if (!neutral[start] || seen[start]) continue;
+      const piece = [start];
+      seen[start] = 1;
+      for (let k = 0; k < piece.length; k++) {
+        const n = piece[k]!;
+        const x = n % cols;
+        for (const m of [x > 0 ? n - 1 : -1, x < cols - 1 ? n + 1 : -1, n - cols, n + cols]) {
+          if (m < 0 || m >= seen.length || seen[m] || !neutral[m] || !same(n, m)) continue;
+          seen[m] = 1;
+          piece.push(m);
+        }
+      }
+      if (piece.length * step * step >= MIN_THING * size * size) for (const n of piece) out.push(n);
     }
   }
   return out;
