@@ -12,8 +12,9 @@
  * progress messages the worker sends ("detecting faces" covers decoding too). The main thread's
  * event-loop delay is sampled meanwhile, to show the work really is off the event loop.
  * Wall times depend on what else the machine runs; so the same swaps are then run in-process and
- * their CPU time (user + system, all threads) is reported too: about what one swap costs on an idle
- * core.
+ * their CPU time (user + system, all threads) is reported too, per swap and per stage (from one
+ * progress message to the next): about what one swap costs on an idle core, and the steadier
+ * figure to compare builds by on a loaded machine.
  * Target (issue 18): at most 0.5 s of processing (warm median) for the 1920x1280 target with one
  * ~350 px face; the other cases are informational.
  */
@@ -127,19 +128,36 @@ for (const [label, target] of Object.entries(targets)) {
   );
   // The same swap in this thread, for its CPU time (models load here on the first call, untimed).
   const input = { source, target, options: jt.options.parse({}), maxPixels: 40_000_000 };
-  const hooks = { progress: () => {}, checkAborted: () => {} };
+  const cpuNow = () => {
+    const c = process.cpuUsage();
+    return (c.user + c.system) / 1000;
+  };
+  let cpuMarks: [string, number][] = [];
+  const hooks = { progress: (s: string) => cpuMarks.push([s, cpuNow()]), checkAborted: () => {} };
   await runFaceSwap(input, hooks);
   const cpu: number[] = [];
+  const stageCpu: Record<string, number[]> = Object.fromEntries(STAGES.map((s) => [s, []]));
   for (let i = 0; i < iterations; i++) {
-    const c0 = process.cpuUsage();
+    cpuMarks = [];
+    const c0 = cpuNow();
     await runFaceSwap(input, hooks);
-    const c = process.cpuUsage(c0);
-    cpu.push((c.user + c.system) / 1000);
+    const end = cpuNow();
+    cpu.push(end - c0);
+    // CPU per stage: from its progress message to the next (the last to the end).
+    cpuMarks.forEach(([name, at], k) => stageCpu[name]?.push((cpuMarks[k + 1]?.[1] ?? end) - at));
   }
   console.log(`  CPU time per swap (in-process, all threads): median ${ms(quantile(cpu, 0.5))}`);
+  for (const [name, xs] of Object.entries(stageCpu)) {
+    if (xs.length) console.log(`  CPU ${name.padEnd(16)} median ${ms(quantile(xs, 0.5))}, min ${ms(Math.min(...xs))}`);
+  }
   summary[label] = {
     medianMs: Math.round(quantile(totals, 0.5)),
     cpuMs: Math.round(quantile(cpu, 0.5)),
+    stageCpuMedianMs: Object.fromEntries(
+      Object.entries(stageCpu)
+        .filter(([, xs]) => xs.length)
+        .map(([k, xs]) => [k, Math.round(quantile(xs, 0.5))]),
+    ),
     minMs: Math.round(Math.min(...totals)),
     maxMs: Math.round(Math.max(...totals)),
     eventLoopP99Ms: Math.round(loop.percentile(99) / 1e6),

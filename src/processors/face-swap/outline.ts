@@ -236,7 +236,7 @@ function displacementField(src: readonly Point[], dst: readonly Point[], tris: U
 /**
  * Warps `img` (in place) so the jaw points of `from` land on those of `to`: the photo in a ring
  * around the jaw is stretched with it, the inner face and everything beyond the ring stay, and so
- * does a flat thing in front (occluderNodes: pinned). The move is computed on a grid of at most
+ * does a flat thing in front (heldThings). The move is computed on a grid of at most
  * FIELD_SIDE nodes a side and applied per pixel in one pass (the field bilinear, the photo
  * bicubic). Pixels that changed get alpha 1 in `alphaOut` (level.ts pastes the crop back by it).
  */
@@ -247,8 +247,9 @@ export function liquifyOutline(img: RgbImage, from: readonly Point[], to: readon
   const region = boundingRegion(dstPts, 2, img.width, img.height);
   if (region.width < 4 || region.height < 4) return;
   const field = displacementField(srcPts, dstPts, movedTriangles(srcPts, dstPts), region);
-  pinField(field, occluderNodes(img, field, from));
-  const { rgb, changed } = applyField(img, field);
+  const held = heldThings(img, field, from);
+  pinField(field, held.pins);
+  const { rgb, changed } = applyField(img, field, held);
   const { width: w, height: h } = region;
   for (let y = 0; y < h; y++) {
     for (let x = 0; x < w; x++) {
@@ -265,9 +266,9 @@ export function liquifyOutline(img: RgbImage, from: readonly Point[], to: readon
 
 /**
  * The photo resampled by `field` over its region (bicubic, rounded), and where that differs from
- * the photo. Cell by cell between the grid's nodes: a cell whose four nodes do not move is skipped.
+ * the photo and is not painted (`held`). Cell by cell between the grid's nodes: a cell whose four nodes do not move is skipped.
  */
-function applyField(img: RgbImage, field: Field): { rgb: Uint8Array; changed: Uint8Array } {
+function applyField(img: RgbImage, field: Field, held: Held): { rgb: Uint8Array; changed: Uint8Array } {
   const { region, step, cols, rows, d } = field;
   const { width: w, height: h } = region;
   const rgb = bytes(w * h * 3);
@@ -280,6 +281,7 @@ function applyField(img: RgbImage, field: Field): { rgb: Uint8Array; changed: Ui
     for (let i = 0; i < cols - 1; i++) {
       const n = j * cols + i;
       if (still(n) && still(n + 1) && still(n + cols) && still(n + cols + 1)) continue;
+      const paintable = held.paintCells[n] === 1;
       const y1 = Math.min(h, (j + 1) * step);
       const x1 = Math.min(w, (i + 1) * step);
       for (let y = j * step; y < y1; y++) {
@@ -306,6 +308,7 @@ function applyField(img: RgbImage, field: Field): { rgb: Uint8Array; changed: Ui
             rgb[r * 3 + c] = v;
             if (v !== img.data[q + c]) changed[r] = 1;
           }
+          if (paintable && changed[r] && held.painted(gx, gy)) changed[r] = 0;
         }
       }
     }
@@ -474,17 +477,29 @@ function flatKinds(img: RgbImage, lm: readonly Point[]): (o: number) => FlatKind
   };
 }
 
+/** What holds still in the outline move: grid nodes to pin, and whether a pixel is painted. */
+interface Held {
+  /** Nodes on a neutral flat thing under the chin (chinThings): the move is pinned there. */
+  pins: Uint8Array;
+  /** Cells (by their top-left node) with a painted node at or beside a corner: only there can a pixel be painted. */
+  paintCells: Uint8Array;
+  /** Whether the pixel at (x, y) is flat and painted (flatKinds). */
+  painted: (x: number, y: number) => boolean;
+}
+
 /**
- * The grid nodes of `field` on a flat thing in front of the face, which the outline move must not
- * bend: flat (isFlat) and painted (flatKinds), such as the tests' bar, or flat, neutral and one
- * piece under the chin (chinThings), such as a black scarf or a white collar across the jaw. A neutral flat patch on one side only (a blown-out
- * background behind the cheek, crushed shadow or hair) is not pinned: it must stretch with the
- * outline, and kept while the rest moved, JPEG's flat shadows came out as blocks (sample5 face 1).
+ * What of the photo in the ring is in front of the face, and must not bend with the outline:
+ * flat (isFlat) painted pixels (flatKinds), such as the tests' bar, are left as they are, pixel by
+ * pixel, while the rest moves; a flat neutral thing in one piece under the chin (chinThings), such
+ * as a black scarf or a white collar across the jaw, is pinned in the field. A neutral flat patch
+ * elsewhere (a blown-out background beside the cheek, crushed shadow or hair) is neither: it must
+ * stretch with the outline, and kept while the rest moved, JPEG's flat shadows came out as blocks
+ * (sample5 face 1).
  */
-function occluderNodes(img: RgbImage, field: Field, lm: readonly Point[]): Uint8Array {
+function heldThings(img: RgbImage, field: Field, lm: readonly Point[]): Held {
   const { region, step, cols, rows } = field;
   const kindOf = flatKinds(img, lm);
-  const pins = new Uint8Array(cols * rows);
+  const paint = new Uint8Array(cols * rows);
   const neutral = new Uint8Array(cols * rows);
   for (let j = 0; j < rows; j++) {
     const y = Math.min(img.height - 1, region.top + j * step);
@@ -492,12 +507,22 @@ function occluderNodes(img: RgbImage, field: Field, lm: readonly Point[]): Uint8
       const x = Math.min(img.width - 1, region.left + i * step);
       if (!isFlat(img, x, y)) continue;
       const kind = kindOf((y * img.width + x) * 3);
-      if (kind === 'paint') pins[j * cols + i] = 1;
+      if (kind === 'paint') paint[j * cols + i] = 1;
       else if (kind === 'neutral') neutral[j * cols + i] = 1;
     }
   }
+  const pins = new Uint8Array(cols * rows);
   for (const n of chinThings(img, field, neutral, lm)) pins[n] = 1;
-  return pins;
+  // A cell may hold painted pixels when a node within one of its corners is painted.
+  const paintCells = new Uint8Array(cols * rows);
+  for (let n = 0; n < paint.length; n++) {
+    if (!paint[n]) continue;
+    const i = n % cols;
+    const j = (n - i) / cols;
+    for (let jj = Math.max(0, j - 2); jj <= Math.min(rows - 1, j + 1); jj++)
+      for (let ii = Math.max(0, i - 2); ii <= Math.min(cols - 1, i + 1); ii++) paintCells[jj * cols + ii] = 1;
+  }
+  return { pins, paintCells, painted: (x, y) => isFlat(img, x, y) && kindOf((y * img.width + x) * 3) === 'paint' };
 }
 
 /** Largest difference per channel between neighbouring flat nodes of one thing. */
@@ -508,11 +533,29 @@ const CHIN = [6, 7, 8, 9, 10];
 const MIN_THING = 0.01;
 
 /**
+ * Share of its bounding box a neutral thing under the chin fills: a bar, a collar, a scarf in one
+ * flat colour fill theirs (the tests' bars 1.0); crushed dark hair or clothes are ragged (sample5
+ * face 1's under its chin 0.46, 6% of the face size squared: pinned, it cost that face 0.005).
+ */
+const MIN_FILL = 0.75;
+
+/** Whether `piece` (node indices of a grid `cols` wide) fills MIN_FILL of its bounding box. */
+function solid(piece: readonly number[], cols: number): boolean {
+  let [x0, x1, y0, y1] = [Infinity, -Infinity, Infinity, -Infinity];
+  for (const n of piece) {
+    const x = n % cols;
+    const y = (n - x) / cols;
+    [x0, x1, y0, y1] = [Math.min(x0, x), Math.max(x1, x), Math.min(y0, y), Math.max(y1, y)];
+  }
+  return piece.length >= MIN_FILL * (x1 - x0 + 1) * (y1 - y0 + 1);
+}
+
+/**
  * The `neutral` nodes in pieces (4-connected, neighbours within SAME_THING levels) that lie just
- * beyond the chin (where PIN_PROBES look from the CHIN points) and cover MIN_THING of the face size
- * squared: a scarf, a collar, a bar or a microphone in front of the jaw. The detector's jaw hugs the
- * top of such a thing (it hides the chin), so it lies under the chin whatever it covers; a background
- * or a shadow beside the cheek does not reach there, and is left to stretch.
+ * beyond the chin (where PIN_PROBES look from the CHIN points), cover MIN_THING of the face size
+ * squared and are solid (MIN_FILL): a scarf, a collar or a bar in front of the jaw. The detector's
+ * jaw hugs the top of such a thing (it hides the chin), so it lies under the chin whatever it
+ * covers; a background or a shadow beside the cheek does not reach there, and is left to stretch.
  */
 function chinThings(img: RgbImage, field: Field, neutral: Uint8Array, lm: readonly Point[]): number[] {
   const { region, step, cols, rows } = field;
@@ -550,7 +593,8 @@ function chinThings(img: RgbImage, field: Field, neutral: Uint8Array, lm: readon
           piece.push(m);
         }
       }
-      if (piece.length * step * step >= MIN_THING * size * size) for (const n of piece) out.push(n);
+      if (piece.length * step * step >= MIN_THING * size * size && solid(piece, cols))
+        for (const n of piece) out.push(n);
     }
   }
   return out;
