@@ -175,7 +175,7 @@ export class WebhookDispatcher {
   /** Set at stop: what is not recorded by then (the database still down) is given up. */
   private drainBy: number | undefined;
   /** Closes the dispatcher's own SQLite connection (store/webhooks.ts openDispatchConnection). */
-  private closeConnection: (() => void) | undefined;
+  private closeConnection: (() => Promise<void>) | undefined;
 
   private readonly onWake = () => {
     this.lookAround = true;
@@ -241,8 +241,9 @@ export class WebhookDispatcher {
     await all;
     this.drainBy = this.opts.clock.now() + FINAL_FLUSH_MS;
     await this.recorder.drain();
-    this.closeConnection?.();
+    const close = this.closeConnection;
     this.closeConnection = undefined;
+    await close?.();
   }
 
   /** Attempts in flight in this process. */
