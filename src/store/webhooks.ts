@@ -285,7 +285,7 @@ function claimDirect(d: Direct, spec: ClaimSpec, lease: number): ClaimedEventRow
       return rows;
     })
     .immediate();
-  d.checkpointer?.committed();
+  d.checkpointer?.committed(claimedRows.length);
   return claimedRows;
 }
 
@@ -505,7 +505,7 @@ function recordDirect(
       return applied;
     })
     .immediate();
-  d.checkpointer?.committed();
+  d.checkpointer?.committed(attempts.length + release.length);
   return moved;
 }
 
