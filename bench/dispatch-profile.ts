@@ -6,6 +6,7 @@
  *   DB=sqlite|postgres N=3000 WARM=3000 ROUNDS=3 [PROFILE=file.cpuprofile|file.heapprofile] [PROFILE_RAW=file]
  *     [PROFILE_INTERVAL=µs between CPU samples, default 50] [LOG_LEVEL=warn]
  *     [FF=webhook_events' fillfactor on PostgreSQL, for A/B runs: 100 is the one before migration 013]
+ *     [JOB_INDEX=btree: on PostgreSQL, the job index before migration 016]
  *   node --import tsx bench/dispatch-profile.ts
  *
  * Each round: WARM events delivered first (JIT warm-up, not measured), then N due events written
@@ -16,6 +17,7 @@
  * the last round's dispatcher burst only (a sampling heap profile, allocations, if named *.heapprofile).
  * On PostgreSQL it prints the server backends' CPU per delivery too, and the tables' HOT updates.
  */
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -75,6 +77,8 @@ const store = await openStore(url);
 const admin = process.env.DB === 'postgres' ? new pg.Client({ connectionString: url }) : undefined;
 await admin?.connect();
 if (process.env.FF) await admin?.query(`ALTER TABLE webhook_events SET (fillfactor = ${Number(process.env.FF)})`);
+if (process.env.JOB_INDEX === 'btree')
+  await admin?.query('DROP INDEX webhook_events_job; CREATE INDEX webhook_events_job ON webhook_events (job_uuid)');
 const serverCpu = async () => (admin ? serverBackendsCpu(admin) : undefined);
 async function tableUpdates(): Promise<string> {
   if (!admin) return '';
@@ -86,15 +90,13 @@ async function tableUpdates(): Promise<string> {
   return rows.map((r) => `${r.relname}: ${r.ins} inserted, ${r.upd} updated (${r.hot} HOT)`).join('; ');
 }
 
-let serial = 0;
 /** Writes `n` due events in one statement; returns their ids and bodies. */
 async function insertEvents(n: number): Promise<Array<{ id: string; body: string }>> {
   const now = Date.now();
   const rows = Array.from({ length: n }, () => {
     // Time-ordered (UUIDv7), as the service's are (src/jobs/outbox.ts).
     const id = timeOrderedUuid();
-    serial++;
-    const job = `00000000-0000-4000-8000-${String(serial).padStart(12, '0')}`;
+    const job = randomUUID(); // random, as the service's jobs' (src/jobs/service.ts)
     const body = JSON.stringify({
       event_id: id,
       event_type: 'job.cancelled',
