@@ -37,6 +37,15 @@ const ZONE_SHOWS = 0.3;
  */
 const ZONE_PAINTED = 0.28;
 /**
+ * An eye's zone painted in the occluder's colour over this share is hidden by it (a lock over the
+ * whole eye, dark glasses); under it, the occluder's colour there is the eye's own dark: lashes,
+ * liner, iris. A downcast or squinting eye shows too little white and iris to pass ZONE_SHOWS
+ * (sample1 face 1's lowered eye 0.22, sample5 face 4's narrowed eyes 0.05 and 0.27), and kept in
+ * front as the hair they touch, its lashes and iris stayed beside the new eye: a second eye.
+ * Those paint 0.29-0.57 of the zone, hair over an eye's outer corner 0.16-0.26.
+ */
+const EYE_HIDDEN = 0.75;
+/**
  * Half-width (of the face size) of the neck that joins a mark to an occluder: a blob thicker than
  * this, joined to the outline only through thinner pixels (the shadowed strip along a jaw line), is
  * painted on the face, not in front of it (sample1 face 0's clown dot at the cheek's edge).
@@ -62,6 +71,8 @@ export interface OcclusionPlanes {
   innerCore: Uint8Array;
   /** Face size (px). */
   size: number;
+  /** The zones (of zoneOf) that are eyes: their own dark parts join hair of that colour. */
+  eyeZones?: readonly number[] | undefined;
 }
 
 /** One connected non-skin component: its pixels (queue[0..count)) and what they touch. */
@@ -383,7 +394,8 @@ function featuresShown(p: OcclusionPlanes, own: Lab, cover: Map<number, number>,
     counts.set(z, (counts.get(z) ?? 0) + 1);
   }
   const share = (m: Map<number, number>, z: number) => (m.get(z) ?? 0) / zones.get(z)!;
-  return covered.filter((z) => share(shows, z) >= ZONE_SHOWS && share(painted, z) >= ZONE_PAINTED);
+  const eye = (z: number) => p.eyeZones?.includes(z) === true && share(painted, z) < EYE_HIDDEN;
+  return covered.filter((z) => share(painted, z) >= ZONE_PAINTED && (share(shows, z) >= ZONE_SHOWS || eye(z)));
 }
 
 /**
