@@ -208,6 +208,19 @@ describe('a lowered eye whose lashes touch the hair', () => {
     expect(keptLashes(occlusionMask(eye))).toBeGreaterThan(50);
   });
 
+  it('and so is the liner along its upper lid, just beyond its zone, joined to the hair at its end', () => {
+    const liner = (x: number, y: number) => x >= 10 && x < 44 && y >= 18 && y < 21;
+    const p = eyePlanes((q, x, y, i) => {
+      if (!lashes(x, y) && !liner(x, y)) return;
+      q.nonSkin[i] = 1;
+      q.lab.set(HAIR, i * 3);
+    });
+    const occluded = occlusionMask({ ...p, eyeZones: [3] });
+    // Reached along itself it is nearer the hair than the eye: kept, it was a grey bar over the new eye.
+    for (let y = 18; y < 21; y++) for (let x = 24; x < 44; x++) expect(occluded[y * 60 + x], `(${x}, ${y})`).toBe(0);
+    expect(occluded[30 * 60 + 5]).toBe(1);
+  });
+
   it('but hair of that colour hiding the eye whole stays in front of it', () => {
     const lock = (x: number, y: number) => x < 46 && y >= 19 && y < 33;
     const p = eyePlanes((q, x, y, i) => {
