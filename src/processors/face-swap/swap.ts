@@ -151,6 +151,8 @@ const FEATURES: readonly (readonly [number, number])[] = [
   [42, 48],
   [48, 60],
 ];
+/** The eyes' zones (featureZones numbers FEATURES from 1). */
+const EYE_ZONES = [3, 4];
 /** Jaw line 0-16, then (after extendForehead) 68-77 above the brows: the outline of the replaced area. */
 const OUTLINE = [...Array.from({ length: 17 }, (_, i) => i), ...Array.from({ length: 10 }, (_, i) => 68 + i)];
 /** First mouth landmark (48-59 outer lip line, 60-67 inner). */
@@ -507,7 +509,7 @@ function occludersOf(c: Canvas, o: Outline, f: FacePlanes, anywhere = false): Ui
   const inner = rasterizePolygon(grow(innerHull, 2 * c.margin), c.region);
   const innerCore = rasterizePolygon(innerHull, c.region);
   const planes = { width: w, height: h, lab: f.lab, nonSkin: f.nonSkin, edge, zoneOf: f.zones, inner, innerCore };
-  return occlusionMask({ ...planes, size: c.size }, anywhere);
+  return occlusionMask({ ...planes, size: c.size, eyeZones: EYE_ZONES }, anywhere);
 }
 
 /**
