@@ -162,12 +162,13 @@ function dropMarks(p: OcclusionPlanes, occluded: Uint8Array, queue: Int32Array):
  */
 function dropThinOnFeatures(p: OcclusionPlanes, occluded: Uint8Array): void {
   const { width: w, height: h } = p;
+  const onZone = (i: number) => occluded[i] && p.zoneOf[i]! >= 1 && p.zoneOf[i]! <= LAST_EYE_ZONE;
+  let any = false;
+  for (let i = 0; i < w * h && !any; i++) any = !!onZone(i);
+  if (!any) return;
   const s = Math.max(1, Math.round(FEATURE_LOCK * p.size));
   const near = boxAny(thickPixels(occluded, w, h, s), w, h, s);
-  for (let i = 0; i < w * h; i++) {
-    const z = p.zoneOf[i]!;
-    if (occluded[i] && z >= 1 && z <= LAST_EYE_ZONE && !near[i]) occluded[i] = 0;
-  }
+  for (let i = 0; i < w * h; i++) if (onZone(i) && !near[i]) occluded[i] = 0;
 }
 
 /** 1 where the square of half-width `s` around a pixel holds any of `mask` (its dilation). */
