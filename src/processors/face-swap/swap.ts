@@ -116,8 +116,10 @@ export type SwapStage = 'redeye' | 'hairFill' | 'detail' | 'mouthHole';
  * with the photo around it (jaw 1, outline.ts; the far cheek of a turned target outwards only
  * 1 - 3 x turn, an open mouth's jaw dropped by half its extra opening): read upright, median
  * 0.407 -> 0.403, worst 0.529 -> 0.491, landmarks 0.068 -> 0.074; then forehead 0.3 -> 0.395,
- * landmarks 0.075 (docs/face-swap.md). Tried and
- * left: an open mouth's outer lips moved (openLips 1: the open-mouth test's smile closed to 0.33 of its gap).
+ * landmarks 0.075 (docs/face-swap.md). An open mouth's outer lips half-way to the source's (openLips
+ * 0.5, with the target's make-up lines no longer kept over the new eyes): read upright, median
+ * 0.401 -> 0.398, sample5 face 3 0.467 -> 0.448, the open-mouth test's smile 0.84 of its gap (all
+ * of the way, openLips 1, closed it to 0.33).
  */
 export const DEFAULT_TUNING: Readonly<SwapTuning> = {
   erode: 0.02,
@@ -130,7 +132,7 @@ export const DEFAULT_TUNING: Readonly<SwapTuning> = {
   jaw: 1,
   jawTurn: FAR_TURN,
   jawDrop: 0.5,
-  openLips: 0,
+  openLips: 0.5,
   mirror: 0.12,
 };
 
