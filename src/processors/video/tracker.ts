@@ -112,7 +112,7 @@ export class FaceTracker {
   /** Whether any face was ever detected, and the nearest reference distance seen (for error messages). */
   sawFace = false;
   closestReference = Infinity;
-  /** The last detection's faces that no active track follows (until the next detection). */
+  /** The faces detections found that no active track follows, for the guard (updateOthers). */
   others: OtherFace[] = [];
 
   constructor(
