@@ -18,6 +18,7 @@
  */
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
@@ -29,6 +30,7 @@ import { Metrics } from '../src/metrics.js';
 import { Signals } from '../src/signals.js';
 import { openStore } from '../src/store/db.js';
 import { WAKE_SIGNAL, WebhookDispatcher } from '../src/webhooks/dispatcher.js';
+import { dispatchCheckpointer } from '../src/store/webhooks.js';
 import { WebhookSender } from '../src/webhooks/send.js';
 import {
   createPgDatabase,
@@ -174,6 +176,11 @@ interface Burst {
   server?: { us: number; backends: number };
   rate: number;
   connections: number;
+  /** The event loop's longest delay in the burst, and its 99th percentile (ms): how long the thread was held. */
+  loopMaxMs?: number;
+  loopP99Ms?: number;
+  /** SQLite: what the dispatcher connection's checkpointing thread did in the burst. */
+  checkpoints?: string;
 }
 
 /** Delivers `n` fresh events through the running dispatcher; CPU until all are recorded. */
@@ -210,11 +217,17 @@ async function dispatcherBurst(n: number, profile?: string): Promise<Burst> {
   await insertEvents(n);
   const stopProfile = await startProfile(profile);
   const server0 = await serverCpu();
+  const ckpt = dispatchCheckpointer(store.db)?.done;
+  const ckpt0 = ckpt && { ...ckpt };
+  if (ckpt) ckpt.maxMs = ckpt.maxFrames = 0;
   const cpu0 = process.cpuUsage();
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  loop.enable();
   signals.deliver(WAKE_SIGNAL, '');
   await until('delivered', async () => (await stats()).delivered >= n);
   await until('recorded', async () => d.unrecorded === 0 && (await pending()) === 0);
   const cpu = process.cpuUsage(cpu0);
+  loop.disable();
   const server1 = await serverCpu();
   await stopProfile();
   const s = await stats();
@@ -223,6 +236,13 @@ async function dispatcherBurst(n: number, profile?: string): Promise<Burst> {
     server: server0 && server1 && { us: (server1.us - server0.us) / n, backends: server1.backends },
     rate: s.delivered / ((s.lastOkAt - s.firstAt) / 1000),
     connections: s.connections,
+    loopMaxMs: loop.max / 1e6,
+    loopP99Ms: loop.percentile(99) / 1e6,
+    checkpoints:
+      ckpt && ckpt0
+        ? `${ckpt.runs - ckpt0.runs} WAL checkpoints off the event loop, ${(ckpt.ms - ckpt0.ms).toFixed(0)} ms in all, ` +
+          `longest ${ckpt.maxMs.toFixed(0)} ms, WAL at most ${ckpt.maxFrames} pages`
+        : undefined,
   };
 }
 
@@ -268,6 +288,8 @@ try {
       `round ${r} ${process.env.DB ?? 'sqlite'}: dispatcher ${disp.cpuUs.toFixed(0)} µs CPU/delivery, ${disp.rate.toFixed(0)}/s ` +
         `(${disp.connections} connections); raw undici ${ref.cpuUs.toFixed(0)} µs, ${ref.rate.toFixed(0)}/s; ` +
         `rate ${((100 * disp.rate) / ref.rate).toFixed(0)} %, CPU ${((100 * ref.cpuUs) / disp.cpuUs).toFixed(0)} %` +
+        `; event loop delay max ${disp.loopMaxMs!.toFixed(0)} ms, p99 ${disp.loopP99Ms!.toFixed(0)}` +
+        (disp.checkpoints ? `; ${disp.checkpoints}` : '') +
         (disp.server ? `; server ${disp.server.us.toFixed(1)} µs CPU/delivery (${disp.server.backends} backends)` : ''),
     );
   }
