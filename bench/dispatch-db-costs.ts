@@ -145,6 +145,6 @@ for (const [name, v] of Object.entries(samples))
   process.stdout.write(
     `${name}: ${(median(v.slice(5)) / BATCH).toFixed(2)} µs${name.includes('per ') ? '' : ' per row'}\n`,
   );
-closeOwn?.();
+await closeOwn?.();
 await store.close();
 fs.rmSync(dir, { recursive: true, force: true });

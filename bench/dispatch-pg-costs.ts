@@ -12,8 +12,12 @@
  * and the server's WAL flushes over the run are printed too (both are the whole server's: other
  * databases' work on a shared server counts in them).
  *
- *   EVENTS=30000 BATCH=250 [FF=fillfactor: 100 is the one before migration 013] npx tsx bench/dispatch-pg-costs.ts
+ * The events' jobs have random UUIDs, as the service's (a B-tree entry per recording on a random leaf).
+ *
+ *   EVENTS=30000 BATCH=250 [FF=fillfactor: 100 is the one before migration 013]
+ *     [JOB_INDEX=btree: the job index before migration 016] npx tsx bench/dispatch-pg-costs.ts
  */
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { v7 as timeOrderedUuid } from 'uuid';
 import { openStore } from '../src/store/db.js';
@@ -42,11 +46,13 @@ async function walWriter(): Promise<{ us: number; syncs: number }> {
 
 async function insertEvents(t0: number): Promise<void> {
   if (process.env.FF) await admin.query(`ALTER TABLE webhook_events SET (fillfactor = ${Number(process.env.FF)})`);
+  if (process.env.JOB_INDEX === 'btree')
+    await admin.query('DROP INDEX webhook_events_job; CREATE INDEX webhook_events_job ON webhook_events (job_uuid)');
   const rows = Array.from({ length: EVENTS }, (_, i) => {
     const id = timeOrderedUuid();
     return {
       event_id: id,
-      job_uuid: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+      job_uuid: randomUUID(),
       owner: 'o',
       event_type: 'job.cancelled',
       url: `${DEST}/hook`,

@@ -6,6 +6,7 @@
  *   DB=sqlite|postgres N=3000 WARM=3000 ROUNDS=3 [PROFILE=file.cpuprofile|file.heapprofile] [PROFILE_RAW=file]
  *     [PROFILE_INTERVAL=µs between CPU samples, default 50] [LOG_LEVEL=warn]
  *     [FF=webhook_events' fillfactor on PostgreSQL, for A/B runs: 100 is the one before migration 013]
+ *     [JOB_INDEX=btree: on PostgreSQL, the job index before migration 016]
  *   node --import tsx bench/dispatch-profile.ts
  *
  * Each round: WARM events delivered first (JIT warm-up, not measured), then N due events written
@@ -16,8 +17,10 @@
  * the last round's dispatcher burst only (a sampling heap profile, allocations, if named *.heapprofile).
  * On PostgreSQL it prints the server backends' CPU per delivery too, and the tables' HOT updates.
  */
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
@@ -29,6 +32,7 @@ import { Metrics } from '../src/metrics.js';
 import { Signals } from '../src/signals.js';
 import { openStore } from '../src/store/db.js';
 import { WAKE_SIGNAL, WebhookDispatcher } from '../src/webhooks/dispatcher.js';
+import { dispatchCheckpointer } from '../src/store/webhooks.js';
 import { WebhookSender } from '../src/webhooks/send.js';
 import {
   createPgDatabase,
@@ -73,6 +77,8 @@ const store = await openStore(url);
 const admin = process.env.DB === 'postgres' ? new pg.Client({ connectionString: url }) : undefined;
 await admin?.connect();
 if (process.env.FF) await admin?.query(`ALTER TABLE webhook_events SET (fillfactor = ${Number(process.env.FF)})`);
+if (process.env.JOB_INDEX === 'btree')
+  await admin?.query('DROP INDEX webhook_events_job; CREATE INDEX webhook_events_job ON webhook_events (job_uuid)');
 const serverCpu = async () => (admin ? serverBackendsCpu(admin) : undefined);
 async function tableUpdates(): Promise<string> {
   if (!admin) return '';
@@ -84,15 +90,13 @@ async function tableUpdates(): Promise<string> {
   return rows.map((r) => `${r.relname}: ${r.ins} inserted, ${r.upd} updated (${r.hot} HOT)`).join('; ');
 }
 
-let serial = 0;
 /** Writes `n` due events in one statement; returns their ids and bodies. */
 async function insertEvents(n: number): Promise<Array<{ id: string; body: string }>> {
   const now = Date.now();
   const rows = Array.from({ length: n }, () => {
     // Time-ordered (UUIDv7), as the service's are (src/jobs/outbox.ts).
     const id = timeOrderedUuid();
-    serial++;
-    const job = `00000000-0000-4000-8000-${String(serial).padStart(12, '0')}`;
+    const job = randomUUID(); // random, as the service's jobs' (src/jobs/service.ts)
     const body = JSON.stringify({
       event_id: id,
       event_type: 'job.cancelled',
@@ -174,6 +178,11 @@ interface Burst {
   server?: { us: number; backends: number };
   rate: number;
   connections: number;
+  /** The event loop's longest delay in the burst, and its 99th percentile (ms): how long the thread was held. */
+  loopMaxMs?: number;
+  loopP99Ms?: number;
+  /** SQLite: what the dispatcher connection's checkpointing thread did in the burst. */
+  checkpoints?: string;
 }
 
 /** Delivers `n` fresh events through the running dispatcher; CPU until all are recorded. */
@@ -210,11 +219,17 @@ async function dispatcherBurst(n: number, profile?: string): Promise<Burst> {
   await insertEvents(n);
   const stopProfile = await startProfile(profile);
   const server0 = await serverCpu();
+  const ckpt = dispatchCheckpointer(store.db)?.done;
+  const ckpt0 = ckpt && { ...ckpt };
+  if (ckpt) ckpt.maxMs = ckpt.maxFrames = 0;
   const cpu0 = process.cpuUsage();
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  loop.enable();
   signals.deliver(WAKE_SIGNAL, '');
   await until('delivered', async () => (await stats()).delivered >= n);
   await until('recorded', async () => d.unrecorded === 0 && (await pending()) === 0);
   const cpu = process.cpuUsage(cpu0);
+  loop.disable();
   const server1 = await serverCpu();
   await stopProfile();
   const s = await stats();
@@ -223,6 +238,13 @@ async function dispatcherBurst(n: number, profile?: string): Promise<Burst> {
     server: server0 && server1 && { us: (server1.us - server0.us) / n, backends: server1.backends },
     rate: s.delivered / ((s.lastOkAt - s.firstAt) / 1000),
     connections: s.connections,
+    loopMaxMs: loop.max / 1e6,
+    loopP99Ms: loop.percentile(99) / 1e6,
+    checkpoints:
+      ckpt && ckpt0
+        ? `${ckpt.runs - ckpt0.runs} WAL checkpoints off the event loop, ${(ckpt.ms - ckpt0.ms).toFixed(0)} ms in all, ` +
+          `longest ${ckpt.maxMs.toFixed(0)} ms, WAL at most ${ckpt.maxFrames} pages`
+        : undefined,
   };
 }
 
@@ -268,6 +290,8 @@ try {
       `round ${r} ${process.env.DB ?? 'sqlite'}: dispatcher ${disp.cpuUs.toFixed(0)} µs CPU/delivery, ${disp.rate.toFixed(0)}/s ` +
         `(${disp.connections} connections); raw undici ${ref.cpuUs.toFixed(0)} µs, ${ref.rate.toFixed(0)}/s; ` +
         `rate ${((100 * disp.rate) / ref.rate).toFixed(0)} %, CPU ${((100 * ref.cpuUs) / disp.cpuUs).toFixed(0)} %` +
+        `; event loop delay max ${disp.loopMaxMs!.toFixed(0)} ms, p99 ${disp.loopP99Ms!.toFixed(0)}` +
+        (disp.checkpoints ? `; ${disp.checkpoints}` : '') +
         (disp.server ? `; server ${disp.server.us.toFixed(1)} µs CPU/delivery (${disp.server.backends} backends)` : ''),
     );
   }

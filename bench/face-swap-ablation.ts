@@ -10,7 +10,8 @@
  *
  *   npx tsx bench/face-swap-ablation.ts [--self] [config ...]     (default: every config below)
  *
- * --self runs the self-swap only (seconds instead of minutes); --rows prints every face; --save=DIR
+ * --self runs the self-swap only (seconds instead of minutes); --only=NAME,NAME (e.g. `sample5 face 3`)
+ * swaps only those faces; --rows prints every face; --save=DIR
  * writes each face's original and result side by side (PNG, the face's surroundings) into DIR, to be
  * looked at. Detection and landmarks are those of the job (findFaces, refineLandmarks, the level
  * frame), computed once and shared by every config.
@@ -66,12 +67,13 @@ interface Face {
   before: number;
 }
 
-async function prepare(selfOnly: boolean) {
+async function prepare(selfOnly: boolean, only?: readonly string[]) {
   const source = await sheetSourceFace();
   const refined = await refineLandmarks(source.image, source.lm);
   const src = await levelled(source.image, refined, extendForehead(refined, DEFAULT_TUNING.forehead), refineLandmarks);
   const faces: Face[] = [];
   for await (const { image, face: f, name } of sheetFaces(selfOnly ? (n) => n === 'sample6' : undefined)) {
+    if (only && !only.includes(name)) continue;
     const measured = await detectLandmarks(image, f.box);
     const before = descriptorDistance(source.descriptor, await computeDescriptor(image, measured));
     if (selfOnly && before > SELF_BEFORE) continue;
@@ -149,9 +151,13 @@ const args = process.argv.slice(2);
 const selfOnly = args.includes('--self');
 const verbose = args.includes('--rows');
 const saveTo = args.find((a) => a.startsWith('--save='))?.slice('--save='.length);
+const only = args
+  .find((a) => a.startsWith('--only='))
+  ?.slice('--only='.length)
+  .split(',');
 const names = args.filter((a) => !a.startsWith('--'));
 const chosen = names.length > 0 ? names : Object.keys(CONFIGS);
-const prepared = await prepare(selfOnly);
+const prepared = await prepare(selfOnly, only);
 for (const name of chosen) {
   const config = CONFIGS[name] ?? (JSON.parse(name) as Config);
   const dir = saveTo && `${saveTo}/${name.replace(/[^a-z0-9.]+/gi, '_')}`;

@@ -16,7 +16,7 @@ import { Pool } from 'undici';
 import { openStore } from '../src/store/db.js';
 import { createKey } from '../src/store/keys.js';
 import type { ScheduledAttempt } from '../src/store/webhooks.js';
-import { deliveryHeaders } from '../src/webhooks/sign.js';
+import { SecretKeys, signedDeliveryHeaders } from '../src/webhooks/sign.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const RESULTS_DIR = path.join(ROOT, 'bench/results');
@@ -401,17 +401,25 @@ export function httpClient(base: string, key: string, connections = 32) {
   };
 }
 
+/** Each secret's HMAC keys, made once (as the dispatcher's sender keeps them). */
+const rawKeys = new Map<string, SecretKeys>();
+
 /**
- * One raw delivery of a webhook (the reference the dispatcher is measured against): the event's
- * signed headers, POSTed through `pool`, the answer read to its end; returns the HTTP status.
+ * One raw delivery of a webhook (the reference the dispatcher is measured against), doing per
+ * delivery what the dispatcher's sender does (src/webhooks/send.ts): the stored body made bytes
+ * once, signed by the same signer with keys made once per secret and a fresh timestamp, POSTed as
+ * those bytes through `pool`, the answer read to its end; returns the HTTP status.
  */
 export async function rawDelivery(pool: Pool, secret: string, eventId: string, body: string): Promise<number> {
-  const headers = deliveryHeaders({ eventId, timestamp: Math.floor(Date.now() / 1000), body, secret });
+  let keys = rawKeys.get(secret);
+  if (!keys) rawKeys.set(secret, (keys = new SecretKeys(secret)));
+  const bytes = Buffer.from(body, 'utf8');
+  const headers = signedDeliveryHeaders(eventId, Math.floor(Date.now() / 1000), bytes, keys);
   const res = await pool.request({
     method: 'POST',
     path: '/hook',
     headers,
-    body,
+    body: bytes,
     headersTimeout: 10_000,
     bodyTimeout: 10_000,
   });

@@ -108,6 +108,31 @@ await explain(
     .limit(1)
     .compile(),
 );
+// A job's events (webhook_events_job: a hash index on PostgreSQL since migration 016), as the job's
+// webhook log reads them and a purge rewrites them.
+console.log("--- a job's events");
+await explain(
+  db
+    .selectFrom('webhook_events')
+    .selectAll()
+    .where('job_uuid', '=', 'j500000')
+    .where('owner', '=', 'o')
+    .where('endpoint_id', 'is', null)
+    .orderBy('created_at')
+    .orderBy('event_id')
+    .compile(),
+);
+console.log("--- a job's attempts");
+await explain(
+  db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('event_id', 'in', (eb) =>
+      eb.selectFrom('webhook_events').select('event_id').where('job_uuid', '=', 'j500000').where('owner', '=', 'o'),
+    )
+    .orderBy('id')
+    .compile(),
+);
 console.log('--- claim (dead: 16, p7: 4)');
 await db
   .transaction()

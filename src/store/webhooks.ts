@@ -4,6 +4,7 @@ import { sqliteHandle } from './db.js';
 import type { Dialect } from './store.js';
 import type { Database, WebhookAttemptsTable, WebhookEventsTable } from './schema.js';
 import { runPg, type NamedStatement } from './pg-statements.js';
+import { WalCheckpointer } from './wal-checkpointer.js';
 
 /**
  * Every webhook query lives here, the outbox insert included (jobs/lifecycle.ts calls it in the
@@ -95,8 +96,13 @@ export const SQLITE_DIRECT_SQL: Readonly<Record<keyof DirectStatements, string>>
     WHERE event_id = ? AND lease_owner = ?`,
 };
 
+/** A dispatcher's own connection and the thread that checkpoints for it. */
+interface DispatchConnection {
+  conn: SQLite.Database;
+  checkpointer: WalCheckpointer | undefined;
+}
 /** The dispatcher's own connections (openDispatchConnection), by the store's connection. */
-const dispatchConnections = new WeakMap<SQLite.Database, SQLite.Database>();
+const dispatchConnections = new WeakMap<SQLite.Database, DispatchConnection>();
 /** Page cache of the dispatcher's own connection, KiB: SQLite's default (the store's is 64 MiB). */
 const DISPATCH_CACHE_KIB = 2_048;
 
@@ -107,20 +113,44 @@ const DISPATCH_CACHE_KIB = 2_048;
  * took a page from the freelist (every recording, as delivered events leave the pending indexes),
  * SQLite scans its whole page cache (balance_nonroot renumbers pages through the lock-byte page's
  * number, above the file's size, and the commit truncates the cache to the file's size); with the
- * store's 64 MiB that scan cost ~1 µs per recorded row. Its other settings are the store's.
+ * store's 64 MiB that scan cost ~1 µs per recorded row. It does not checkpoint the WAL itself: a
+ * WalCheckpointer's thread does, off the event loop (store/wal-checkpointer.ts). Its other settings
+ * are the store's.
  */
-export function openDispatchConnection(db: Kysely<Database>): (() => void) | undefined {
+export function openDispatchConnection(db: Kysely<Database>): (() => Promise<void>) | undefined {
   const main = sqliteHandle(db);
   if (!main || main.memory || !main.open) return undefined;
   const own = new SQLite(main.name, { fileMustExist: true });
+  const synchronous = Number(main.pragma('synchronous', { simple: true }));
   for (const setting of ['synchronous', 'busy_timeout', 'foreign_keys'])
     own.pragma(`${setting} = ${Number(main.pragma(setting, { simple: true }))}`);
   own.pragma(`cache_size = -${DISPATCH_CACHE_KIB}`);
-  dispatchConnections.set(main, own);
-  return () => {
-    if (dispatchConnections.get(main) === own) dispatchConnections.delete(main);
+  own.pragma('wal_autocheckpoint = 0');
+  const d: DispatchConnection = { conn: own, checkpointer: undefined };
+  d.checkpointer = new WalCheckpointer(main.name, synchronous, () => {
+    // The thread failed: this connection checkpoints again (SQLite's default threshold).
+    d.checkpointer = undefined;
+    if (own.open) own.pragma('wal_autocheckpoint = 1000');
+  });
+  dispatchConnections.set(main, d);
+  return async () => {
+    if (dispatchConnections.get(main) === d) dispatchConnections.delete(main);
     own.close();
+    await d.checkpointer?.close();
   };
+}
+
+/** The checkpointer of a store's dispatcher connection, if one is open (tests, benches). */
+export function dispatchCheckpointer(db: Kysely<Database>): WalCheckpointer | undefined {
+  const main = sqliteHandle(db);
+  return main && dispatchConnections.get(main)?.checkpointer;
+}
+
+/** The direct path: a connection, its prepared statements, and who checkpoints after its commits. */
+interface Direct {
+  conn: SQLite.Database;
+  st: DirectStatements;
+  checkpointer: WalCheckpointer | undefined;
 }
 
 /**
@@ -130,10 +160,11 @@ export function openDispatchConnection(db: Kysely<Database>): (() => void) | und
  * write lock that transaction holds or will take (and a write committed under it would leave the
  * transaction's snapshot stale). The Kysely form runs instead, after the transaction.
  */
-function direct(db: Kysely<Database>): { conn: SQLite.Database; st: DirectStatements } | undefined {
+function direct(db: Kysely<Database>): Direct | undefined {
   const main = sqliteHandle(db);
   if (!main || main.inTransaction) return undefined;
-  const conn = dispatchConnections.get(main) ?? main;
+  const own = dispatchConnections.get(main);
+  const conn = own?.conn ?? main;
   let st = directStatements.get(conn);
   if (!st) {
     const q = SQLITE_DIRECT_SQL;
@@ -146,7 +177,7 @@ function direct(db: Kysely<Database>): { conn: SQLite.Database; st: DirectStatem
     };
     directStatements.set(conn, st);
   }
-  return { conn, st };
+  return { conn, st, checkpointer: own?.checkpointer };
 }
 
 /**
@@ -238,13 +269,9 @@ export async function claimDueEvents(
  * UPDATE … RETURNING would copy every returned row (bodies included) into a temporary B-tree
  * before handing back the first: ~1 µs per claimed event more (bench/dispatch-db-costs.ts).
  */
-function claimDirect(
-  d: { conn: SQLite.Database; st: DirectStatements },
-  spec: ClaimSpec,
-  lease: number,
-): ClaimedEventRow[] {
+function claimDirect(d: Direct, spec: ClaimSpec, lease: number): ClaimedEventRow[] {
   const { leaseOwner: owner, now } = spec;
-  return d.conn
+  const claimedRows = d.conn
     .transaction(() => {
       const rows: ClaimedEventRow[] = [];
       for (const { destination, limit } of spec.destinations) {
@@ -258,6 +285,8 @@ function claimDirect(
       return rows;
     })
     .immediate();
+  d.checkpointer?.committed(claimedRows.length);
+  return claimedRows;
 }
 
 /**
@@ -456,13 +485,13 @@ export async function recordScheduledAttempts(
 const movedIds = (r: { rows: Array<{ event_id: string }> }) => new Set(r.rows.map((x) => x.event_id));
 
 function recordDirect(
-  d: { conn: SQLite.Database; st: DirectStatements },
+  d: Direct,
   owner: string,
   attempts: readonly ScheduledAttempt[],
   release: readonly string[],
   now: number,
 ): Set<string> {
-  return d.conn
+  const moved = d.conn
     .transaction(() => {
       const applied = new Set<string>();
       for (const o of attempts) {
@@ -476,6 +505,8 @@ function recordDirect(
       return applied;
     })
     .immediate();
+  d.checkpointer?.committed(attempts.length + release.length);
+  return moved;
 }
 
 /**

@@ -170,10 +170,12 @@ export class WebhookDispatcher {
   private readonly recorder: BatchWriter<Recording, Recorded>;
   /** Attempts and hand-backs submitted to the recorder and not yet written. */
   private recording = 0;
+  /** A claim pass was skipped for the recorder's backlog: its catching up pokes the loop. */
+  private heldBack = false;
   /** Set at stop: what is not recorded by then (the database still down) is given up. */
   private drainBy: number | undefined;
   /** Closes the dispatcher's own SQLite connection (store/webhooks.ts openDispatchConnection). */
-  private closeConnection: (() => void) | undefined;
+  private closeConnection: (() => Promise<void>) | undefined;
 
   private readonly onWake = () => {
     this.lookAround = true;
@@ -239,8 +241,9 @@ export class WebhookDispatcher {
     await all;
     this.drainBy = this.opts.clock.now() + FINAL_FLUSH_MS;
     await this.recorder.drain();
-    this.closeConnection?.();
+    const close = this.closeConnection;
     this.closeConnection = undefined;
+    await close?.();
   }
 
   /** Attempts in flight in this process. */
@@ -290,26 +293,24 @@ export class WebhookDispatcher {
     return n;
   }
 
+  /** Finished attempts waiting for the database past which no more are claimed (two batches' worth, or an outage). */
+  private get recordingLimit(): number {
+    return Math.max(this.opts.concurrency * HELD_ROUNDS, 2 * MAX_RECORD_BATCH[this.opts.store.dialect]);
+  }
+
   /** One look at the table: claims what this dispatcher has room for. Returns how long to sleep. */
   private async claimPass(): Promise<number> {
     const { store, clock } = this.opts;
     const now = clock.now();
-    const maxHeld = this.opts.concurrency * HELD_ROUNDS;
-    // Finished attempts are waiting for the database (more than two batches' worth, or an outage):
-    // do not take more before they are written.
-    if (this.recording >= Math.max(maxHeld, 2 * MAX_RECORD_BATCH[store.dialect])) return this.pollMs;
-    let candidates: string[];
-    if (this.lookAround || now - this.lastLookAround >= LOOK_AROUND_MS) {
-      this.lookAround = false;
-      this.lastLookAround = now;
-      const found = await pendingDestinations(store.db, this.cursor, DESTINATIONS_PER_CLAIM);
-      this.cursor = found.length === DESTINATIONS_PER_CLAIM ? found[found.length - 1]!.destination : '';
-      candidates = found.filter((d) => d.dueAt <= now).map((d) => d.destination);
-      for (const c of candidates) this.knownDue.add(c);
-    } else {
-      candidates = [...this.knownDue];
+    if (this.recording >= this.recordingLimit) {
+      // Do not take more before they are written: the recorder pokes when it has caught up (with
+      // nothing in flight, no finishing attempt would).
+      this.heldBack = true;
+      return this.pollMs;
     }
-    let free = maxHeld - this.totalHeld();
+    const looked = this.lookAround || now - this.lastLookAround >= LOOK_AROUND_MS;
+    const candidates = looked ? await this.look(now) : [...this.knownDue];
+    let free = this.opts.concurrency * HELD_ROUNDS - this.totalHeld();
     const claims: DestinationClaim[] = [];
     for (const name of candidates) {
       if (free <= 0) break;
@@ -339,8 +340,24 @@ export class WebhookDispatcher {
       this.startReady();
     }
     if (this.knownDue.size > 0) return this.pollMs; // room frees up as attempts finish, and they poke
+    // Nothing known to be due. nextDueAt sees only what falls due after `now`: events due already
+    // that this pass did not look for (it went by knownDue, or the look stopped at a page of
+    // destinations) would wait for the poll. Look again at once instead.
+    this.lookAround = true;
+    if (!looked || this.cursor !== '') return 0;
     const next = await nextDueAt(store.db, now);
     return next === undefined ? this.pollMs : Math.min(this.pollMs, next - now);
+  }
+
+  /** The destinations with due events, a page of them after the cursor (they join knownDue). */
+  private async look(now: number): Promise<string[]> {
+    this.lookAround = false;
+    this.lastLookAround = now;
+    const found = await pendingDestinations(this.opts.store.db, this.cursor, DESTINATIONS_PER_CLAIM);
+    this.cursor = found.length === DESTINATIONS_PER_CLAIM ? found[found.length - 1]!.destination : '';
+    const due = found.filter((d) => d.dueAt <= now).map((d) => d.destination);
+    for (const c of due) this.knownDue.add(c);
+    return due;
   }
 
   /**
@@ -497,6 +514,10 @@ export class WebhookDispatcher {
 
   private readonly recordedOne = () => {
     this.recording--;
+    if (this.heldBack && this.recording < this.recordingLimit) {
+      this.heldBack = false;
+      this.poke();
+    }
   };
 
   private readonly recordFailed = (err: unknown, item: Recording) => {

@@ -335,6 +335,49 @@ describe('eye make-up as dark as the hair it touches', () => {
     expect(kept).toBe(0);
   });
 
+  it('is replaced where it is a line round the eye, too little of the zone to read as paint; a lock over the eye stays', () => {
+    // sample6 face 1: the liner round her eye (17-20% of the zone in the hair's colour, under the
+    // paint rule's 28%) and its lashes, joined to the hair at the temple by a thin wing, stayed
+    // round the new eye as a second outline.
+    const big = (x: number, y: number) => x >= 28 && x < 48 && y >= 19 && y < 33;
+    const white = (x: number, y: number) => x >= 31 && x < 45 && y >= 22 && y < 30;
+    const liner = (x: number, y: number) =>
+      ((y === 21 || y === 30) && x >= 30 && x < 46) || ((x === 30 || x === 45) && y >= 22 && y < 30);
+    const wing = (x: number, y: number) => x >= 10 && x < 30 && y >= 21 && y < 23;
+    const lashes = (x: number, y: number) => (y === 20 && x >= 30 && x < 46) || (y === 19 && x >= 28 && x < 48);
+    const p = planes((q, x, y, i) => {
+      if (big(x, y)) q.zoneOf[i] = 3;
+      if (hairAt(x) || wing(x, y) || liner(x, y)) {
+        q.nonSkin[i] = 1;
+        q.lab.set(HAIR, i * 3);
+      } else if (lashes(x, y)) {
+        // Joined to the liner by steps under a region's, but more than ΔE 14 from the hair at its top row.
+        q.nonSkin[i] = 1;
+        q.lab.set(y === 20 ? [20, 3, 1] : [20, 3, -8], i * 3);
+      } else if (white(x, y)) {
+        q.nonSkin[i] = 1;
+        q.lab.set([80, 0, 2], i * 3);
+      }
+    });
+    let kept = 0;
+    const occluded = occlusionMask(p);
+    for (let y = 0; y < 60; y++)
+      for (let x = 0; x < 60; x++) if (big(x, y) && liner(x, y)) kept += occluded[y * 60 + x]!;
+    expect(occluded[30 * 60 + 5]).toBe(1);
+    expect(kept).toBe(0); // 48 of 48 kept before
+    // A lock of the hair's colour falling over the eye's outer corner (thick) stays in front of it.
+    const lock = (x: number, y: number) => x < 34 && y >= 16 && y < 36;
+    const q = planes((r, x, y, i) => {
+      if (zone(x, y)) r.zoneOf[i] = 3;
+      if (hairAt(x) || lock(x, y)) {
+        r.nonSkin[i] = 1;
+        r.lab.set(HAIR, i * 3);
+      }
+    });
+    const front = occlusionMask(q);
+    for (let y = 21; y < 31; y++) for (let x = 28; x < 34; x++) expect(front[y * 60 + x], `(${x}, ${y})`).toBe(1);
+  });
+
   it('but a bar of that colour hiding a feature whole stays in front of it', () => {
     const bar = (y: number) => y >= 36 && y < 48;
     const mouth = (x: number, y: number) => x >= 28 && x < 44 && y >= 38 && y < 46;

@@ -32,6 +32,7 @@ const RELEASED = [
   '013_webhook_events_fillfactor',
   '014_webhook_claim_rooms',
   '015_webhook_attempts_logged',
+  '016_webhook_events_job_hash',
 ];
 /** The migrations after the fixtures' databases were taken. */
 const SINCE_FIXTURES = [
@@ -39,6 +40,7 @@ const SINCE_FIXTURES = [
   '013_webhook_events_fillfactor',
   '014_webhook_claim_rooms',
   '015_webhook_attempts_logged',
+  '016_webhook_events_job_hash',
 ];
 
 const fixture = (name: string) => fs.readFileSync(new URL(`fixtures/${name}`, import.meta.url), 'utf8');

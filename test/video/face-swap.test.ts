@@ -114,6 +114,8 @@ describe('video-face-swap', () => {
     expect(b.streams.find((s) => s.codec_type === 'audio')?.codec_name).toBe('aac');
     expect(await audioHash(out)).toBe(await audioHash(clip));
     expect(stages.some((s) => /^swapping faces: frame \d+ of 50$/.test(s))).toBe(true);
+    // A frontal face throughout: never left as it is (the stage would say in how many frames).
+    expect(stages).toContain('encoding');
   });
 
   it(

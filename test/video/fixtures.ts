@@ -97,6 +97,59 @@ export async function makeClip(spec: ClipSpec = {}): Promise<Buffer> {
   });
 }
 
+/**
+ * A silent clip (mp4, H.264) whose frame i is still `order[i]` of `stills` (pictures of the clip's
+ * size), e.g. a face that turns to profile and back, cut from two photos.
+ */
+export async function makeSequence(stills: readonly Buffer[], order: readonly number[], fps = 25): Promise<Buffer> {
+  return withDir(async (dir) => {
+    await Promise.all(order.map((k, i) => writeFile(path.join(dir, `f${String(i).padStart(4, '0')}.png`), stills[k]!)));
+    const out = path.join(dir, 'clip.mp4');
+    const frames = path.join(dir, 'f%04d.png');
+    await run([
+      ...['-framerate', String(fps), '-i', frames],
+      ...['-c:v', 'libx264', '-preset', 'veryfast', '-crf', '18', '-pix_fmt', 'yuv420p', '-y', out],
+    ]);
+    return readFile(out);
+  });
+}
+
+/** Clip size of the stills below. */
+export const STILL = { width: 320, height: 280 };
+
+/**
+ * A frontal face (sample6's brunette) and a profile (sample2's, which the swap refuses), each framed
+ * about the same (in the middle; SSD finds the profile at 0.61) at STILL's size, as PNG: frames for makeSequence.
+ */
+export async function frontalAndProfile(): Promise<[Buffer, Buffer]> {
+  const { width, height } = STILL;
+  const still = (n: 2 | 6, left: number, top: number, w: number) =>
+    sharp(sample(n))
+      .extract({ left, top, width: w, height: Math.round((w * height) / width) })
+      .resize(width, height)
+      .png()
+      .toBuffer();
+  return Promise.all([still(6, 1359, 187, 478), still(2, 225, 91, 400)]);
+}
+
+/**
+ * Two heads cheek to cheek (sample3's curly blonde and dark-haired woman, 8 px apart: the image
+ * swap's neighbours test, with room around them so Tiny finds both) at 320x240, as PNG.
+ */
+export async function twoHeads(): Promise<Buffer> {
+  const cut = (left: number, top: number, width: number) =>
+    sharp(sample(3)).extract({ left, top, width, height: 480 }).png().toBuffer();
+  const [a, b] = await Promise.all([cut(465, 180, 330), cut(1504, 140, 300)]);
+  const both = await sharp({ create: { width: 638, height: 480, channels: 3, background: '#6a6a6a' } })
+    .composite([
+      { input: a, left: 0, top: 0 },
+      { input: b, left: 338, top: 0 },
+    ])
+    .png()
+    .toBuffer();
+  return sharp(both).resize(320, 240).png().toBuffer();
+}
+
 /** A tone as an audio file of its own (m4a/AAC), for the `audio` slot. */
 export async function makeTone(seconds: number, frequency = 660): Promise<Buffer> {
   return withDir(async (dir) => {

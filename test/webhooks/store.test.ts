@@ -1,9 +1,12 @@
+import fs from 'node:fs';
 import path from 'node:path';
+import SQLite from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/store/db.js';
 import type { Store } from '../../src/store/store.js';
 import {
   claimDueEvents,
+  dispatchCheckpointer,
   finishManualAttempt,
   nextDueAt,
   openDispatchConnection,
@@ -450,11 +453,68 @@ describe("the dispatcher's own SQLite connection", () => {
         await trx;
         expect((await claim).map((e) => e.event_id)).toEqual(['own2']);
       } finally {
-        close?.();
+        await close?.();
       }
       // Closed: claims go through the store's connection again.
       await insertEvent('own3', 'http://own.example', T2 - 1);
       expect((await claimDueEvents(a.db, a.dialect, spec(T2))).map((e) => e.event_id)).toEqual(['own3']);
+    },
+  );
+
+  it.runIf(TEST_DB === 'sqlite')(
+    'leaves the WAL checkpoints to a thread of their own, which puts what it wrote in the database file',
+    async () => {
+      const dir = tempDir('mj-webhook-checkpoint-');
+      const file = path.join(dir, 'db.sqlite');
+      const store = await openStore(`sqlite:${file}`);
+      const close = openDispatchConnection(store.db);
+      try {
+        const checkpointer = dispatchCheckpointer(store.db)!;
+        expect(checkpointer).toBeDefined();
+        await store.db
+          .insertInto('webhook_events')
+          .values({
+            event_id: 'ck1',
+            job_uuid: 'job-ck1',
+            owner: 'o',
+            event_type: 'job.completed',
+            url: 'http://ck.example/hook',
+            destination: 'http://ck.example',
+            secret: null,
+            body: '{}',
+            state: 'pending',
+            next_attempt_at: T2 - 1,
+            lease_owner: null,
+            lease_expires_at: null,
+            created_at: T2,
+            updated_at: T2,
+          })
+          .execute();
+        const spec = {
+          leaseOwner: 'A',
+          leaseMs: 60_000,
+          now: T2,
+          destinations: [{ destination: 'http://ck.example', limit: 1 }],
+        };
+        // The dispatcher connection's first commit asks for a checkpoint (then one per CHECKPOINT_ROWS).
+        expect((await claimDueEvents(store.db, store.dialect, spec)).map((e) => e.event_id)).toEqual(['ck1']);
+        await checkpointer.idle();
+        expect(checkpointer.done.runs).toBe(1);
+
+        // The database file alone, without its WAL: the event and its lease are in it.
+        const copy = path.join(dir, 'copy.sqlite');
+        fs.copyFileSync(file, copy);
+        const alone = new SQLite(copy, { readonly: true });
+        try {
+          const row = alone.prepare(`SELECT state, lease_owner FROM webhook_events WHERE event_id = 'ck1'`).get();
+          expect(row).toEqual({ state: 'pending', lease_owner: 'A' });
+        } finally {
+          alone.close();
+        }
+      } finally {
+        await close?.();
+        await store.close();
+      }
     },
   );
 

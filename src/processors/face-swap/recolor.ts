@@ -6,9 +6,11 @@
 import {
   channelStats,
   chromaBandExcess,
+  fromLogLightness,
   localMean,
   settleChroma,
   spreadGains,
+  toLogLightness,
   transferLocal,
   transferStats,
   type ColorStats,
@@ -25,6 +27,8 @@ import { transferLighting } from './skin.js';
 const LIGHT_DEGREE = 3;
 /** Polynomial degree of the chroma surface: a light's colour gradient across the face, nothing finer. */
 const CHROMA_DEGREE = 2;
+/** Smallest robust cut of the lightness surface's fit, in ln(L* + 16): about 3 L* units on skin. */
+const LOG_LIGHT_CUT = 0.035;
 /** The eyes' feature zones (swap.ts numbers them: brows 1-2, eyes 3-4, mouth 5). */
 const EYE_ZONES = [3, 4];
 
@@ -67,15 +71,22 @@ export function matchColour(
     if (dst.zones[i] || src.zones[i] || dst.nonSkin[i] || src.nonSkin[i] || mask.occluded?.[i]) continue;
     skin[i] = mask.alpha[i]!;
   }
-  const measured = { src: channelStats(src.lab, skin), dst: channelStats(dst.lab, skin) };
-  const use = given ?? measured;
   const orig = copyOf(src.lab);
+  // Lightness in ln(L* + 16) (toLogLightness): a change of light scales it, so the source's texture
+  // and highlights keep their contrast as a ratio on a darker or lighter target.
+  const dstLight = copyOf(dst.lab);
+  toLogLightness(dstLight, c.covered);
+  toLogLightness(src.lab, c.covered);
+  const measured = { src: channelStats(src.lab, skin), dst: channelStats(dstLight, skin) };
+  const use = given ?? measured;
   const sab = tuning.sigmaAB * c.size;
   transferStats(src.lab, c.covered, use.src, use.dst);
   // Lightness: a smooth surface (the target's broad light, none of its features). Chroma: first a
   // quadratic surface (a coloured light across the source, which would tint one eye teal), then
   // the local low-pass difference over skin only (a coloured light carries no identity).
-  transferLighting(src.lab, dst.lab, skin, c.covered, w, h, [LIGHT_DEGREE, CHROMA_DEGREE, CHROMA_DEGREE]);
+  const degrees = [LIGHT_DEGREE, CHROMA_DEGREE, CHROMA_DEGREE] as const;
+  transferLighting(src.lab, dstLight, skin, c.covered, w, h, degrees, 2, [LOG_LIGHT_CUT, 3, 3]);
+  fromLogLightness(src.lab, c.covered);
   const inZone = featherMask(src.zones, w, h, Math.max(1, Math.round(c.margin)));
   limitChromaBands(src, dst.lab, skin, c, inZone);
   const smooth = copyOf(src.lab);

@@ -249,8 +249,11 @@ function fitPass(
   return { coef: solve(A, b, m), diffs: diffs.subarray(0, nres) };
 }
 
-/** Robust fit: once, then again without the samples more than 2.5 robust spreads off the first fit. */
-function fitSurface(B: PolyBasis, D: SurfaceData): Float64Array | undefined {
+/**
+ * Robust fit: once, then again without the samples more than 2.5 robust spreads (at least `floor`)
+ * off the first fit.
+ */
+function fitSurface(B: PolyBasis, D: SurfaceData, floor: number): Float64Array | undefined {
   const first = fitPass(B, D);
   if (!first) return undefined;
   const res = first.diffs;
@@ -262,7 +265,7 @@ function fitSurface(B: PolyBasis, D: SurfaceData): Float64Array | undefined {
       k++;
     }
   }
-  const cut = Math.max(2.5 * 1.4826 * (res.length ? medianInPlace(res) : 0), 3);
+  const cut = Math.max(2.5 * 1.4826 * (res.length ? medianInPlace(res) : 0), floor);
   return fitPass(B, D, { coef: first.coef, cut })?.coef;
 }
 
@@ -297,7 +300,9 @@ function addSurface(
  * dst − src over the pixels with weight > 0: a polynomial of `degrees[c]` in x and y per channel,
  * fitted by weighted least squares, twice (the second time without pixels more than 2.5 robust
  * spreads off the first fit: a spot of make-up or a shadow edge the skin model let through). Pixels
- * are sampled on a grid `step` apart, which is plenty for a handful of coefficients.
+ * are sampled on a grid `step` apart, which is plenty for a handful of coefficients. `floors`: the
+ * smallest robust cut per channel, in its units (3 L* or a*b* units; recolor.ts fits lightness in
+ * ln(L* + 16)).
  */
 export function transferLighting(
   srcLab: Float32Array,
@@ -308,11 +313,12 @@ export function transferLighting(
   h: number,
   degrees: readonly [number, number, number],
   step = 2,
+  floors: readonly [number, number, number] = [3, 3, 3],
 ): void {
   for (let c = 0; c < 3; c++) {
     if (degrees[c]! < 0) continue; // that channel is not corrected here
     const B = polyBasis(w, h, degrees[c]!);
-    const coef = fitSurface(B, { src: srcLab, dst: dstLab, weight, channel: c, w, h, step });
+    const coef = fitSurface(B, { src: srcLab, dst: dstLab, weight, channel: c, w, h, step }, floors[c]!);
     // Nothing to fit: the original returned here, leaving this and later channels alone.
     if (!coef) return;
     addSurface(B, coef, srcLab, c, use, w, h);

@@ -13,6 +13,7 @@ import { laplacianVariance, matchDetail } from './detail.js';
 import { keepTargetGrey } from './grey.js';
 import { removeRedEye } from './redeye.js';
 import { innerMouthHole, mouthGap, OPEN_GAP } from './mouth.js';
+import { openedMouth } from './opening.js';
 import { mirrorFace, mirrorLandmarks, prefersMirror } from './mirror.js';
 import { droppedJaw, FAR_TURN, liquifyOutline, outlineRing, pinnedAtFlat, reshapedJaw } from './outline.js';
 import { guardedJaw, othersOf } from './guard.js';
@@ -115,8 +116,10 @@ export type SwapStage = 'redeye' | 'hairFill' | 'detail' | 'mouthHole';
  * with the photo around it (jaw 1, outline.ts; the far cheek of a turned target outwards only
  * 1 - 3 x turn, an open mouth's jaw dropped by half its extra opening): read upright, median
  * 0.407 -> 0.403, worst 0.529 -> 0.491, landmarks 0.068 -> 0.074; then forehead 0.3 -> 0.395,
- * landmarks 0.075 (docs/face-swap.md). Tried and
- * left: an open mouth's outer lips moved (openLips 1: the open-mouth test's smile closed to 0.33 of its gap).
+ * landmarks 0.075 (docs/face-swap.md). An open mouth's outer lips half-way to the source's (openLips
+ * 0.5, with the target's make-up lines no longer kept over the new eyes): read upright, median
+ * 0.401 -> 0.398, sample5 face 3 0.467 -> 0.448, the open-mouth test's smile 0.84 of its gap (all
+ * of the way, openLips 1, closed it to 0.33).
  */
 export const DEFAULT_TUNING: Readonly<SwapTuning> = {
   erode: 0.02,
@@ -129,7 +132,7 @@ export const DEFAULT_TUNING: Readonly<SwapTuning> = {
   jaw: 1,
   jawTurn: FAR_TURN,
   jawDrop: 0.5,
-  openLips: 0,
+  openLips: 0.5,
   mirror: 0.12,
 };
 
@@ -150,6 +153,8 @@ const FEATURES: readonly (readonly [number, number])[] = [
   [42, 48],
   [48, 60],
 ];
+/** The eyes' zones (featureZones numbers FEATURES from 1). */
+const EYE_ZONES = [3, 4];
 /** Jaw line 0-16, then (after extendForehead) 68-77 above the brows: the outline of the replaced area. */
 const OUTLINE = [...Array.from({ length: 17 }, (_, i) => i), ...Array.from({ length: 10 }, (_, i) => 68 + i)];
 /** First mouth landmark (48-59 outer lip line, 60-67 inner). */
@@ -506,7 +511,7 @@ function occludersOf(c: Canvas, o: Outline, f: FacePlanes, anywhere = false): Ui
   const inner = rasterizePolygon(grow(innerHull, 2 * c.margin), c.region);
   const innerCore = rasterizePolygon(innerHull, c.region);
   const planes = { width: w, height: h, lab: f.lab, nonSkin: f.nonSkin, edge, zoneOf: f.zones, inner, innerCore };
-  return occlusionMask({ ...planes, size: c.size }, anywhere);
+  return occlusionMask({ ...planes, size: c.size, eyeZones: EYE_ZONES }, anywhere);
 }
 
 /**
@@ -703,7 +708,8 @@ function renderFace(
   if (detail && !skip('detail')) sharpenToMatch(target, region, face, alpha, covered);
   if (opts.blend === 'poisson') cloneCorrection(target, region, face, covered, alpha, size, occluded);
   // Cut after the membrane, which must not take the teeth's colour as the face's boundary.
-  const hole = skip('mouthHole') ? undefined : innerMouthHole(targetLm, region, size);
+  // Its inner lip line where the pixels show the opening wider than the landmarks draw it (opening.ts).
+  const hole = skip('mouthHole') ? undefined : innerMouthHole(openedMouth(target, targetLm), region, size);
   if (hole) for (let i = 0; i < n; i++) alpha[i] = alpha[i]! * (1 - hole[i]!);
   return { region, face, alpha, stats: measured };
 }

@@ -11,7 +11,9 @@ import '../sharp.js'; // loaded by the main thread before any worker thread (see
 import { JobError } from '../../errors.js';
 import { checkFaceInput, checkInputs, effectiveFaceMode } from '../face-swap/pipeline.js';
 import { lazyThreadPool, workerBeside } from '../thread-pool.js';
-import type { ColorStats } from '../face-swap/swap.js';
+import { boxZone } from '../face-swap/guard.js';
+import { refusalError, type Refusal } from '../face-swap/profile.js';
+import { DEFAULT_TUNING, extendForehead, type ColorStats } from '../face-swap/swap.js';
 import type { Box, Point, RgbImage } from '../face-swap/types.js';
 import type { JobType, ProcessorResult, RunContext } from '../types.js';
 import {
@@ -45,7 +47,7 @@ import {
   type VideoLimits,
 } from './options.js';
 import { probeMedia, type VideoStreamInfo } from './probe.js';
-import { FaceTracker, type Track } from './tracker.js';
+import { FaceTracker, type OtherFace, type Track } from './tracker.js';
 import { cropFrame, pasteFrame, shiftPoints, swapRegion } from './region.js';
 import type { VideoReply, VideoTask } from './worker.js';
 
@@ -320,37 +322,59 @@ function createTracker(job: Job, prepared: Prepared, v: VideoStreamInfo, frameBy
   );
 }
 
-/** A face to swap on one frame: its track (colour statistics) and its landmarks on that frame. */
+/**
+ * A followed face on one frame: its track (colour statistics), its landmarks there, and why the swap
+ * refuses it there (profile.ts), if it does: then it is left as it is.
+ */
 interface FrameFace {
   track: Track;
   landmarks: Point[];
+  refused?: Refusal | undefined;
 }
 
-/** Sends a frame's face region to a swap thread; a frame without a face passes through untouched. */
-function startSwap(
-  job: Job,
-  sourceImage: RgbImage,
-  prepared: Prepared,
-  regions: BufferPool,
-  frame: RgbImage,
-  faces: FrameFace[],
-): Pending {
-  if (faces.length === 0) return { done: Promise.resolve({ frame, stats: [] }), tracks: [] };
+/** What every swap of a job sends: the source face, and the pool of face-region buffers. */
+interface SwapSource {
+  image: RgbImage;
+  prepared: Prepared;
+  regions: BufferPool;
+}
+
+/**
+ * The guard's zones (guard.ts) on a frame, as the image swap has them: the faces the last detection
+ * found unfollowed (box and outline; they move no further than a key frame's distance) and every
+ * followed face's outline. Each swap keeps out of all but its own face. Undefined when there is no
+ * other face than the one swapped (the swap then skips the guard).
+ */
+function zonesOf(faces: readonly FrameFace[], others: readonly OtherFace[]): Point[][] | undefined {
+  if (others.length === 0 && faces.length <= 1) return undefined;
+  const outline = (lm: readonly Point[]) => extendForehead(lm, DEFAULT_TUNING.forehead);
+  return [...others.flatMap((o) => [boxZone(o.box), outline(o.landmarks)]), ...faces.map((f) => outline(f.landmarks))];
+}
+
+/**
+ * Sends a frame's face region to a swap thread, for the faces the swap takes (`faces` minus the
+ * refused ones, all of which the guard keeps out of); a frame with none passes through untouched.
+ */
+function startSwap(job: Job, src: SwapSource, frame: RgbImage, faces: FrameFace[], others: OtherFace[]): Pending {
+  const swapping = faces.filter((f) => !f.refused);
+  if (swapping.length === 0) return { done: Promise.resolve({ frame, stats: [] }), tracks: [] };
   // Only the faces' region travels to the swap thread and back.
   const r = swapRegion(
-    faces.map((f) => f.landmarks),
+    swapping.map((f) => f.landmarks),
     frame.width,
     frame.height,
   );
-  const part = cropFrame(frame, r, regions.take(r.width * r.height * 3));
+  const part = cropFrame(frame, r, src.regions.take(r.width * r.height * 3));
+  const keepOut = zonesOf(faces, others)?.map((z) => shiftPoints(z, -r.left, -r.top));
   const done = job
     .call(
       {
         kind: 'swap',
         frame: part,
-        faces: faces.map((f) => ({ landmarks: shiftPoints(f.landmarks, -r.left, -r.top), stats: f.track.stats })),
-        source: sourceImage,
-        srcLandmarks: prepared.source.landmarks,
+        faces: swapping.map((f) => ({ landmarks: shiftPoints(f.landmarks, -r.left, -r.top), stats: f.track.stats })),
+        keepOut,
+        source: src.image,
+        srcLandmarks: src.prepared.source.landmarks,
         blend: job.options.blend,
         colorCorrection: job.options.color_correction,
       },
@@ -359,35 +383,39 @@ function startSwap(
     )
     .then((reply) => {
       pasteFrame(frame, reply.frame, r);
-      regions.give(reply.frame.data);
+      src.regions.give(reply.frame.data);
       return { frame, stats: reply.stats };
     });
   done.catch(() => {});
-  return { done, tracks: faces.map((f) => f.track) };
+  return { done, tracks: swapping.map((f) => f.track) };
 }
 
 /** Frames not measured (FaceTracker.measures), waiting for the next measured one. */
 interface Held {
   frames: { frame: RgbImage; index: number }[];
-  /** The active tracks' smoothed landmarks on the last measured frame, and its index. */
-  before: Map<Track, Point[]>;
+  /** The active tracks' smoothed landmarks (and refusals) on the last measured frame, and its index. */
+  before: Map<Track, { landmarks: Point[]; refused?: Refusal | undefined }>;
   beforeIndex: number;
 }
 
 /**
  * The faces of a held frame: each face of the measured frame before it, its landmarks interpolated
  * towards the measured frame after it (`tracks`, at `index`) when the face is still followed there.
+ * Refused on either measured frame, it is refused here (its landmarks between a frontal and a
+ * profile face's fit neither).
  */
 function between(held: Held, at: number, tracks: readonly Track[], index: number): FrameFace[] {
   const w = (at - held.beforeIndex) / (index - held.beforeIndex);
-  return [...held.before].map(([track, a]) => {
-    if (!tracks.includes(track)) return { track, landmarks: a };
+  return [...held.before].map(([track, { landmarks: a, refused }]) => {
+    if (!tracks.includes(track)) return { track, landmarks: a, refused };
     const b = track.smooth;
-    return { track, landmarks: a.map((p, i) => ({ x: p.x + w * (b[i]!.x - p.x), y: p.y + w * (b[i]!.y - p.y) })) };
+    const landmarks = a.map((p, i) => ({ x: p.x + w * (b[i]!.x - p.x), y: p.y + w * (b[i]!.y - p.y) }));
+    return { track, landmarks, refused: refused ?? track.refused };
   });
 }
 
-const measuredFaces = (tracks: readonly Track[]): FrameFace[] => tracks.map((t) => ({ track: t, landmarks: t.smooth }));
+const measuredFaces = (tracks: readonly Track[]): FrameFace[] =>
+  tracks.map((t) => ({ track: t, landmarks: t.smooth, refused: t.refused }));
 
 /** Waits for the oldest frame in flight, updates its faces' colour statistics and encodes it. */
 async function flushFrame(p: Pending, encoder: SpawnedProcess, frames: BufferPool, signal: AbortSignal): Promise<void> {
@@ -399,32 +427,42 @@ async function flushFrame(p: Pending, encoder: SpawnedProcess, frames: BufferPoo
   await writeFrame(encoder.child.stdin, out.frame.data, () => frames.give(out.frame.data));
 }
 
-/**
- * Decodes, tracks, swaps and encodes every frame; returns how many frames were decoded and how many
- * had a face swapped.
- */
+/** What became of a job's frames. */
+interface Counts {
+  decoded: number;
+  /** Frames with a face swapped. */
+  swapped: number;
+  /** Frames with a followed face left as it is (refused there), and the first such refusal. */
+  left: number;
+  refusal?: { reason: Refusal; box: Box } | undefined;
+}
+
+/** Decodes, tracks, swaps and encodes every frame; counts what became of them. */
 async function swapFrames(
   job: Job,
   coders: Coders,
   plan: Plan,
   steps: { tracker: FaceTracker; prepared: Prepared; total: number },
-): Promise<{ decoded: number; swapped: number }> {
+): Promise<Counts> {
   const { signal } = job;
-  const sourceImage = shared(steps.prepared.source.image);
+  const { tracker } = steps;
   // Swaps run concurrently, but frames leave in order: a window of in-flight frames.
   const window = job.threads * 2 + 1;
   // Frames go back to their pool once the encoder has them; face regions once pasted back.
   const frames = new BufferPool(window + 2);
-  const regions = new BufferPool(window + 2, 0.25);
+  const src = {
+    image: shared(steps.prepared.source.image),
+    prepared: steps.prepared,
+    regions: new BufferPool(window + 2, 0.25),
+  };
   const pending: Pending[] = [];
   const flushOne = () => flushFrame(pending.shift()!, coders.encoder, frames, signal);
-  let swapped = 0;
+  const counts: Counts = { decoded: 0, swapped: 0, left: 0 };
   const submit = async (frame: RgbImage, faces: FrameFace[]) => {
-    if (faces.length > 0) swapped++;
-    pending.push(startSwap(job, sourceImage, steps.prepared, regions, frame, faces));
+    count(counts, faces, tracker);
+    pending.push(startSwap(job, src, frame, faces, tracker.others));
     while (pending.length >= window) await flushOne();
   };
-  const { tracker } = steps;
   let held: Held | undefined;
   let lastMeasured = 0;
   let index = 0;
@@ -438,7 +476,8 @@ async function swapFrames(
       // Every frame: the worker writes at most one update per 500 ms.
       job.ctx.progress('swapping faces', { current: index + 1, total: Math.max(steps.total, index + 1) });
       if (!tracker.measures(index)) {
-        const active = () => tracker.tracks.filter((t) => t.active).map((t) => [t, t.smooth] as const);
+        const active = () =>
+          tracker.tracks.filter((t) => t.active).map((t) => [t, { landmarks: t.smooth, refused: t.refused }] as const);
         held ??= { frames: [], before: new Map(active()), beforeIndex: lastMeasured };
         held.frames.push({ frame, index: index++ });
         continue;
@@ -464,7 +503,16 @@ async function swapFrames(
     });
     throw err;
   }
-  return { decoded: index, swapped };
+  return { ...counts, decoded: index };
+}
+
+/** Counts a frame: swapped (a face taken) and/or with a face left as it is (the first refusal kept). */
+function count(counts: Counts, faces: readonly FrameFace[], tracker: FaceTracker): void {
+  if (faces.some((f) => !f.refused)) counts.swapped++;
+  const refused = faces.find((f) => f.refused);
+  if (!refused) return;
+  counts.left++;
+  counts.refusal ??= { reason: refused.refused!, box: tracker.boxOf(refused.track) };
 }
 
 /** Waits for both ffmpeg processes; a failing decoder means the target is not a decodable video. */
@@ -481,10 +529,14 @@ async function finishCoders(coders: Coders, signal: AbortSignal): Promise<void> 
   await coders.encoder.done;
 }
 
-/** A video with no frame, or with no face swapped in any frame, is the caller's error. */
-function checkSwapped(job: Job, counts: { decoded: number; swapped: number }, tracker: FaceTracker): void {
+/**
+ * A video with no frame, or with no face swapped in any frame, is the caller's error: the refusal of
+ * the face followed, as the image swap fails (profile.ts), when it was refused in every frame.
+ */
+function checkSwapped(job: Job, counts: Counts, tracker: FaceTracker): void {
   if (counts.decoded === 0) throw new JobError('invalid_media', 'input.target: no video frames could be decoded');
   if (counts.swapped > 0) return;
+  if (counts.refusal) throw refusalError(counts.refusal.reason, counts.refusal.box, 'input.target');
   if (job.mode === 'reference' && tracker.sawFace) {
     const d = Number.isFinite(tracker.closestReference) ? tracker.closestReference.toFixed(2) : 'n/a';
     throw new JobError(
@@ -493,6 +545,12 @@ function checkSwapped(job: Job, counts: { decoded: number; swapped: number }, tr
     );
   }
   throw new JobError('invalid_media', 'input.target: no face found in any frame');
+}
+
+/** The last stage's name, saying in how many frames a face was left as it is (refused there). */
+export function encodingStage(counts: Pick<Counts, 'decoded' | 'left'>): string {
+  if (counts.left === 0) return 'encoding';
+  return `encoding (a face left as it is in ${counts.left} of ${counts.decoded} frames: in profile or too small to swap)`;
 }
 
 /** Sets the target's rotation tag on the encoded mp4 in a remux. */
@@ -532,7 +590,7 @@ async function swapVideo(job: Job): Promise<ProcessorResult> {
   const counts = await swapFrames(job, coders, plan, { tracker, prepared, total: input.v.frames });
   await finishCoders(coders, job.signal);
   checkSwapped(job, counts, tracker);
-  job.ctx.progress('encoding', { percent: null });
+  job.ctx.progress(encodingStage(counts), { percent: null });
   if (plan.keepRotation) await restoreRotation(job, plan, input.v.rotation);
   return videoResult(plan.outFile, job.options.format);
 }

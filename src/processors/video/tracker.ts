@@ -8,6 +8,7 @@
  */
 import { descriptorDistance, leftToRight } from '../face-swap/detect.js';
 import { pickByIndex } from '../face-swap/pipeline.js';
+import { refusalError, refusalOf, type Refusal } from '../face-swap/profile.js';
 import { boundingRegion, extents, faceSize, iou } from '../face-swap/geometry.js';
 import type { FaceMode } from '../face-swap/options.js';
 import type { ColorStats } from '../face-swap/swap.js';
@@ -57,6 +58,16 @@ export interface Track {
   misses: number;
   /** Running average of the colour statistics measured on this face's swaps (set by the caller). */
   stats?: ColorStats | undefined;
+  /** Why the swap refuses this face on the last analysed frame (profile.ts refusalOf), if it does. */
+  refused?: Refusal | undefined;
+}
+
+/** A face a key frame's detector found that no active track follows: the guard keeps out of it. */
+export interface OtherFace {
+  box: Box;
+  landmarks: Point[];
+  /** Detections in a row that missed it since. */
+  misses: number;
 }
 
 function bbox(points: readonly Point[]): Box {
@@ -101,6 +112,8 @@ export class FaceTracker {
   /** Whether any face was ever detected, and the nearest reference distance seen (for error messages). */
   sawFace = false;
   closestReference = Infinity;
+  /** The faces detections found that no active track follows, for the guard (updateOthers). */
+  others: OtherFace[] = [];
 
   constructor(
     private readonly deps: TrackerDeps,
@@ -135,8 +148,17 @@ export class FaceTracker {
     const dt = (index - (this.lastIndex ?? index - 1)) / this.cfg.fps;
     this.lastIndex = index;
     const out = this.tracks.filter((t) => t.active);
-    for (const t of out) t.smooth = t.filter.next(t.raw, dt, faceSize(t.raw));
+    for (const t of out) {
+      t.smooth = t.filter.next(t.raw, dt, faceSize(t.raw));
+      // Judged on the measurement and on what the swap would use: the smoothing lags a turn.
+      t.refused = refusalOf(frame, t.raw) ?? refusalOf(frame, t.smooth);
+    }
     return out;
+  }
+
+  /** The detector's box of a followed face, placed by its landmarks (as the last detection framed it). */
+  boxOf(t: Track): Box {
+    return boxFrom(t.raw, t.boxRel);
   }
 
   /** Landmarks of a tracked face on this frame, from a crop placed by its previous landmarks. */
@@ -170,12 +192,45 @@ export class FaceTracker {
     t.misses = 0;
   }
 
-  /** Detection on a key frame: continuing faces re-anchored, lost ones dropped, new ones admitted. */
+  /**
+   * Detection on a key frame: continuing faces re-anchored, lost ones dropped, new ones admitted; the
+   * faces left unfollowed are `others`.
+   */
   private async keyFrame(frame: RgbImage): Promise<void> {
     const picking = this.cfg.indices !== undefined && this.tracks.length === 0;
     const found =
       picking && this.deps.detectPrecise ? await this.deps.detectPrecise(frame) : await this.deps.detect(frame);
     if (found.length > 0) this.sawFace = true;
+    await this.admit(frame, found, picking);
+    this.updateOthers(found);
+  }
+
+  /**
+   * `others` after a detection: the faces it found that no active track follows, and those of the
+   * last one it missed (the detector misses a face now and then; missed twice, it is gone).
+   */
+  private updateOthers(found: readonly FoundFace[]): void {
+    const followed = this.tracks.filter((t) => t.active).map((t) => this.boxOf(t));
+    const near = (boxes: readonly Box[], b: Box) => boxes.some((a) => iou(a, b) > 0.3);
+    const now = found
+      .filter((f) => !near(followed, f.box))
+      .map((f) => ({ box: f.box, landmarks: f.landmarks, misses: 0 }));
+    const missed = this.others
+      .filter(
+        (o) =>
+          o.misses === 0 &&
+          !near(followed, o.box) &&
+          !near(
+            found.map((f) => f.box),
+            o.box,
+          ),
+      )
+      .map((o) => ({ ...o, misses: 1 }));
+    this.others = [...now, ...missed];
+  }
+
+  /** A key frame's faces: the tracks continued, and the faces the mode wants admitted. */
+  private async admit(frame: RgbImage, found: readonly FoundFace[], picking: boolean): Promise<void> {
     const usedF = this.continueTracks(found);
     const fresh = found.filter((_, i) => !usedF.has(i));
     if (fresh.length === 0) return;
@@ -187,6 +242,11 @@ export class FaceTracker {
         'input.target',
         ' on the first frame with a face',
       );
+      // A face picked by index that the swap refuses there fails the job, as in the image swap.
+      picked.forEach((f, k) => {
+        const reason = refusalOf(frame, f.landmarks);
+        if (reason) throw refusalError(reason, f.box, 'input.target', this.cfg.indices![k]);
+      });
       for (const f of picked) this.newTrack(f).descriptor = await this.descriptorOf(frame, f.landmarks);
       return;
     }

@@ -20,6 +20,7 @@ import {
 import { boundingRegion, faceSize } from '../face-swap/geometry.js';
 import { decodeImage, resizeRegion } from '../face-swap/image.js';
 import { pickByIndex } from '../face-swap/pipeline.js';
+import { refuseSource } from '../face-swap/profile.js';
 import type { BlendMode } from '../face-swap/options.js';
 import { levelled, swapLevelled } from '../face-swap/level.js';
 import { warmSwap, warmSwapOnPhoto, warmTracking } from '../face-swap/warmup.js';
@@ -67,6 +68,11 @@ export type VideoTask =
       /** The face region of a frame (see swapRegion), swapped in place and sent back. */
       frame: RgbImage;
       faces: { landmarks: Point[]; stats?: ColorStats | undefined }[];
+      /**
+       * The frame's other faces (guard.ts zones, in the region's pixels), which no outline move may
+       * reach; undefined when there are none and one face is swapped.
+       */
+      keepOut?: Point[][] | undefined;
       source: RgbImage;
       srcLandmarks: Point[];
       blend: BlendMode;
@@ -82,7 +88,10 @@ export type VideoReply =
   | { kind: 'swapped'; frame: RgbImage; stats: (ColorStats | undefined)[] }
   | { kind: 'job-error'; errorType: ErrorType; message: string };
 
-/** Decodes an image input, finds its largest face, and returns landmarks and descriptor. */
+/**
+ * Decodes an image input and finds its largest face (or the one at face-detect's `index`): landmarks
+ * (refined, as the image swap's), box and descriptor.
+ */
 async function faceOf(bytes: Uint8Array, label: string, minConfidence: number, maxPixels: number, index?: number) {
   const img = await decodeImage(bytes, label, maxPixels);
   const found = await findFaces(img, minConfidence);
@@ -90,7 +99,7 @@ async function faceOf(bytes: Uint8Array, label: string, minConfidence: number, m
   const face = index === undefined ? found[0]! : pickByIndex(leftToRight(found), [index], label)[0]!;
   const landmarks = await detectLandmarks(img, face.box);
   const descriptor = await computeDescriptor(img, landmarks);
-  return { img, landmarks, descriptor };
+  return { img, box: face.box, landmarks: await refineLandmarks(img, landmarks), descriptor };
 }
 
 /** The source face cropped (with room for the forehead extension) and shrunk to SOURCE_FACE_MAX. */
@@ -114,6 +123,8 @@ async function handleTask(task: VideoTask): Promise<VideoReply> {
       return { kind: 'ready' };
     case 'prepare': {
       const src = await faceOf(task.source, 'input.source', task.minConfidence, task.maxPixels, task.sourceFaceIndex);
+      // One picture: a source the image swap refuses (profile, too small, eyes not showing) fails the job.
+      refuseSource(src.img, { lm: src.landmarks, box: src.box }, task.sourceFaceIndex);
       const ref = task.reference
         ? await faceOf(task.reference, 'input.reference', task.minConfidence, task.maxPixels)
         : undefined;
@@ -133,7 +144,9 @@ async function handleTask(task: VideoTask): Promise<VideoReply> {
         : await locateFacesTiny(task.frame, task.minConfidence);
       const faces: FoundFace[] = [];
       for (const b of boxes) {
-        const landmarks = await detectLandmarks(task.frame, b.box);
+        // Precise: the image swap's landmarks (refined), on which it judges faces picked by index.
+        const first = await detectLandmarks(task.frame, b.box);
+        const landmarks = task.precise ? await refineLandmarks(task.frame, first) : first;
         const face: FoundFace = { ...b, landmarks };
         if (task.descriptors) face.descriptor = await computeDescriptor(task.frame, landmarks);
         faces.push(face);
@@ -149,6 +162,8 @@ async function handleTask(task: VideoTask): Promise<VideoReply> {
       return { kind: 'descriptor', descriptor: await computeDescriptor(task.crop, task.landmarks) };
     case 'swap': {
       const stats: (ColorStats | undefined)[] = [];
+      // Each face swapped adds its new outline, so the next one keeps out of it too.
+      const keepOut = task.keepOut && [...task.keepOut];
       for (const f of task.faces) {
         stats.push(
           // A rolled face is swapped in its level frame, as in the image job (with the tracked
@@ -157,6 +172,7 @@ async function handleTask(task: VideoTask): Promise<VideoReply> {
             blend: task.blend,
             colorCorrection: task.colorCorrection,
             colorStats: f.stats,
+            keepOut,
             // Not mirrored: a head turning across the threshold would flip the face between frames.
             mirror: false,
           }),
