@@ -12,6 +12,7 @@ import { createFaceSwapJobType } from '../../src/processors/face-swap/index.js';
 import { occlusionMask, type OcclusionPlanes } from '../../src/processors/face-swap/occlusion.js';
 import type { Point, RgbImage } from '../../src/processors/face-swap/types.js';
 import { runContext, sample, sheetSource } from './fixtures.js';
+import { planes } from './occlusion-planes.js';
 import { decodeSheetImage } from './sheet.js';
 
 const LONG = 300_000;
@@ -150,36 +151,16 @@ describe('doubled eyes on the sample photos', () => {
   );
 });
 
-/** A 60 × 60 face (as visible-flaws.test.ts's): skin, the outline down the left side, hair over x < 10, eye zone 3. */
+/** A 60 × 60 face (occlusion-planes.ts's): skin, the outline down the left side, hair over x < 10, eye zone 3. */
 function eyePlanes(paint: (p: OcclusionPlanes, x: number, y: number, i: number) => void): OcclusionPlanes {
-  const w = 60;
-  const p: OcclusionPlanes = {
-    width: w,
-    height: w,
-    lab: new Float32Array(w * w * 3),
-    nonSkin: new Uint8Array(w * w),
-    edge: new Uint8Array(w * w),
-    zoneOf: new Uint8Array(w * w),
-    inner: new Uint8Array(w * w),
-    innerCore: new Uint8Array(w * w),
-    size: 60,
-  };
-  for (let y = 0; y < w; y++) {
-    for (let x = 0; x < w; x++) {
-      const i = y * w + x;
-      p.lab.set([70, 12, 16], i * 3);
-      if (x <= 1) p.edge[i] = 1;
-      if (x >= 20 && x < 58 && y >= 5 && y < 55) p.inner[i] = 1;
-      if (x >= 24 && x < 54 && y >= 10 && y < 50) p.innerCore[i] = 1;
-      if (x >= 28 && x < 44 && y >= 21 && y < 31) p.zoneOf[i] = 3;
-      if (x < 10) {
-        p.nonSkin[i] = 1;
-        p.lab.set(HAIR, i * 3);
-      }
-      paint(p, x, y, i);
+  return planes((p, x, y, i) => {
+    if (x >= 28 && x < 44 && y >= 21 && y < 31) p.zoneOf[i] = 3;
+    if (x < 10) {
+      p.nonSkin[i] = 1;
+      p.lab.set(HAIR, i * 3);
     }
-  }
-  return p;
+    paint(p, x, y, i);
+  });
 }
 
 const HAIR = [12, 3, 6] as const;

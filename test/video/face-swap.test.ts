@@ -7,7 +7,6 @@ import { readdirSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JobError } from '../../src/errors.js';
 import {
   computeDescriptor,
   descriptorDistance,
@@ -21,7 +20,7 @@ import { createVideoFaceSwapJobType, type VideoFaceSwapJobType } from '../../src
 import { videoFaceSwapOptionsSchema } from '../../src/processors/video/options.js';
 import type { ProgressAt, RunContext } from '../../src/processors/types.js';
 import { landscape, portrait } from '../face-swap/fixtures.js';
-import { audioHash, decodeFrames, makeClip, makeTone, media, probe } from './fixtures.js';
+import { audioHash, decodeFrames, errorOf, makeClip, makeTone, media, probe } from './fixtures.js';
 
 const LONG = 300_000;
 
@@ -58,15 +57,6 @@ const frameImage = (f: { width: number; height: number; frames: Uint8Array[] }, 
   width: f.width,
   height: f.height,
 });
-
-async function errorOf(p: Promise<unknown>): Promise<JobError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(JobError);
-  return err as JobError;
-}
 
 /** Mean absolute difference of two frames over a box (clipped to the frame). */
 function meanDiffBox(a: RgbImage, b: RgbImage, box: Box): number {

@@ -6,6 +6,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
+import { expect } from 'vitest';
+import { JobError } from '../../src/errors.js';
 import { resolveBinaries, runToEnd } from '../../src/processors/video/ffmpeg.js';
 import type { FetchedMedia } from '../../src/processors/types.js';
 import { sample } from '../face-swap/fixtures.js';
@@ -261,4 +263,14 @@ export async function probe(bytes: Buffer) {
 
 export function media(bytes: Buffer, mime: string): FetchedMedia[] {
   return [{ url: 'https://example.com/input', bytes, mime }];
+}
+
+/** The JobError a job's run rejects with (the test fails if it resolves or rejects with anything else). */
+export async function errorOf(p: Promise<unknown>): Promise<JobError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(JobError);
+  return err as JobError;
 }

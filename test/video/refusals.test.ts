@@ -6,7 +6,6 @@
  * the other's pixels alone.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JobError } from '../../src/errors.js';
 import { detectLandmarks, findFaces, leftToRight } from '../../src/processors/face-swap/detect.js';
 import { convexHull } from '../../src/processors/face-swap/geometry.js';
 import { decodeImage } from '../../src/processors/face-swap/image.js';
@@ -16,7 +15,16 @@ import type { Box } from '../../src/processors/face-swap/types.js';
 import { createVideoFaceSwapJobType, type VideoFaceSwapJobType } from '../../src/processors/video/face-swap.js';
 import { videoFaceSwapOptionsSchema } from '../../src/processors/video/options.js';
 import { portrait } from '../face-swap/fixtures.js';
-import { decodeFrames, frontalAndProfile, makeClip, makeSequence, media, STILL, twoHeads } from './fixtures.js';
+import {
+  decodeFrames,
+  errorOf,
+  frontalAndProfile,
+  makeClip,
+  makeSequence,
+  media,
+  STILL,
+  twoHeads,
+} from './fixtures.js';
 
 const LONG = 300_000;
 
@@ -34,15 +42,6 @@ function context(source: Buffer, target: Buffer, options: Record<string, unknown
       },
     },
   };
-}
-
-async function errorOf(p: Promise<unknown>): Promise<JobError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(JobError);
-  return err as JobError;
 }
 
 /** Mean absolute difference per channel of two frames over a box. */

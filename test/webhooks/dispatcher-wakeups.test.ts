@@ -10,6 +10,7 @@ import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import { WebhookSender } from '../../src/webhooks/send.js';
 import { createTestDatabase, dropTestDatabases, TEST_DB } from '../helpers/db.js';
 import { tempDir, waitFor } from '../helpers/service.js';
+import { webhookEventRow } from '../helpers/webhook-events.js';
 
 // The dispatcher's own sleeps: none may outlast an event that is due. The poll here is longer
 // than the test's patience, so an event left for the poll to find fails the test.
@@ -38,22 +39,7 @@ async function receiver(): Promise<{ origin: string; ids: string[] }> {
 async function insertEvent(store: Store, id: string, origin: string, dueAt: number): Promise<void> {
   await store.db
     .insertInto('webhook_events')
-    .values({
-      event_id: id,
-      job_uuid: `job-${id}`,
-      owner: 'o',
-      event_type: 'job.completed',
-      url: `${origin}/hook`,
-      destination: origin,
-      secret: null,
-      body: JSON.stringify({ event_id: id }),
-      state: 'pending',
-      next_attempt_at: dueAt,
-      lease_owner: null,
-      lease_expires_at: null,
-      created_at: dueAt,
-      updated_at: dueAt,
-    })
+    .values(webhookEventRow(id, origin, dueAt))
     .execute();
 }
 

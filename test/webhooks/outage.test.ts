@@ -12,6 +12,7 @@ import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import { WebhookSender } from '../../src/webhooks/send.js';
 import { TEST_DB } from '../helpers/db.js';
 import { tempDir, waitFor } from '../helpers/service.js';
+import { webhookEventRow } from '../helpers/webhook-events.js';
 
 // SQLite only: another connection holding the write lock is a real "database unavailable"
 // (SQLITE_BUSY once busy_timeout runs out), with no mock. The PostgreSQL restart is the lead's
@@ -46,24 +47,7 @@ describe.skipIf(TEST_DB !== 'sqlite')('webhook dispatcher while the database is 
     const ids = ['ev-a', 'ev-b', 'ev-c'];
     await store.db
       .insertInto('webhook_events')
-      .values(
-        ids.map((id) => ({
-          event_id: id,
-          job_uuid: `job-${id}`,
-          owner: 'o',
-          event_type: 'job.completed',
-          url: `${origin}/hook`,
-          destination: origin,
-          secret: null,
-          body: JSON.stringify({ event_id: id }),
-          state: 'pending' as const,
-          next_attempt_at: now,
-          lease_owner: null,
-          lease_expires_at: null,
-          created_at: now,
-          updated_at: now,
-        })),
-      )
+      .values(ids.map((id) => webhookEventRow(id, origin, now)))
       .execute();
 
     const lines: Array<{ level: number; msg: string }> = [];

@@ -17,6 +17,7 @@ import {
 } from '../../src/store/webhooks.js';
 import { storeEnv, TEST_DB } from '../helpers/db.js';
 import { tempDir } from '../helpers/service.js';
+import { webhookEventRow } from '../helpers/webhook-events.js';
 
 /**
  * The dispatcher's own statements, one event at a time: the destinations with due events
@@ -78,22 +79,7 @@ async function insertEvent(
 ) {
   await a.db
     .insertInto('webhook_events')
-    .values({
-      event_id: id,
-      job_uuid: `job-${id}`,
-      owner: 'o',
-      event_type: 'job.completed',
-      url: `${destination}/hook`,
-      destination,
-      secret: null,
-      body: '{}',
-      state,
-      next_attempt_at: nextAttemptAt,
-      lease_owner: null,
-      lease_expires_at: null,
-      created_at: T0,
-      updated_at: T0,
-    })
+    .values(webhookEventRow(id, destination, nextAttemptAt, { body: '{}', state, created_at: T0, updated_at: T0 }))
     .execute();
 }
 
