@@ -6,6 +6,7 @@
  */
 import { dilate } from './mask.js';
 import { bytes, ints } from './scratch.js';
+import { BROW_ZONES, EYE_ZONES } from './zones.js';
 
 /** Largest colour step (ΔE², between 4-neighbours) inside one non-skin region. */
 const STEP_DELTA_E2 = 12 * 12;
@@ -64,8 +65,8 @@ const MAX_MARK_AREA = 0.015;
  * (identity 0.465; without them 0.419).
  */
 const FEATURE_LOCK = 0.025;
-/** Zones 1-4 are the brows and the eyes (swap.ts FEATURES), 5 the mouth. */
-const LAST_EYE_ZONE = 4;
+/** 1 at the brows' and the eyes' zone numbers. */
+const BROW_OR_EYE = Uint8Array.from({ length: 256 }, (_, z) => +[...BROW_ZONES, ...EYE_ZONES].includes(z));
 
 /** One face's planes for the occluder test, all of the render region's size (`width` × `height`). */
 export interface OcclusionPlanes {
@@ -176,7 +177,7 @@ function dropMarks(p: OcclusionPlanes, occluded: Uint8Array, queue: Int32Array):
  */
 function dropThinOnFeatures(p: OcclusionPlanes, occluded: Uint8Array): void {
   const { width: w, height: h } = p;
-  const onZone = (i: number) => occluded[i] && p.zoneOf[i]! >= 1 && p.zoneOf[i]! <= LAST_EYE_ZONE;
+  const onZone = (i: number) => occluded[i] && BROW_OR_EYE[p.zoneOf[i]!] === 1;
   let any = false;
   for (let i = 0; i < w * h && !any; i++) any = !!onZone(i);
   if (!any) return;

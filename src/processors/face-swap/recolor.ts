@@ -19,6 +19,7 @@ import type { Region } from './geometry.js';
 import { featherMask } from './mask.js';
 import { bytes, copyOf, floats } from './scratch.js';
 import { transferLighting } from './skin.js';
+import { EYE_ZONES } from './zones.js';
 
 /**
  * Polynomial degree of the lightness surface (target − source over skin): enough for a side light,
@@ -29,8 +30,6 @@ const LIGHT_DEGREE = 3;
 const CHROMA_DEGREE = 2;
 /** Smallest robust cut of the lightness surface's fit, in ln(L* + 16): about 3 L* units on skin. */
 const LOG_LIGHT_CUT = 0.035;
-/** The eyes' feature zones (swap.ts numbers them: brows 1-2, eyes 3-4, mouth 5). */
-const EYE_ZONES = [3, 4];
 
 /** The render's region, where the warp covered it, the face size and the feature zones' margin (px). */
 export interface ColourCanvas {

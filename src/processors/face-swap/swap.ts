@@ -24,6 +24,7 @@ import type { Point, RgbImage } from './types.js';
 import { opaqueExtent, upsampleFace, type Rendered } from './upsample.js';
 import { triangulate, warpPiecewiseAffine } from './warp.js';
 import { bytes, floats, withScratch } from './scratch.js';
+import { EYE_ZONES, FEATURES } from './zones.js';
 
 export interface SwapOptions {
   blend: BlendMode;
@@ -145,16 +146,6 @@ const FEATURE_MARGIN = 0.04;
 /** Share of the target face's Laplacian variance the new face is sharpened up to. */
 const DETAIL_TARGET = 0.9;
 
-/** Landmark groups that are not skin: brows, eyes, outer lip line. */
-const FEATURES: readonly (readonly [number, number])[] = [
-  [17, 22],
-  [22, 27],
-  [36, 42],
-  [42, 48],
-  [48, 60],
-];
-/** The eyes' zones (featureZones numbers FEATURES from 1). */
-const EYE_ZONES = [3, 4];
 /** Jaw line 0-16, then (after extendForehead) 68-77 above the brows: the outline of the replaced area. */
 const OUTLINE = [...Array.from({ length: 17 }, (_, i) => i), ...Array.from({ length: 10 }, (_, i) => 68 + i)];
 /** First mouth landmark (48-59 outer lip line, 60-67 inner). */
