@@ -12,6 +12,7 @@ import { OutageBackoff } from '../runtime/outage.js';
 import { Wakeable } from '../runtime/wake.js';
 import {
   claimDueEvents,
+  dueDestinations,
   MAX_RECORD_BATCH,
   nextDueAt,
   openDispatchConnection,
@@ -107,7 +108,12 @@ const MAX_AHEAD_ROUNDS = 128;
 const HELD_ROUNDS = 16;
 /** A claimed event is sent only while its lease has the timeout plus this left; else handed back. */
 const LEASE_RESERVE_MS = 5_000;
-/** Destinations looked at per claim (round robin beyond that). */
+/**
+ * Claimable events a look reads, most overdue first: when fewer are claimable, their destinations
+ * are all that have any, and no page of destinations is read (destinations in back-off cost nothing).
+ */
+const DUE_ROWS_PER_LOOK = 256;
+/** Destinations a look pages through while a backlog fills DUE_ROWS_PER_LOOK (round robin beyond that). */
 const DESTINATIONS_PER_CLAIM = 64;
 /** While busy, how often to look for destinations not yet held (a wake-up signal looks at once). */
 const LOOK_AROUND_MS = 250;
@@ -349,15 +355,25 @@ export class WebhookDispatcher {
     return next === undefined ? this.pollMs : Math.min(this.pollMs, next - now);
   }
 
-  /** The destinations with due events, a page of them after the cursor (they join knownDue). */
+  /**
+   * The destinations with claimable events (they join knownDue): those of the most overdue ones
+   * (dueDestinations), and, while a backlog hides the rest behind them, a page of destinations
+   * with pending events after the cursor, so that every destination gets its turn.
+   */
   private async look(now: number): Promise<string[]> {
     this.lookAround = false;
     this.lastLookAround = now;
-    const found = await pendingDestinations(this.opts.store.db, this.cursor, DESTINATIONS_PER_CLAIM);
-    this.cursor = found.length === DESTINATIONS_PER_CLAIM ? found[found.length - 1]!.destination : '';
-    const due = found.filter((d) => d.dueAt <= now).map((d) => d.destination);
-    for (const c of due) this.knownDue.add(c);
-    return due;
+    const { db } = this.opts.store;
+    const due = await dueDestinations(db, now, DUE_ROWS_PER_LOOK);
+    const found = new Set(due.destinations);
+    if (due.complete) this.cursor = '';
+    else {
+      const page = await pendingDestinations(db, this.cursor, DESTINATIONS_PER_CLAIM);
+      this.cursor = page.length === DESTINATIONS_PER_CLAIM ? page[page.length - 1]!.destination : '';
+      for (const d of page) if (d.dueAt <= now) found.add(d.destination);
+    }
+    for (const c of found) this.knownDue.add(c);
+    return [...found];
   }
 
   /**
