@@ -16,7 +16,7 @@
  * surroundings, the source at the same height) into DIR, to be looked at. --jitter swaps each face
  * twice more with the target's landmarks moved by half a pixel (JITTER, both ways) and prints the
  * spread: the noise a figure carries (the result moves by a fraction of a pixel and its descriptor
- * crop with it; on the sheet a face's upright read moves by up to 0.036, the median by 0.005), so
+ * crop with it; on the sheet a face's upright read moves by up to 0.052, the median by 0.005), so
  * a change smaller than it on one face is not a change. Detection and landmarks are those of the
  * job (findFaces, refineLandmarks, the level frame), computed once and shared by every config; the
  * identity is always read on the landmarks as found.
