@@ -525,6 +525,8 @@ function heldThings(img: RgbImage, field: Field, lm: readonly Point[]): Held {
   return { pins, paintCells, painted: (x, y) => isFlat(img, x, y) && kindOf((y * img.width + x) * 3) === 'paint' };
 }
 
+/** Distances (of the face size) beyond each jaw point at which a flat painted thing pins it. */
+const PIN_PROBES = [0.02, 0.05, 0.08];
 /** Largest difference per channel between neighbouring flat nodes of one thing. */
 const SAME_THING = 2 * FLAT_RANGE;
 /** Jaw points whose probes (CHIN_REACH along the line from the nose) find a thing under the chin: the chin and its sides. */
@@ -535,7 +537,7 @@ const CHIN = [6, 7, 8, 9, 10];
  * white strap on the tests' portrait: the chin point 2-7 px below its top), out to the farthest of
  * PIN_PROBES.
  */
-const CHIN_REACH = [-0.04, 0.08] as const;
+const CHIN_REACH = [-0.04, Math.max(...PIN_PROBES)] as const;
 /** Least area (of the face size squared) of a neutral flat thing under the chin that is pinned. */
 const MIN_THING = 0.01;
 
@@ -611,9 +613,6 @@ function chinThings(img: RgbImage, field: Field, neutral: Uint8Array, lm: readon
   }
   return out;
 }
-
-/** Distances (of the face size) beyond each jaw point at which a flat painted thing pins it. */
-const PIN_PROBES = [0.02, 0.05, 0.08];
 
 /**
  * `to` with each jaw point left where it was in `from` when something flat lies just beyond it (the
