@@ -697,7 +697,7 @@ function renderFace(
   const face = warped;
   // Sharpened before the membrane is added: the membrane is smooth and changes no detail.
   if (detail && !skip('detail')) sharpenToMatch(target, region, face, alpha, covered);
-  if (opts.blend === 'poisson') cloneCorrection(target, region, face, covered, alpha, size, occluded);
+  if (opts.blend === 'poisson') cloneCorrection(target, { region, rgb: face, covered, alpha, occluded, size });
   // Cut after the membrane, which must not take the teeth's colour as the face's boundary.
   // Its inner lip line, and the opening wherever the pixels show it wider than the landmarks draw it (opening.ts).
   const hole = skip('mouthHole') ? undefined : mouthHole(target, targetLm, region, size);
