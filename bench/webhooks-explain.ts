@@ -3,6 +3,8 @@ import { openStore, sqliteHandle } from '../src/store/db.js';
 import {
   claimDueEvents,
   claimDueEventsQuery,
+  dueDestinations,
+  dueDestinationsQuery,
   nextDueAt,
   pendingDestinations,
   pendingDestinationsQuery,
@@ -19,10 +21,13 @@ const store = await openStore(url);
 const db = store.db;
 const pg = store.dialect === 'postgres';
 const NOW = 1_700_000_000_000;
+/** Destinations whose only pending event is scheduled an hour ahead (receivers in back-off). */
+const BACKOFF = 10_000;
 const count = Number((await sql<{ n: string }>`SELECT count(*) AS n FROM webhook_events`.execute(db)).rows[0]!.n);
 if (count === 0) {
   console.time('fill');
-  // 1M delivered (200 destinations), 20k pending: 10k due at 'dead' dest, 10k due over 50 dests, 2k future.
+  // 1M delivered (200 destinations), 20k pending: 10k due at 'dead' dest, 10k due over 50 dests, 2k future;
+  // and BACKOFF destinations in back-off (one event each, due in an hour).
   const DELIVERED = 1_000_000;
   if (pg) {
     await sql`INSERT INTO webhook_events (event_id, job_uuid, owner, event_type, url, destination, secret, body, state, attempts, next_attempt_at, created_at, updated_at)
@@ -32,6 +37,10 @@ if (count === 0) {
       SELECT 'p' || g, 'j' || g, 'o', 'job.completed', 'http://x/hook', CASE WHEN g <= 10000 THEN 'http://dead.example' ELSE 'http://p' || (g % 50) || '.example' END, NULL, '{}', 'pending', 0,
         CASE WHEN g > 20000 THEN ${NOW}::bigint + g ELSE ${NOW}::bigint - 100000 + g END, ${NOW}::bigint, ${NOW}::bigint
       FROM generate_series(1, 22000) g`.execute(db);
+    await sql`INSERT INTO webhook_events (event_id, job_uuid, owner, event_type, url, destination, secret, body, state, attempts, next_attempt_at, created_at, updated_at)
+      SELECT 'b' || g, 'jb' || g, 'o', 'job.completed', 'http://b' || g || '.example/hook', 'http://b' || g || '.example', NULL, '{}', 'pending', 2,
+        ${NOW}::bigint + 3600000 + g, ${NOW}::bigint, ${NOW}::bigint
+      FROM generate_series(1, ${BACKOFF}) g`.execute(db);
     await sql`ANALYZE webhook_events`.execute(db);
   } else {
     await sql`WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < ${DELIVERED})
@@ -43,6 +52,10 @@ if (count === 0) {
       INSERT INTO webhook_events (event_id, job_uuid, owner, event_type, url, destination, secret, body, state, attempts, next_attempt_at, created_at, updated_at)
       SELECT 'p' || x, 'j' || x, 'o', 'job.completed', 'http://x/hook', CASE WHEN x <= 10000 THEN 'http://dead.example' ELSE 'http://p' || (x % 50) || '.example' END, NULL, '{}', 'pending', 0,
         CASE WHEN x > 20000 THEN ${NOW} + x ELSE ${NOW} - 100000 + x END, ${NOW}, ${NOW} FROM g`.execute(db);
+    await sql`WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < ${BACKOFF})
+      INSERT INTO webhook_events (event_id, job_uuid, owner, event_type, url, destination, secret, body, state, attempts, next_attempt_at, created_at, updated_at)
+      SELECT 'b' || x, 'jb' || x, 'o', 'job.completed', 'http://b' || x || '.example/hook', 'http://b' || x || '.example', NULL, '{}', 'pending', 2,
+        ${NOW} + 3600000 + x, ${NOW}, ${NOW} FROM g`.execute(db);
     await sql`ANALYZE`.execute(db);
   }
   console.timeEnd('fill');
@@ -57,6 +70,23 @@ async function timeit(name: string, f: () => Promise<unknown>, n = 50) {
 await timeit('pendingDestinations(64)', () => pendingDestinations(db, '', 64));
 console.log(await pendingDestinations(db, '', 3));
 await timeit('nextDueAt', () => nextDueAt(db, NOW));
+// The dispatcher's look: the most overdue claimable events' destinations (a backlog here: 20k due)...
+await timeit('dueDestinations(256)', () => dueDestinations(db, NOW, 256));
+// ...and with nothing due yet, BACKOFF destinations waiting: one empty range, where pages of
+// pendingDestinations would read every destination with a pending event.
+await timeit('dueDestinations(256), nothing due', () => dueDestinations(db, NOW - 200_000, 256));
+await timeit(
+  `pendingDestinations, every page (${BACKOFF + 51} destinations)`,
+  async () => {
+    let after = '';
+    for (;;) {
+      const page = await pendingDestinations(db, after, 64);
+      if (page.length < 64) return;
+      after = page[63]!.destination;
+    }
+  },
+  3,
+);
 // Claim then release (in a transaction rolled back) to keep the data unchanged.
 class Rollback extends Error {}
 async function claimOnce(dests: Array<{ destination: string; limit: number }>) {
@@ -97,6 +127,10 @@ const explain = async (q: { sql: string; parameters: readonly unknown[] }) => {
 };
 console.log('--- pendingDestinations');
 await explain(pendingDestinationsQuery('', 64).compile(db));
+console.log('--- dueDestinations (a backlog due)');
+await explain(dueDestinationsQuery(NOW, 256).compile(db));
+console.log('--- dueDestinations (nothing due)');
+await explain(dueDestinationsQuery(NOW - 200_000, 256).compile(db));
 console.log('--- nextDueAt');
 await explain(
   db

@@ -221,6 +221,41 @@ export function pendingDestinationsQuery(after: string, limit: number) {
     FROM d WHERE dest IS NOT NULL`;
 }
 
+/** What dueDestinations found. */
+export interface DueDestinations {
+  /** The destinations of the claimable events read, most overdue first. */
+  destinations: string[];
+  /** True when fewer than the asked-for rows were claimable: these are all the destinations with claimable events. */
+  complete: boolean;
+}
+
+/**
+ * The destinations of the first `rows` claimable events (due, not leased), most overdue first:
+ * a range of `webhook_events_pending_due` (migration 012) from its oldest end, so its cost is at
+ * most `rows` plus the leased due events it steps over, whatever the number of destinations
+ * with events scheduled later (receivers in back-off). When fewer than `rows` are claimable, the
+ * answer is every destination that has one (`complete`); else a backlog fills the range and
+ * destinations past it are found by pendingDestinations' pages.
+ */
+export async function dueDestinations(db: Kysely<Database>, now: number, rows: number): Promise<DueDestinations> {
+  const { rows: found } = await dueDestinationsQuery(now, rows).execute(db);
+  let read = 0;
+  for (const r of found) read += Number(r.n);
+  return { destinations: found.map((r) => r.destination), complete: read < rows };
+}
+
+/** The statement of dueDestinations (exported for bench/webhooks-explain.ts). */
+export function dueDestinationsQuery(now: number, rows: number) {
+  return sql<{ destination: string; n: number | string; due_at: number | string }>`
+    SELECT destination, count(*) AS n, min(next_attempt_at) AS due_at FROM (
+      SELECT destination, next_attempt_at FROM webhook_events
+      WHERE state = 'pending' AND next_attempt_at <= ${now}
+        AND (lease_expires_at IS NULL OR lease_expires_at < ${now}) AND destination IS NOT NULL
+      ORDER BY next_attempt_at LIMIT ${rows}
+    ) due
+    GROUP BY destination ORDER BY due_at`;
+}
+
 export interface DestinationClaim {
   destination: string;
   /** At most this many of its due events. */

@@ -12,6 +12,7 @@ import { OutageBackoff } from '../runtime/outage.js';
 import { Wakeable } from '../runtime/wake.js';
 import {
   claimDueEvents,
+  dueDestinations,
   MAX_RECORD_BATCH,
   nextDueAt,
   openDispatchConnection,
@@ -107,7 +108,12 @@ const MAX_AHEAD_ROUNDS = 128;
 const HELD_ROUNDS = 16;
 /** A claimed event is sent only while its lease has the timeout plus this left; else handed back. */
 const LEASE_RESERVE_MS = 5_000;
-/** Destinations looked at per claim (round robin beyond that). */
+/**
+ * Claimable events a look reads, most overdue first: when fewer are claimable, their destinations
+ * are all that have any, and no page of destinations is read (destinations in back-off cost nothing).
+ */
+const DUE_ROWS_PER_LOOK = 256;
+/** Destinations a look pages through while a backlog fills DUE_ROWS_PER_LOOK (round robin beyond that). */
 const DESTINATIONS_PER_CLAIM = 64;
 /** While busy, how often to look for destinations not yet held (a wake-up signal looks at once). */
 const LOOK_AROUND_MS = 250;
@@ -161,6 +167,12 @@ export class WebhookDispatcher {
   /** Destinations the last claim left with due events (they get another claim when room frees up). */
   private readonly knownDue = new Set<string>();
   private cursor = '';
+  /**
+   * The last look's most overdue claimable events filled its range (a backlog ahead of the rest):
+   * while the destinations it found still have due events, looks page through destinations only
+   * (the range would read the same backlog again, and the leased rows ahead of it).
+   */
+  private backlogged = false;
   private lastLookAround = 0;
   private lookAround = true;
   private stopping = false;
@@ -172,6 +184,12 @@ export class WebhookDispatcher {
   private recording = 0;
   /** A claim pass was skipped for the recorder's backlog: its catching up pokes the loop. */
   private heldBack = false;
+  /**
+   * The last recording met a database outage. The recorder says nothing itself: it reports to the
+   * claim loop's OutageBackoff (one warning for both), whose passes, which may only read (nothing
+   * claimable), do not end the outage meanwhile.
+   */
+  private recordingFails = false;
   /** Set at stop: what is not recorded by then (the database still down) is given up. */
   private drainBy: number | undefined;
   /** Closes the dispatcher's own SQLite connection (store/webhooks.ts openDispatchConnection). */
@@ -197,7 +215,7 @@ export class WebhookDispatcher {
     this.loop = new Loop({
       step: async () => {
         const sleepMs = await this.claimPass();
-        this.backoff.succeeded();
+        if (!this.recordingFails) this.backoff.succeeded();
         return sleepMs;
       },
       failed: (err) => this.backoff.failed(err),
@@ -208,7 +226,7 @@ export class WebhookDispatcher {
       // Held through an outage while running (the attempts happened); at stop, until drainBy.
       patience: (item) => (this.drainBy === undefined ? Infinity : this.drainBy - item.at),
       now: () => opts.clock.now(),
-      // No log: the claim loop's OutageBackoff already says once that the database is down.
+      // No log of its own: write() reports an outage to the claim loop's OutageBackoff (one warning).
       what: 'webhook attempts',
       dependency: DATABASE,
       maxBatch: MAX_RECORD_BATCH[opts.store.dialect],
@@ -349,15 +367,29 @@ export class WebhookDispatcher {
     return next === undefined ? this.pollMs : Math.min(this.pollMs, next - now);
   }
 
-  /** The destinations with due events, a page of them after the cursor (they join knownDue). */
+  /**
+   * The destinations with claimable events (they join knownDue): those of the most overdue ones
+   * (dueDestinations), and, while a backlog hides the rest behind them, a page of destinations
+   * with pending events after the cursor instead, so that every destination gets its turn.
+   */
   private async look(now: number): Promise<string[]> {
     this.lookAround = false;
     this.lastLookAround = now;
-    const found = await pendingDestinations(this.opts.store.db, this.cursor, DESTINATIONS_PER_CLAIM);
-    this.cursor = found.length === DESTINATIONS_PER_CLAIM ? found[found.length - 1]!.destination : '';
-    const due = found.filter((d) => d.dueAt <= now).map((d) => d.destination);
-    for (const c of due) this.knownDue.add(c);
-    return due;
+    const { db } = this.opts.store;
+    const found = new Set<string>();
+    if (!this.backlogged || this.knownDue.size === 0) {
+      const due = await dueDestinations(db, now, DUE_ROWS_PER_LOOK);
+      for (const d of due.destinations) found.add(d);
+      this.backlogged = !due.complete;
+      if (due.complete) this.cursor = '';
+    }
+    if (this.backlogged) {
+      const page = await pendingDestinations(db, this.cursor, DESTINATIONS_PER_CLAIM);
+      this.cursor = page.length === DESTINATIONS_PER_CLAIM ? page[page.length - 1]!.destination : '';
+      for (const d of page) if (d.dueAt <= now) found.add(d.destination);
+    }
+    for (const c of found) this.knownDue.add(c);
+    return [...found];
   }
 
   /**
@@ -551,7 +583,17 @@ export class WebhookDispatcher {
             disabled = await recordEndpointHealth(trx, outcomes, this.disableAfterMs, now);
           }
         : undefined;
-    const applied = await recordScheduledAttempts(db, dialect, this.id, attempts, release, now, endpointHealth);
+    let applied: Set<string>;
+    try {
+      applied = await recordScheduledAttempts(db, dialect, this.id, attempts, release, now, endpointHealth);
+    } catch (err) {
+      if (DATABASE.isOutage(err)) {
+        this.recordingFails = true;
+        this.backoff.failed(err);
+      }
+      throw err;
+    }
+    this.recordingFails = false;
     return items.map((i, n) => {
       const ok = 'attempt' in i ? applied.has(i.eventId) : true;
       if (n === 0 && disabled.length > 0) return { applied: ok, disabled };

@@ -7,6 +7,7 @@ import type { Store } from '../../src/store/store.js';
 import {
   claimDueEvents,
   dispatchCheckpointer,
+  dueDestinations,
   finishManualAttempt,
   nextDueAt,
   openDispatchConnection,
@@ -358,6 +359,38 @@ describe('webhook outbox batches', () => {
       [1, 0],
       [2, 1],
     ]);
+  });
+
+  it('finds the destinations of the claimable events, most overdue first, and says when that is all of them', async () => {
+    await a.db.updateTable('webhook_events').set({ state: 'delivered', next_attempt_at: null }).execute();
+    const T2 = T1 + 100_000;
+    // Receivers in back-off: their events are pending, none due.
+    for (let i = 0; i < 30; i++) await insertEvent(`wait${i}`, `http://wait${i}.example`, T2 + 60_000 + i);
+    await insertEvent('old', 'http://slow.example', T2 - 500);
+    await insertEvent('new1', 'http://fast.example', T2 - 100);
+    await insertEvent('new2', 'http://fast.example', T2 - 50);
+    await insertEvent('held', 'http://held.example', T2 - 1_000);
+    await a.db
+      .updateTable('webhook_events')
+      .set({ lease_owner: 'A', lease_expires_at: T2 + 1_000 })
+      .where('event_id', '=', 'held')
+      .execute();
+
+    // A leased event is not claimable (until its lease runs out); the destinations in back-off are not read.
+    expect(await dueDestinations(a.db, T2, 10)).toEqual({
+      destinations: ['http://slow.example', 'http://fast.example'],
+      complete: true,
+    });
+    expect(await dueDestinations(a.db, T2 + 2_000, 10)).toEqual({
+      destinations: ['http://held.example', 'http://slow.example', 'http://fast.example'],
+      complete: true,
+    });
+    // Three claimable events in a range of three: there may be more behind them.
+    expect(await dueDestinations(a.db, T2, 3)).toEqual({
+      destinations: ['http://slow.example', 'http://fast.example'],
+      complete: false,
+    });
+    expect(await dueDestinations(a.db, T2 - 10_000, 10)).toEqual({ destinations: [], complete: true });
   });
 });
 

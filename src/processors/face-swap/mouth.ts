@@ -31,15 +31,22 @@ export function mouthGap(lm: readonly Point[], size: number): number {
 }
 
 /**
- * 1 inside the target's inner lip contour, ramping to 0 just outside it, over `region`; undefined
- * when the mouth is closed. The caller multiplies the face's alpha by (1 - hole).
+ * 1 inside the target's inner lip contour and over `opening` (the opening the pixels show, region-
+ * sized: opening.ts), ramping to 0 just outside them, over `region`; undefined when the mouth is
+ * closed. The caller multiplies the face's alpha by (1 - hole).
  */
-export function innerMouthHole(lm: readonly Point[], region: Region, size: number): Float32Array | undefined {
+export function innerMouthHole(
+  lm: readonly Point[],
+  region: Region,
+  size: number,
+  opening?: Uint8Array,
+): Float32Array | undefined {
   if (mouthGap(lm, size) < OPEN_GAP) return undefined;
   const inside = rasterizePolygon(
     INNER_LIP.map((i) => lm[i]!),
     region,
   );
+  if (opening) for (let i = 0; i < inside.length; i++) inside[i] = inside[i]! | opening[i]!;
   const r = Math.max(1, Math.round(EDGE * size));
   const soft = featherMask(inside, region.width, region.height, r);
   for (let i = 0; i < soft.length; i++) soft[i] = inside[i] ? 1 : Math.min(1, 2 * soft[i]!);

@@ -8,7 +8,7 @@
 import { rgbToLab } from './color.js';
 import { boundingRegion, faceSize, type Region } from './geometry.js';
 import { rasterizePolygon } from './mask.js';
-import { mouthGap, OPEN_GAP } from './mouth.js';
+import { innerMouthHole, mouthGap, OPEN_GAP } from './mouth.js';
 import type { Point, RgbImage } from './types.js';
 
 /** Upper and lower inner-lip points facing each other across the opening (as mouth.ts's). */
@@ -85,6 +85,8 @@ export interface OpeningMask {
   region: Region;
   /** 1, 2: a sure or possible pixel of the opening (teeth or dark); 3, 4: the same in a component kept as the opening. */
   mask: Uint8Array;
+  /** 1 where such a pixel is the throat's dark (possibly), not a tooth. */
+  dark: Uint8Array;
 }
 
 /** The pixels of the opening between the outer lips of `lm` in `img` (level frame). */
@@ -126,8 +128,10 @@ export function openingMask(img: RgbImage, lm: readonly Point[]): OpeningMask {
       }
     }
   }
-  keepBands(mask, region, lm, (i) => lab[i * 3]! <= OPENING.dark[1]! * L0);
-  return { region, mask };
+  const dark = new Uint8Array(w * h);
+  for (let i = 0; i < w * h; i++) dark[i] = mask[i] && lab[i * 3]! <= OPENING.dark[1]! * L0 ? 1 : 0;
+  keepBands(mask, region, lm, (i) => dark[i] === 1);
+  return { region, mask, dark };
 }
 
 /**
@@ -189,9 +193,14 @@ function keepBands(mask: Uint8Array, region: Region, lm: readonly Point[], isDar
  * well open (OPENING.trusted), when there is none, or when it is thinner than an open mouth's (OPEN_GAP).
  */
 export function openedMouth(img: RgbImage, lm: readonly Point[]): readonly Point[] {
+  if (mouthGap(lm, faceSize(lm)) >= OPENING.trusted) return lm;
+  return widened(lm, openingMask(img, lm));
+}
+
+/** openedMouth's widening, given the opening's pixels. */
+function widened(lm: readonly Point[], { region, mask }: OpeningMask): readonly Point[] {
   const size = faceSize(lm);
   if (mouthGap(lm, size) >= OPENING.trusted) return lm;
-  const { region, mask } = openingMask(img, lm);
   const inset = OPENING.inset * size;
   const axis = axisOf(lm);
   const out = [...lm];
@@ -215,4 +224,73 @@ export function openedMouth(img: RgbImage, lm: readonly Point[]): readonly Point
     out[b] = axis.at(axis.u(lm[b]!.x, lm[b]!.y), vb);
   }
   return mouthGap(out, size) >= OPEN_GAP && mouthGap(out, size) > mouthGap(lm, size) ? out : lm;
+}
+
+/**
+ * The hole for the target's open mouth over `region` (mouth.ts's innerMouthHole): inside its inner
+ * lip line (openedMouth's) and over the opening the pixels show (the kept bands). The landmarks of
+ * a wide smile can draw the inner lips across the teeth and the dark of a corner, the outer upper
+ * lip on the teeth's top edge (sample4 face 3: a thin lip stretched by the smile): the source's lips
+ * were warped over them, a red lip over the teeth. Below the lower inner lip line only the throat's
+ * dark: a lower lip's highlight passes for teeth there (sample5 faces 0 and 3: a pale lower lip).
+ * Only what is joined to the inner lip line: bits cut off beyond a corner came out as dark specks on
+ * the new skin. Undefined when the mouth is closed.
+ */
+export function mouthHole(img: RgbImage, lm: readonly Point[], region: Region, size: number): Float32Array | undefined {
+  const o = openingMask(img, lm);
+  const opened = widened(lm, o);
+  if (mouthGap(opened, size) < OPEN_GAP) return undefined;
+  const below = rasterizePolygon(belowLowerLip(lm, size), o.region);
+  const pixels = new Uint8Array(region.width * region.height);
+  for (let y = 0; y < o.region.height; y++) {
+    const yy = y + o.region.top - region.top;
+    if (yy < 0 || yy >= region.height) continue;
+    for (let x = 0; x < o.region.width; x++) {
+      const xx = x + o.region.left - region.left;
+      const j = y * o.region.width + x;
+      if (xx < 0 || xx >= region.width || o.mask[j]! < 3 || (below[j] && !o.dark[j])) continue;
+      pixels[yy * region.width + xx] = 1;
+    }
+  }
+  return innerMouthHole(opened, region, size, joined(pixels, rasterizePolygon(opened.slice(60, 68), region), region));
+}
+
+/** Everything below the lower inner lip line (60, 67-64), within `reach` px of it and of the corners. */
+function belowLowerLip(lm: readonly Point[], reach: number): Point[] {
+  const axis = axisOf(lm);
+  const u0 = axis.u(lm[60]!.x, lm[60]!.y);
+  const v0 = axis.v(lm[60]!.x, lm[60]!.y);
+  const u1 = axis.u(lm[64]!.x, lm[64]!.y);
+  const v1 = axis.v(lm[64]!.x, lm[64]!.y);
+  return [
+    axis.at(u0 - reach, v0),
+    ...[60, 67, 66, 65, 64].map((i) => lm[i]!),
+    axis.at(u1 + reach, v1),
+    axis.at(u1 + reach, v1 + reach),
+    axis.at(u0 - reach, v0 + reach),
+  ];
+}
+
+/** The pixels of `mask` joined (8-connected, through `mask`) to `seed`. */
+function joined(mask: Uint8Array, seed: Uint8Array, { width: w, height: h }: Region): Uint8Array {
+  const out = new Uint8Array(w * h);
+  const queue = new Int32Array(w * h);
+  let n = 0;
+  for (let i = 0; i < w * h; i++) if (seed[i]) queue[n++] = i;
+  for (let q = 0; q < n; q++) {
+    const i = queue[q]!;
+    const x = i % w;
+    const y = (i - x) / w;
+    for (let dy = -1; dy <= 1; dy++) {
+      for (let dx = -1; dx <= 1; dx++) {
+        const xx = x + dx;
+        const yy = y + dy;
+        const j = yy * w + xx;
+        if (xx < 0 || yy < 0 || xx >= w || yy >= h || !mask[j] || out[j]) continue;
+        out[j] = 1;
+        queue[n++] = j;
+      }
+    }
+  }
+  return out;
 }

@@ -525,10 +525,19 @@ function heldThings(img: RgbImage, field: Field, lm: readonly Point[]): Held {
   return { pins, paintCells, painted: (x, y) => isFlat(img, x, y) && kindOf((y * img.width + x) * 3) === 'paint' };
 }
 
+/** Distances (of the face size) beyond each jaw point at which a flat painted thing pins it. */
+const PIN_PROBES = [0.02, 0.05, 0.08];
 /** Largest difference per channel between neighbouring flat nodes of one thing. */
 const SAME_THING = 2 * FLAT_RANGE;
-/** Jaw points whose probes (PIN_PROBES, beyond them) find a thing under the chin: the chin and its sides. */
+/** Jaw points whose probes (CHIN_REACH along the line from the nose) find a thing under the chin: the chin and its sides. */
 const CHIN = [6, 7, 8, 9, 10];
+/**
+ * From where to where (of the face size, beyond each CHIN point) a neutral thing under the chin is
+ * looked for: a little inside, since the detector's chin can sit on a thin band across it (a 6 px
+ * white strap on the tests' portrait: the chin point 2-7 px below its top), out to the farthest of
+ * PIN_PROBES.
+ */
+const CHIN_REACH = [-0.04, Math.max(...PIN_PROBES)] as const;
 /** Least area (of the face size squared) of a neutral flat thing under the chin that is pinned. */
 const MIN_THING = 0.01;
 
@@ -552,7 +561,7 @@ function solid(piece: readonly number[], cols: number): boolean {
 
 /**
  * The `neutral` nodes in pieces (4-connected, neighbours within SAME_THING levels) that lie just
- * beyond the chin (where PIN_PROBES look from the CHIN points), cover MIN_THING of the face size
+ * beyond the chin (every node along CHIN_REACH from the CHIN points), cover MIN_THING of the face size
  * squared and are solid (MIN_FILL): a scarf, a collar or a bar in front of the jaw. The detector's
  * jaw hugs the top of such a thing (it hides the chin), so it lies under the chin whatever it
  * covers; a background or a shadow beside the cheek does not reach there, and is left to stretch.
@@ -573,10 +582,15 @@ function chinThings(img: RgbImage, field: Field, neutral: Uint8Array, lm: readon
   const seen = new Uint8Array(cols * rows);
   const out: number[] = [];
   const c = lm[30]!;
+  // Every node along each probe's line, not three points on it: a thin band (a strap, a cable)
+  // lies between them, and the detector's chin can sit on it rather than above it.
+  const [from, to] = CHIN_REACH;
+  const probes = Math.ceil(((to - from) * size) / step);
   for (const i of CHIN) {
     const f = lm[i]!;
     const len = Math.hypot(f.x - c.x, f.y - c.y) || 1;
-    for (const d of PIN_PROBES) {
+    for (let k = 0; k <= probes; k++) {
+      const d = from + ((to - from) * k) / probes;
       const gi = Math.round((f.x + ((f.x - c.x) * d * size) / len - 0.5 - region.left) / step);
       const gj = Math.round((f.y + ((f.y - c.y) * d * size) / len - 0.5 - region.top) / step);
       if (gi < 0 || gj < 0 || gi >= cols || gj >= rows) continue;
@@ -599,9 +613,6 @@ function chinThings(img: RgbImage, field: Field, neutral: Uint8Array, lm: readon
   }
   return out;
 }
-
-/** Distances (of the face size) beyond each jaw point at which a flat painted thing pins it. */
-const PIN_PROBES = [0.02, 0.05, 0.08];
 
 /**
  * `to` with each jaw point left where it was in `from` when something flat lies just beyond it (the

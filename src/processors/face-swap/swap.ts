@@ -12,8 +12,8 @@ import type { BlendMode } from './options.js';
 import { laplacianVariance, matchDetail } from './detail.js';
 import { keepTargetGrey } from './grey.js';
 import { removeRedEye } from './redeye.js';
-import { innerMouthHole, mouthGap, OPEN_GAP } from './mouth.js';
-import { openedMouth } from './opening.js';
+import { mouthGap, OPEN_GAP } from './mouth.js';
+import { mouthHole } from './opening.js';
 import { mirrorFace, mirrorLandmarks, prefersMirror } from './mirror.js';
 import { droppedJaw, FAR_TURN, liquifyOutline, outlineRing, pinnedAtFlat, reshapedJaw } from './outline.js';
 import { guardedJaw, othersOf } from './guard.js';
@@ -742,10 +742,10 @@ function renderFace(
   const face = warped;
   // Sharpened before the membrane is added: the membrane is smooth and changes no detail.
   if (detail && !skip('detail')) sharpenToMatch(target, region, face, alpha, covered);
-  if (opts.blend === 'poisson') cloneCorrection(target, region, face, covered, alpha, size, occluded);
+  if (opts.blend === 'poisson') cloneCorrection(target, { region, rgb: face, covered, alpha, occluded, size });
   // Cut after the membrane, which must not take the teeth's colour as the face's boundary.
-  // Its inner lip line where the pixels show the opening wider than the landmarks draw it (opening.ts).
-  const hole = skip('mouthHole') ? undefined : innerMouthHole(openedMouth(target, targetLm), region, size);
+  // Its inner lip line, and the opening wherever the pixels show it wider than the landmarks draw it (opening.ts).
+  const hole = skip('mouthHole') ? undefined : mouthHole(target, targetLm, region, size);
   if (hole) for (let i = 0; i < n; i++) alpha[i] = alpha[i]! * (1 - hole[i]!);
   return { region, face, alpha, stats: measured };
 }
