@@ -36,7 +36,8 @@ function swapDisc(agreeing: number): Float32Array {
       target.data.fill(v, i * 3, i * 3 + 3);
     }
   }
-  cloneCorrection(target, { left: 0, top: 0, width: SIDE, height: SIDE }, warped, covered, alpha, 80);
+  const region = { left: 0, top: 0, width: SIDE, height: SIDE };
+  cloneCorrection(target, { region, rgb: warped, covered, alpha, size: 80 });
   return warped;
 }
 

@@ -30,7 +30,7 @@ describe('identity over the six sample photos', () => {
   afterAll(() => jt.close());
 
   it(
-    'moves no face >= 100 px away from the source, the median under 0.42, none further than 0.64',
+    'moves no face >= 100 px away from the source, the median under 0.415, none further than 0.64',
     async () => {
       const { bytes: source, descriptor: srcDesc } = await sheetSourceFace();
       const rows: { name: string; before: number; after: number; upright: number; uprightBefore: number }[] = [];
@@ -68,13 +68,15 @@ describe('identity over the six sample photos', () => {
       expect(farther).toEqual([]);
       const after = others.map((r) => r.after).sort((a, b) => a - b);
       // Before round 3's identity pass: median 0.515-0.52, worst 0.64, 4 under 0.45. Now median
-      // 0.416, worst 0.630 (sample1's face 2, rolled 47° and turned), 15 under 0.45 (the raw read of
+      // 0.403 (0.416 before chroma moved relative to L* + 16), worst 0.638 (sample1's face 2, rolled
+      // 47° and turned), 15 under 0.45 (the raw read of
       // a rolled face cannot go much under 0.6: the goals are read upright, below).
       expect(after[after.length - 1]!).toBeLessThan(0.64);
-      expect(after[Math.floor(after.length / 2)]!).toBeLessThan(0.42);
+      expect(after[Math.floor(after.length / 2)]!).toBeLessThan(0.415);
       expect(after.filter((a) => a < 0.45).length).toBeGreaterThanOrEqual(15);
       // Read upright (uprightDescriptor: the 9 faces rolled more than 15° read in their level frame,
-      // the rest as above): median 0.392, worst 0.462 (sample5's face 3), 22 under 0.45. Before the
+      // the rest as above): median 0.389, worst 0.459 (sample5's face 3), 22 under 0.45 (0.392 and
+      // 0.462 before chroma moved relative to L* + 16). Before the
       // membrane followed the agreeing part of a ring that hair mostly crosses (blend.ts,
       // MIN_AGREEING): 0.388, 0.470 (sample4's face 3, now 0.440) and 21. Before: 0.396, 0.494 and 20 before the target's liner and lashes
       // were no longer kept over the new eyes, an open mouth's outer lips moved half-way and
@@ -86,7 +88,7 @@ describe('identity over the six sample photos', () => {
       const upright = (n: string) => others.find((r) => r.name === n)!.upright;
       const read = others.map((r) => r.upright).sort((a, b) => a - b);
       expect(read[Math.floor(read.length / 2)]!).toBeLessThan(0.395);
-      expect(read[read.length - 1]!).toBeLessThan(0.475);
+      expect(read[read.length - 1]!).toBeLessThan(0.47);
       expect(read.filter((a) => a < 0.45).length).toBeGreaterThanOrEqual(22);
       expect(upright('sample1 face 2')).toBeLessThan(0.45);
       expect(others.filter((r) => r.upright >= r.uprightBefore).map((r) => r.name)).toEqual([]);

@@ -178,12 +178,13 @@ describe('lips under an orange light on one side and a blue one on the other', (
     recolour(src, dst);
     const left = lipChroma(src.lab, 30, 45);
     const right = lipChroma(src.lab, 75, 90);
-    // The lips are one albedo: their two ends agree (2.6 a*b* units apart: what varies across them
-    // is compressed as the skin's light is) and stay near the lips under white light (7.5: their
+    // The lips are one albedo: their two ends agree (4.2 a*b* units apart: what varies across them
+    // is compressed as the skin's light is; 2.6 when chroma moved in a*, b* units, not relative to
+    // L* + 16, where the blue-lit end, 2.5 L* darker, keeps a little more) and stay near the lips under white light (7.5: their
     // own colour against the skin compressed to 0.75, as every feature's). Read per pixel against
     // the skin around (a blur too wide to follow two lights meeting across the mouth), the ends
     // came out 7.7 apart: the README example's orange corner and lilac upper lip.
-    expect(Math.hypot(left[0] - right[0], left[1] - right[1])).toBeLessThan(4);
+    expect(Math.hypot(left[0] - right[0], left[1] - right[1])).toBeLessThan(4.5);
     for (const end of [left, right]) expect(Math.hypot(end[0] - reference[0], end[1] - reference[1])).toBeLessThan(9);
   });
 });

@@ -8,7 +8,6 @@
  * level instead of the thousands plain Gauss-Seidel needs at full resolution.
  */
 import type { Region } from './geometry.js';
-import type { BlendMode } from './options.js';
 import { medianInPlace } from './select.js';
 import type { RgbImage } from './types.js';
 import { bytes, floats, ints } from './scratch.js';
@@ -283,19 +282,27 @@ function dropOutliers(state: Uint8Array, membrane: Float32Array): boolean {
   return true;
 }
 
+/** The warped face over its render region, as the blend reads it. */
+export interface WarpedFace {
+  region: Region;
+  /** RGB, 3 floats a pixel; the membrane is added to it in place. */
+  rgb: Float32Array;
+  /** Where the warp covered the region. */
+  covered: Uint8Array;
+  /** The mask: > 0 where the face is laid in. */
+  alpha: Float32Array;
+  /** What stays in front of the face (hair, a hand): never a boundary value. */
+  occluded?: Uint8Array | undefined;
+  /** Face size, px (faceSize): sets the coarsest level worth relaxing. */
+  size: number;
+}
+
 /**
- * Poisson cloning's correction, added to `warped` in place: the membrane that takes the face's
- * boundary values from `target` around the mask (alpha > 0) inside `region`.
+ * Poisson cloning's correction, added to the face's `rgb` in place: the membrane that takes the
+ * face's boundary values from `target` around the mask (alpha > 0).
  */
-export function cloneCorrection(
-  target: RgbImage,
-  region: Region,
-  warped: Float32Array,
-  covered: Uint8Array,
-  alpha: Float32Array,
-  faceSize: number,
-  occluded?: Uint8Array,
-): void {
+export function cloneCorrection(target: RgbImage, face: WarpedFace): void {
+  const { region, rgb: warped, covered, alpha, occluded } = face;
   const { width: rw, height: rh } = region;
   const state = bytes(rw * rh);
   const membrane = floats(rw * rh * 3);
@@ -321,7 +328,7 @@ export function cloneCorrection(
   if (!dropOutliers(state, membrane)) return;
   // Relax only the levels where the face is at most ~100 px across; finer ones only interpolate (the
   // membrane is smooth: at the work size this changes no pixel by more than 1-2 levels).
-  const finest = Math.max(0, Math.ceil(Math.log2(faceSize / 100)));
+  const finest = Math.max(0, Math.ceil(Math.log2(face.size / 100)));
   solveMembrane(state, membrane, rw, rh, finest);
   for (let i = 0; i < rw * rh; i++) {
     if (state[i] !== INSIDE) continue;
@@ -346,23 +353,4 @@ export function composite(target: RgbImage, region: Region, face: Float32Array, 
       td[t + 2] = a * face[f + 2]! + b * td[t + 2]!;
     }
   }
-}
-
-/**
- * Writes the warped face into `target` (in place) inside `region`:
- * out = alpha * face' + (1 - alpha) * target, where face' is the warped face plus, for `poisson`,
- * the membrane correction. Pixels where alpha is 0 are not touched at all.
- */
-export function blendInto(
-  target: RgbImage,
-  region: Region,
-  warped: Float32Array,
-  covered: Uint8Array,
-  alpha: Float32Array,
-  mode: BlendMode,
-  faceSize: number,
-  occluded?: Uint8Array,
-): void {
-  if (mode === 'poisson') cloneCorrection(target, region, warped, covered, alpha, faceSize, occluded);
-  composite(target, region, warped, alpha);
 }

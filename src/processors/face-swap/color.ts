@@ -129,6 +129,34 @@ export function fromLogLightness(lab: Float32Array, use: Uint8Array): void {
   }
 }
 
+/**
+ * Chroma as a change of light acts on it, the counterpart of toLogLightness: a light k times as
+ * bright scales L* + 16, a* and b* alike (each is a difference of cube roots of X, Y, Z), so
+ * a* / (L* + 16) and b* / (L* + 16) are the surface's own; `unit` (an L* + 16, the target skin's)
+ * keeps them in a*, b* units there. `light` holds the L* of each pixel (interleaved Lab; it may
+ * be `lab` itself). Moved in a*, b* units, a faint yellow patch of a bright source and the
+ * target's yellow highlight beside its nose went onto the new face's darker pixels there whole:
+ * the sheet's sample5 face 0, an olive band by the nose (colour-photos.test.ts).
+ */
+export function toRelativeChroma(lab: Float32Array, light: Float32Array, use: Uint8Array, unit: number): void {
+  for (let i = 0; i < use.length; i++) {
+    if (!use[i]) continue;
+    const f = unit / Math.max(1, light[i * 3]! + 16);
+    lab[i * 3 + 1] = lab[i * 3 + 1]! * f;
+    lab[i * 3 + 2] = lab[i * 3 + 2]! * f;
+  }
+}
+
+/** The inverse of toRelativeChroma, at each pixel's own (new) L* in `lab`. */
+export function fromRelativeChroma(lab: Float32Array, use: Uint8Array, unit: number): void {
+  for (let i = 0; i < use.length; i++) {
+    if (!use[i]) continue;
+    const f = Math.max(1, lab[i * 3]! + 16) / unit;
+    lab[i * 3 + 1] = lab[i * 3 + 1]! * f;
+    lab[i * 3 + 2] = lab[i * 3 + 2]! * f;
+  }
+}
+
 /** ln(L* + 16) at L* = -15 + k / LOG_STEPS, over [-15, 113]. */
 const LOG_STEPS = 32;
 const LOG_TABLE = Float64Array.from({ length: 128 * LOG_STEPS + 1 }, (_, k) => Math.log(1 + k / LOG_STEPS));
@@ -453,9 +481,6 @@ export function chromaBandExcess(
   }
 }
 
-/** Bounds of the lightness scale of the light's share in a feature pixel (see settleChroma). */
-const SHARE_SCALE = [0.35, 1.25] as const;
-
 /**
  * A feature's own chroma (relative to the skin around it) is compressed no further than this: it is
  * mostly its own colour (a source's eyeliner), but partly a light's that changes across it.
@@ -475,10 +500,6 @@ export interface ChromaSettle {
   inZone: Float32Array;
   /** The source's skin colour around each pixel (localMean of `orig`; NaN: none near). */
   skin: Float32Array;
-  /** The statistics the source was moved to: `to.mean - from.mean` is the skin's mean shift. */
-  to: ChannelStats;
-  /** Zones (the eyes) where the mean shift, too, scales with the pixel's lightness. */
-  dark: readonly number[];
   /**
    * A feature of one albedo (the lips): 1 on it (between their outer and inner lines: what varies
    * across it is the light), 2 in its opening (the teeth: a feature of their own), 0 elsewhere, in
@@ -513,8 +534,8 @@ function zoneMeans(after: Float32Array, use: Uint8Array, p: ChromaSettle): ZoneM
 }
 
 /**
- * Settles the chroma correction `after - orig` (a*, b*, in place in `after`) on the features. The
- * correction splits into a field (what a pixel of the skin's mean colour gets: the mean shift and
+ * Settles the chroma correction `after - orig` (a*, b* relative to L* + 16, in place in `after`)
+ * on the features. The correction splits into a field (what a pixel of the skin's mean colour gets: the mean shift and
  * the lighting surface, smooth across the face, then the low-pass of the skin's difference, local)
  * and the spread compression about the skin mean (which on skin takes off a coloured light's
  * share). Skin keeps both as they are. Inside a feature zone (brow, eye, mouth; softly over its
@@ -522,10 +543,10 @@ function zoneMeans(after: Float32Array, use: Uint8Array, p: ChromaSettle): ZoneM
  * - the local part is one value, its mean over the zone (per pixel it is drawn from whichever skin
  *   lies nearest, the chin below the lower lip or the lid above an iris, and tints the parts apart);
  * - the compression is split into the light's share, the skin around the pixel compressed as skin
- *   is and scaled by the pixel's lightness against that skin's, (L + 16) / (L_skin + 16) (under a
- *   change of light, von Kries, a colour's a* and b* move about in proportion to that term, so a
- *   dark iris carries less of a light's cast than the cheek beside it), and the feature's own
- *   colour against that skin, compressed no further than FEATURE_SPREAD_MIN. Compressed about the
+ *   is, and the feature's own colour against that skin, compressed no further than
+ *   FEATURE_SPREAD_MIN. The chroma is relative to L* + 16 (toRelativeChroma), so the light's share
+ *   and the field, back in a*, b*, scale with the pixel's lightness: a dark iris carries less of a
+ *   light's cast (and of the skin's mean shift) than the cheek beside it. Compressed about the
  *   skin's mean as a whole, a blue-lit iris and an orange-lit one (one albedo) came out 6 a* and
  *   b* units apart; so they agree, and keep the source's own colour relations.
  * - an even feature (the lips) is compressed as skin is, all of it, and its own colour, the mean
@@ -542,13 +563,7 @@ export function settleChroma(after: Float32Array, use: Uint8Array, p: ChromaSett
 function settlePixel(after: Float32Array, i: number, p: ChromaSettle, means: ZoneMeans): void {
   const z = p.zone[i]!;
   const t = z ? p.inZone[i]! : 0;
-  const ref = p.skin[i * 3]!;
-  const known = !Number.isNaN(ref);
-  // A colour's a*, b* under a light scale about with its lightness term (von Kries): a dark
-  // iris carries less of a light's cast than the skin around it.
-  const share = known
-    ? Math.min(SHARE_SCALE[1], Math.max(SHARE_SCALE[0], (p.orig[i * 3]! + 16) / (Math.max(ref, 1) + 16)))
-    : 1;
+  const known = !Number.isNaN(p.skin[i * 3]!);
   // In an even feature's zone: the feature, its opening, or skin.
   const even = means.own[z * 3]! > 0 ? p.even[i]! : 2;
   for (let c = 1; c < 3; c++) {
@@ -560,16 +575,15 @@ function settlePixel(after: Float32Array, i: number, p: ChromaSettle, means: Zon
     if (t > 0) {
       local += t * (means.local[z * 3 + c]! - local);
       const feature = Math.max(p.gains[c]!, FEATURE_SPREAD_MIN);
-      // The light's share (the skin around, compressed as skin is, scaled) and the feature's own
+      // The light's share (the skin around, compressed as skin is) and the feature's own
       // colour relative to that skin, compressed mildly; an even feature's own colour is its mean.
       const around = known ? p.skin[o]! : p.from.mean[c]!;
       // Only where the skin's chroma is compressed past a feature's (a coloured light taken off).
       const part = p.gains[c]! < FEATURE_SPREAD_MIN ? even : 2;
       if (part === 1) own = spread + (feature - p.gains[c]!) * means.own[z * 3 + c]!;
-      else if (part === 2) own = share * k * (around - p.from.mean[c]!) + (feature - 1) * (p.orig[o]! - around);
+      else if (part === 2) own = k * (around - p.from.mean[c]!) + (feature - 1) * (p.orig[o]! - around);
     }
-    let field = p.smooth[o]! - p.orig[o]! - spread + local;
-    if (t > 0 && p.dark.includes(z)) field -= t * (1 - share) * (p.to.mean[c]! - p.from.mean[c]!);
+    const field = p.smooth[o]! - p.orig[o]! - spread + local;
     after[o] = p.orig[o]! + field + spread + t * (own - spread);
   }
 }

@@ -7,10 +7,12 @@ import {
   channelStats,
   chromaBandExcess,
   fromLogLightness,
+  fromRelativeChroma,
   localMean,
   settleChroma,
   spreadGains,
   toLogLightness,
+  toRelativeChroma,
   transferLocal,
   transferStats,
   type ColorStats,
@@ -19,7 +21,6 @@ import type { Region } from './geometry.js';
 import { featherMask } from './mask.js';
 import { bytes, copyOf, floats } from './scratch.js';
 import { transferLighting } from './skin.js';
-import { EYE_ZONES } from './zones.js';
 
 /**
  * Polynomial degree of the lightness surface (target − source over skin): enough for a side light,
@@ -70,15 +71,19 @@ export function matchColour(
     if (dst.zones[i] || src.zones[i] || dst.nonSkin[i] || src.nonSkin[i] || mask.occluded?.[i]) continue;
     skin[i] = mask.alpha[i]!;
   }
-  const orig = copyOf(src.lab);
   // Lightness in ln(L* + 16) (toLogLightness): a change of light scales it, so the source's texture
-  // and highlights keep their contrast as a ratio on a darker or lighter target.
+  // and highlights keep their contrast as a ratio on a darker or lighter target. Chroma relative
+  // to L* + 16 (toRelativeChroma), in the target skin's units: a light scales it the same way.
+  // The target in the units the source is matched in (after the surfaces only its chroma is read).
   const dstLight = copyOf(dst.lab);
   toLogLightness(dstLight, c.covered);
+  const unit = Math.exp((given?.dst ?? channelStats(dstLight, skin)).mean[0]);
+  toRelativeChroma(dstLight, dst.lab, c.covered, unit);
+  toRelativeChroma(src.lab, src.lab, c.covered, unit);
+  const orig = copyOf(src.lab);
   toLogLightness(src.lab, c.covered);
   const measured = { src: channelStats(src.lab, skin), dst: channelStats(dstLight, skin) };
   const use = given ?? measured;
-  const sab = tuning.sigmaAB * c.size;
   transferStats(src.lab, c.covered, use.src, use.dst);
   // Lightness: a smooth surface (the target's broad light, none of its features). Chroma: first a
   // quadratic surface (a coloured light across the source, which would tint one eye teal), then
@@ -87,21 +92,21 @@ export function matchColour(
   transferLighting(src.lab, dstLight, skin, c.covered, w, h, degrees, 2, [LOG_LIGHT_CUT, 3, 3]);
   fromLogLightness(src.lab, c.covered);
   const inZone = featherMask(src.zones, w, h, Math.max(1, Math.round(c.margin)));
-  limitChromaBands(src, dst.lab, skin, c, inZone);
+  limitChromaBands(src, dstLight, skin, c, inZone);
   const smooth = copyOf(src.lab);
-  transferLocal(src.lab, dst.lab, skin, c.covered, w, h, [0, sab, sab]);
+  const sab = tuning.sigmaAB * c.size;
+  transferLocal(src.lab, dstLight, skin, c.covered, w, h, [0, sab, sab]);
   settleChroma(src.lab, c.covered, {
     orig,
     smooth,
     from: use.src,
-    to: use.dst,
     gains: spreadGains(use.src, use.dst),
     zone: src.zones,
     inZone,
     skin: localMean(orig, skin, c.covered, w, h, sab),
-    dark: EYE_ZONES,
     even: src.lips ?? bytes(n),
   });
+  fromRelativeChroma(src.lab, c.covered, unit);
   return measured;
 }
 
