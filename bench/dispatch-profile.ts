@@ -41,6 +41,7 @@ import {
   freePort,
   httpClient,
   inParallel,
+  insertWebhookEvents,
   rawDelivery,
   serverBackendsCpu,
   spawnChild,
@@ -128,13 +129,7 @@ async function insertEvents(n: number): Promise<Array<{ id: string; body: string
       updated_at: now,
     };
   });
-  await store.db.transaction().execute(async (trx) => {
-    for (let i = 0; i < rows.length; i += 500)
-      await trx
-        .insertInto('webhook_events')
-        .values(rows.slice(i, i + 500))
-        .execute();
-  });
+  await store.db.transaction().execute((trx) => insertWebhookEvents(trx, rows));
   return rows.map((r) => ({ id: r.event_id, body: r.body }));
 }
 
