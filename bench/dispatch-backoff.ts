@@ -16,7 +16,7 @@ import { Signals } from '../src/signals.js';
 import { openStore } from '../src/store/db.js';
 import { WebhookDispatcher } from '../src/webhooks/dispatcher.js';
 import { WebhookSender } from '../src/webhooks/send.js';
-import { createPgDatabase, dropPgDatabase, serverBackendsCpu } from './lib.js';
+import { createPgDatabase, dropPgDatabase, insertWebhookEvents, serverBackendsCpu } from './lib.js';
 
 const DESTINATIONS = Number(process.env.DESTINATIONS ?? 10_000);
 const SECONDS = Number(process.env.SECONDS ?? 10);
@@ -60,11 +60,7 @@ try {
       updated_at: later,
     };
   });
-  for (let i = 0; i < rows.length; i += 500)
-    await store.db
-      .insertInto('webhook_events')
-      .values(rows.slice(i, i + 500))
-      .execute();
+  await insertWebhookEvents(store.db, rows);
   dispatcher.start();
   await new Promise((r) => setTimeout(r, 2_000)); // its first passes
   const server0 = admin && (await serverBackendsCpu(admin)).us;

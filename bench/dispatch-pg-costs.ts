@@ -22,7 +22,14 @@ import pg from 'pg';
 import { v7 as timeOrderedUuid } from 'uuid';
 import { openStore } from '../src/store/db.js';
 import { claimDueEvents, recordScheduledAttempts } from '../src/store/webhooks.js';
-import { cpuMicros, createPgDatabase, deliveredAttempt, dropPgDatabase, serverBackendsCpu } from './lib.js';
+import {
+  cpuMicros,
+  createPgDatabase,
+  deliveredAttempt,
+  dropPgDatabase,
+  insertWebhookEvents,
+  serverBackendsCpu,
+} from './lib.js';
 
 const EVENTS = Number(process.env.EVENTS ?? 30_000);
 const BATCH = Number(process.env.BATCH ?? 250);
@@ -65,11 +72,7 @@ async function insertEvents(t0: number): Promise<void> {
       updated_at: t0,
     };
   });
-  for (let i = 0; i < rows.length; i += 500)
-    await store.db
-      .insertInto('webhook_events')
-      .values(rows.slice(i, i + 500))
-      .execute();
+  await insertWebhookEvents(store.db, rows);
 }
 
 async function tableUpdates(): Promise<string> {

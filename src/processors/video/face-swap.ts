@@ -47,7 +47,8 @@ import {
   type VideoLimits,
 } from './options.js';
 import { probeMedia, type VideoStreamInfo } from './probe.js';
-import { FaceTracker, type OtherFace, type Track } from './tracker.js';
+import { FaceTracker, MEASURE_EVERY, type OtherFace, type Track } from './tracker.js';
+import { HOLD, VerdictHold, type FrameFace, type MeasuredFrame, type ReadyFrame } from './hold.js';
 import { cropFrame, pasteFrame, shiftPoints, swapRegion } from './region.js';
 import type { VideoReply, VideoTask } from './worker.js';
 
@@ -322,16 +323,6 @@ function createTracker(job: Job, prepared: Prepared, v: VideoStreamInfo, frameBy
   );
 }
 
-/**
- * A followed face on one frame: its track (colour statistics), its landmarks there, and why the swap
- * refuses it there (profile.ts), if it does: then it is left as it is.
- */
-interface FrameFace {
-  track: Track;
-  landmarks: Point[];
-  refused?: Refusal | undefined;
-}
-
 /** What every swap of a job sends: the source face, and the pool of face-region buffers. */
 interface SwapSource {
   image: RgbImage;
@@ -390,33 +381,6 @@ function startSwap(job: Job, src: SwapSource, frame: RgbImage, faces: FrameFace[
   return { done, tracks: swapping.map((f) => f.track) };
 }
 
-/** Frames not measured (FaceTracker.measures), waiting for the next measured one. */
-interface Held {
-  frames: { frame: RgbImage; index: number }[];
-  /** The active tracks' smoothed landmarks (and refusals) on the last measured frame, and its index. */
-  before: Map<Track, { landmarks: Point[]; refused?: Refusal | undefined }>;
-  beforeIndex: number;
-}
-
-/**
- * The faces of a held frame: each face of the measured frame before it, its landmarks interpolated
- * towards the measured frame after it (`tracks`, at `index`) when the face is still followed there.
- * Refused on either measured frame, it is refused here (its landmarks between a frontal and a
- * profile face's fit neither).
- */
-function between(held: Held, at: number, tracks: readonly Track[], index: number): FrameFace[] {
-  const w = (at - held.beforeIndex) / (index - held.beforeIndex);
-  return [...held.before].map(([track, { landmarks: a, refused }]) => {
-    if (!tracks.includes(track)) return { track, landmarks: a, refused };
-    const b = track.smooth;
-    const landmarks = a.map((p, i) => ({ x: p.x + w * (b[i]!.x - p.x), y: p.y + w * (b[i]!.y - p.y) }));
-    return { track, landmarks, refused: refused ?? track.refused };
-  });
-}
-
-const measuredFaces = (tracks: readonly Track[]): FrameFace[] =>
-  tracks.map((t) => ({ track: t, landmarks: t.smooth, refused: t.refused }));
-
 /** Waits for the oldest frame in flight, updates its faces' colour statistics and encodes it. */
 async function flushFrame(p: Pending, encoder: SpawnedProcess, frames: BufferPool, signal: AbortSignal): Promise<void> {
   const out = await abortable(p.done, signal);
@@ -449,7 +413,8 @@ async function swapFrames(
   // Swaps run concurrently, but frames leave in order: a window of in-flight frames.
   const window = job.threads * 2 + 1;
   // Frames go back to their pool once the encoder has them; face regions once pasted back.
-  const frames = new BufferPool(window + 2);
+  // Besides those, HOLD measured intervals' frames wait for their verdicts (hold.ts).
+  const frames = new BufferPool(window + HOLD * MEASURE_EVERY + 2);
   const src = {
     image: shared(steps.prepared.source.image),
     prepared: steps.prepared,
@@ -458,13 +423,23 @@ async function swapFrames(
   const pending: Pending[] = [];
   const flushOne = () => flushFrame(pending.shift()!, coders.encoder, frames, signal);
   const counts: Counts = { decoded: 0, swapped: 0, left: 0 };
-  const submit = async (frame: RgbImage, faces: FrameFace[]) => {
-    count(counts, faces, tracker);
-    pending.push(startSwap(job, src, frame, faces, tracker.others));
-    while (pending.length >= window) await flushOne();
+  const submit = async (ready: ReadyFrame[]) => {
+    for (const { frame, faces, others } of ready) {
+      count(counts, faces, tracker);
+      pending.push(startSwap(job, src, frame, faces, others));
+      while (pending.length >= window) await flushOne();
+    }
   };
-  let held: Held | undefined;
-  let lastMeasured = 0;
+  const hold = new VerdictHold();
+  // The frames since the last measured one, and a measured frame with them once analysed.
+  let held: MeasuredFrame['held'] = [];
+  const measured = async (frame: RgbImage, at: number): Promise<MeasuredFrame> => {
+    const tracks = await abortable(tracker.analyse(frame, at), signal);
+    const faces = new Map(tracks.map((t) => [t, { landmarks: t.smooth, refused: t.refused }]));
+    const m = { frame, index: at, faces, others: tracker.others, held };
+    held = [];
+    return m;
+  };
   let index = 0;
   try {
     for await (const data of readFrames(coders.decoder.child.stdout, plan.frameBytes, frames)) {
@@ -475,23 +450,13 @@ async function swapFrames(
       const frame: RgbImage = { data, width: plan.width, height: plan.height };
       // Every frame: the worker writes at most one update per 500 ms.
       job.ctx.progress('swapping faces', { current: index + 1, total: Math.max(steps.total, index + 1) });
-      if (!tracker.measures(index)) {
-        const active = () =>
-          tracker.tracks.filter((t) => t.active).map((t) => [t, { landmarks: t.smooth, refused: t.refused }] as const);
-        held ??= { frames: [], before: new Map(active()), beforeIndex: lastMeasured };
-        held.frames.push({ frame, index: index++ });
-        continue;
-      }
-      const tracks = await abortable(tracker.analyse(frame, index), signal);
-      for (const h of held?.frames ?? []) await submit(h.frame, between(held!, h.index, tracks, index));
-      held = undefined;
-      lastMeasured = index++;
-      await submit(frame, measuredFaces(tracks));
+      if (tracker.measures(index)) await submit(hold.push(await measured(frame, index)));
+      else held.push({ frame, index });
+      index++;
     }
     // Frames held at the end have no measured frame after them: measured now, in order.
-    for (const h of held?.frames ?? []) {
-      await submit(h.frame, measuredFaces(await abortable(tracker.analyse(h.frame, h.index), signal)));
-    }
+    for (const h of held.splice(0)) await submit(hold.push(await measured(h.frame, h.index)));
+    await submit(hold.flush());
     while (pending.length > 0) await flushOne();
     coders.encoder.child.stdin.end();
   } catch (err) {

@@ -24,11 +24,23 @@ import { refuseSource } from '../face-swap/profile.js';
 import type { BlendMode } from '../face-swap/options.js';
 import { levelled, swapLevelled } from '../face-swap/level.js';
 import { warmSwap, warmSwapOnPhoto, warmTracking } from '../face-swap/warmup.js';
-import { extendForehead, type ColorStats } from '../face-swap/swap.js';
+import {
+  DEFAULT_TUNING,
+  extendForehead,
+  withoutSourceHair,
+  type ColorStats,
+  type SwapTuning,
+} from '../face-swap/swap.js';
 import type { Box, Point, RgbImage } from '../face-swap/types.js';
 
 /** The source face is kept at most this big (face size, px): larger only costs warp time per frame. */
 const SOURCE_FACE_MAX = 360;
+
+/**
+ * The swap's tuning for video frames: the source's own hair is filled once, when the source is
+ * prepared (withoutSourceHair), not again on every frame.
+ */
+const FRAME_TUNING: Readonly<SwapTuning> = { ...DEFAULT_TUNING, skip: ['hairFill'] };
 
 export interface PreparedSource {
   image: RgbImage;
@@ -132,9 +144,10 @@ async function handleTask(task: VideoTask): Promise<VideoReply> {
       const reach = extendForehead(src.landmarks, 0.3);
       const level = await levelled(src.img, src.landmarks, reach, refineLandmarks);
       const cropped = await cropSource(level.image, level.lm);
+      const image = withoutSourceHair(cropped.image, cropped.landmarks, FRAME_TUNING);
       return {
         kind: 'prepared',
-        source: { image: cropped.image, landmarks: cropped.landmarks, descriptor: src.descriptor },
+        source: { image, landmarks: cropped.landmarks, descriptor: src.descriptor },
         reference: ref?.descriptor,
       };
     }
@@ -168,14 +181,22 @@ async function handleTask(task: VideoTask): Promise<VideoReply> {
         stats.push(
           // A rolled face is swapped in its level frame, as in the image job (with the tracked
           // landmarks: no second landmark pass per frame).
-          await swapLevelled(task.frame, f.landmarks, task.source, task.srcLandmarks, {
-            blend: task.blend,
-            colorCorrection: task.colorCorrection,
-            colorStats: f.stats,
-            keepOut,
-            // Not mirrored: a head turning across the threshold would flip the face between frames.
-            mirror: false,
-          }),
+          await swapLevelled(
+            task.frame,
+            f.landmarks,
+            task.source,
+            task.srcLandmarks,
+            {
+              blend: task.blend,
+              colorCorrection: task.colorCorrection,
+              colorStats: f.stats,
+              keepOut,
+              // Not mirrored: a head turning across the threshold would flip the face between frames.
+              mirror: false,
+            },
+            undefined,
+            FRAME_TUNING,
+          ),
         );
       }
       return { kind: 'swapped', frame: task.frame, stats };
