@@ -5,11 +5,9 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { rgbToLab } from '../../src/processors/face-swap/color.js';
-import { detectLandmarks, findFaces, leftToRight } from '../../src/processors/face-swap/detect.js';
 import { createFaceSwapJobType } from '../../src/processors/face-swap/index.js';
 import type { Point, RgbImage } from '../../src/processors/face-swap/types.js';
-import { runContext, sample, sheetSource } from './fixtures.js';
-import { decodeSheetImage } from './sheet.js';
+import { sheetSwap } from './sheet.js';
 
 const LONG = 300_000;
 
@@ -33,18 +31,6 @@ function discLab(img: RgbImage, c: Point, r: number): [number, number, number] {
 const relative = (lab: readonly number[]) => [lab[1]! / (lab[0]! + 16), lab[2]! / (lab[0]! + 16)] as const;
 
 const mid = (p: Point, q: Point, t = 0.5): Point => ({ x: p.x + t * (q.x - p.x), y: p.y + t * (q.y - p.y) });
-
-/** The sheet's source swapped into face `index` of sample `n` (by the job), with the target's landmarks. */
-async function sheetSwap(jt: ReturnType<typeof createFaceSwapJobType>, n: 5, index: number) {
-  const target = await decodeSheetImage(sample(n));
-  const face = leftToRight(await findFaces(target, 0.5))[index]!;
-  const run = runContext(
-    { source: await sheetSource(), target: sample(n) },
-    { format: 'png', target_face_indices: [index] },
-  );
-  const result = await decodeSheetImage((await jt.run(run.ctx)).bytes);
-  return { target, result, lm: await detectLandmarks(target, face.box) };
-}
 
 describe('colour on the sheet photos', () => {
   const jt = createFaceSwapJobType();

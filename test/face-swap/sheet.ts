@@ -12,11 +12,12 @@ import {
   leftToRight,
   refineLandmarks,
 } from '../../src/processors/face-swap/detect.js';
+import type { createFaceSwapJobType } from '../../src/processors/face-swap/index.js';
 import { decodeImage } from '../../src/processors/face-swap/image.js';
 import { levelled } from '../../src/processors/face-swap/level.js';
 import { DEFAULT_TUNING, extendForehead } from '../../src/processors/face-swap/swap.js';
 import type { Box, Point, RgbImage } from '../../src/processors/face-swap/types.js';
-import { sheetSource, sheetTargets } from './fixtures.js';
+import { runContext, sample, sheetSource, sheetTargets } from './fixtures.js';
 
 /** Faces smaller than this (px, the box's larger side) are left out of the sheet. */
 export const SHEET_MIN_FACE = 100;
@@ -24,6 +25,21 @@ export const SHEET_MIN_FACE = 100;
 export const SELF_BEFORE = 0.3;
 
 export const decodeSheetImage = (bytes: Uint8Array) => decodeImage(bytes, 'sheet', 1e8);
+
+/**
+ * The sheet's source swapped into face `index` of sample `n` by the job (as a user picks it), with
+ * the target decoded and its landmarks there.
+ */
+export async function sheetSwap(jt: ReturnType<typeof createFaceSwapJobType>, n: 1 | 2 | 3 | 4 | 5 | 6, index: number) {
+  const target = await decodeSheetImage(sample(n));
+  const face = leftToRight(await findFaces(target, 0.5))[index]!;
+  const run = runContext(
+    { source: await sheetSource(), target: sample(n) },
+    { format: 'png', target_face_indices: [index] },
+  );
+  const result = await decodeSheetImage((await jt.run(run.ctx)).bytes);
+  return { target, result, lm: await detectLandmarks(target, face.box) };
+}
 
 export interface SheetFace {
   target: { name: string; bytes: Buffer; confidence: number };

@@ -6,21 +6,14 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { rgbToLab } from '../../src/processors/face-swap/color.js';
-import {
-  detectLandmarks,
-  findFaces,
-  findLargeFaces,
-  largestFaceLandmarks,
-  leftToRight,
-  refineLandmarks,
-} from '../../src/processors/face-swap/detect.js';
+import { findLargeFaces, largestFaceLandmarks, refineLandmarks } from '../../src/processors/face-swap/detect.js';
 import { faceSize } from '../../src/processors/face-swap/geometry.js';
 import { rasterizePolygon } from '../../src/processors/face-swap/mask.js';
 import { createFaceSwapJobType } from '../../src/processors/face-swap/index.js';
 import type { Point, RgbImage } from '../../src/processors/face-swap/types.js';
 import { exampleFaces, runContext, sample, sheetSource } from './fixtures.js';
 import { spotDarkness } from './measure.js';
-import { decodeSheetImage } from './sheet.js';
+import { decodeSheetImage, sheetSwap } from './sheet.js';
 
 const LONG = 300_000;
 
@@ -89,18 +82,6 @@ function leftCheek(lm: readonly Point[]): Point[] {
   const poly = [1, 2, 3, 4, 48, 31, 40, 41, 36].map((i) => lm[i]!);
   const c = poly.reduce((a, p) => ({ x: a.x + p.x / poly.length, y: a.y + p.y / poly.length }), { x: 0, y: 0 });
   return poly.map((p) => ({ x: c.x + 0.8 * (p.x - c.x), y: c.y + 0.8 * (p.y - c.y) }));
-}
-
-/** The sheet's source swapped into face `index` of sample `n` (by the job), with the target and its landmarks. */
-async function sheetSwap(jt: ReturnType<typeof createFaceSwapJobType>, n: 5, index: number) {
-  const target = await decodeSheetImage(sample(n));
-  const face = leftToRight(await findFaces(target, 0.5))[index]!;
-  const run = runContext(
-    { source: await sheetSource(), target: sample(n) },
-    { format: 'png', target_face_indices: [index] },
-  );
-  const result = await decodeSheetImage((await jt.run(run.ctx)).bytes);
-  return { target, result, lm: await detectLandmarks(target, face.box) };
 }
 
 describe('visible flaws on the sample photos', () => {
