@@ -4,28 +4,12 @@
  * measured where the flaw was seen at 2x. Slow (a few swaps with the models), no timing assertions.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { rgbToLab } from '../../src/processors/face-swap/color.js';
 import { createFaceSwapJobType } from '../../src/processors/face-swap/index.js';
-import type { Point, RgbImage } from '../../src/processors/face-swap/types.js';
+import type { Point } from '../../src/processors/face-swap/types.js';
+import { discLab } from './measure.js';
 import { sheetSwap } from './sheet.js';
 
 const LONG = 300_000;
-
-/** Mean CIELAB colour of the disc of radius r at c. */
-function discLab(img: RgbImage, c: Point, r: number): [number, number, number] {
-  const m: [number, number, number] = [0, 0, 0];
-  let n = 0;
-  for (let y = Math.floor(c.y - r); y <= c.y + r; y++) {
-    for (let x = Math.floor(c.x - r); x <= c.x + r; x++) {
-      if (Math.hypot(x - c.x, y - c.y) > r) continue;
-      const o = (y * img.width + x) * 3;
-      const lab = rgbToLab(Float32Array.of(img.data[o]!, img.data[o + 1]!, img.data[o + 2]!));
-      for (let k = 0; k < 3; k++) m[k] = m[k]! + lab[k]!;
-      n++;
-    }
-  }
-  return [m[0] / n, m[1] / n, m[2] / n];
-}
 
 /** a* and b* over L* + 16: a colour's chroma as a light leaves it (a dimmer light scales all three). */
 const relative = (lab: readonly number[]) => [lab[1]! / (lab[0]! + 16), lab[2]! / (lab[0]! + 16)] as const;

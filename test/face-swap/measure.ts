@@ -117,3 +117,19 @@ export function spotDarkness(img: RgbImage, c: Point, r: number): number {
   }
   return ring / nr - disc / nd;
 }
+
+/** Mean CIELAB colour of the disc of radius r at c. */
+export function discLab(img: RgbImage, c: Point, r: number): [number, number, number] {
+  const m: [number, number, number] = [0, 0, 0];
+  let n = 0;
+  for (let y = Math.floor(c.y - r); y <= c.y + r; y++) {
+    for (let x = Math.floor(c.x - r); x <= c.x + r; x++) {
+      if (Math.hypot(x - c.x, y - c.y) > r) continue;
+      const o = (y * img.width + x) * 3;
+      const lab = rgbToLab(Float32Array.of(img.data[o]!, img.data[o + 1]!, img.data[o + 2]!));
+      for (let k = 0; k < 3; k++) m[k] = m[k]! + lab[k]!;
+      n++;
+    }
+  }
+  return [m[0] / n, m[1] / n, m[2] / n];
+}

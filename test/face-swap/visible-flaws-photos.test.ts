@@ -12,26 +12,10 @@ import { rasterizePolygon } from '../../src/processors/face-swap/mask.js';
 import { createFaceSwapJobType } from '../../src/processors/face-swap/index.js';
 import type { Point, RgbImage } from '../../src/processors/face-swap/types.js';
 import { exampleFaces, runContext, sample, sheetSource } from './fixtures.js';
-import { spotDarkness } from './measure.js';
+import { discLab, spotDarkness } from './measure.js';
 import { decodeSheetImage, sheetSwap } from './sheet.js';
 
 const LONG = 300_000;
-
-/** Mean CIELAB colour of the disc of radius r at c. */
-function discLab(img: RgbImage, c: Point, r: number): [number, number, number] {
-  const m: [number, number, number] = [0, 0, 0];
-  let n = 0;
-  for (let y = Math.floor(c.y - r); y <= c.y + r; y++) {
-    for (let x = Math.floor(c.x - r); x <= c.x + r; x++) {
-      if (Math.hypot(x - c.x, y - c.y) > r) continue;
-      const o = (y * img.width + x) * 3;
-      const lab = rgbToLab(Float32Array.of(img.data[o]!, img.data[o + 1]!, img.data[o + 2]!));
-      for (let k = 0; k < 3; k++) m[k] = m[k]! + lab[k]!;
-      n++;
-    }
-  }
-  return [m[0] / n, m[1] / n, m[2] / n];
-}
 
 /**
  * The skin's fine texture in the patch `poly` (landmark-placed), as a ratio: the spread of ln(L* + 16)
