@@ -480,6 +480,36 @@ interface FacePlanes {
   lips?: Uint8Array | undefined;
 }
 
+/** The pixels of `img` inside `region`, as floats (3 a pixel, scratch). */
+function regionRgb(img: RgbImage, region: Region): Float32Array {
+  const { width: w, height: h } = region;
+  const rgb = floats(w * h * 3);
+  for (let y = 0; y < h; y++) {
+    const row = ((region.top + y) * img.width + region.left) * 3;
+    for (let i = 0; i < w * 3; i++) rgb[y * w * 3 + i] = img.data[row + i]!;
+  }
+  return rgb;
+}
+
+/**
+ * A face's planes over the canvas from its colour: its feature zones (`lm`'s, grown by the margin)
+ * and what its skin model, fitted away from the outline (alpha > 0.5) and the features, calls
+ * non-skin inside the outline.
+ */
+function facePlanes(
+  lab: Float32Array,
+  lm: readonly Point[],
+  c: Canvas,
+  o: { inside: Uint8Array; alpha: Float32Array },
+): FacePlanes {
+  const n = c.region.width * c.region.height;
+  const zones = featureZones(lm, c.region, c.margin);
+  const sample = bytes(n);
+  for (let i = 0; i < n; i++) sample[i] = o.alpha[i]! > 0.5 && !zones[i] ? 1 : 0;
+  const skin = fitSkinModel(lab, sample);
+  return { lm, lab, zones, nonSkin: skin ? nonSkinMask(lab, o.inside, skin) : bytes(n), modelled: !!skin };
+}
+
 /** The lips of a landmark set (1: inside the outer lip line 48-59) and their opening (2: inside the inner one, 60-67). */
 function lipsOf(lm: readonly Point[], region: Region): Uint8Array {
   const lips = rasterizePolygon(lm.slice(MOUTH_FROM, INNER_LIP), region);
@@ -545,21 +575,10 @@ export function withoutSourceHair(source: RgbImage, srcLm: readonly Point[], tun
     const inside = rasterizePolygon(convexHull(OUTLINE.map((i) => pts[i]!)), region);
     const dist = distanceInside(inside, w, h);
     const alpha = featherAlpha(dist, tuning.erode * size, tuning.feather * size);
-    const rgb = floats(n * 3);
-    for (let y = 0; y < h; y++) {
-      const row = ((region.top + y) * source.width + region.left) * 3;
-      for (let i = 0; i < w * 3; i++) rgb[y * w * 3 + i] = source.data[row + i]!;
-    }
-    const lab = rgbToLab(rgb, covered);
+    const lab = rgbToLab(regionRgb(source, region), covered);
     const before = lab.slice();
-    const margin = FEATURE_MARGIN * size;
-    const zones = featureZones(pts, region, margin);
-    const sample = bytes(n);
-    for (let i = 0; i < n; i++) sample[i] = alpha[i]! > 0.5 && !zones[i] ? 1 : 0;
-    const skin = fitSkinModel(lab, sample);
-    const nonSkin = skin ? nonSkinMask(lab, inside, skin) : bytes(n);
-    const planes: FacePlanes = { lm: pts, lab, zones, nonSkin, modelled: !!skin };
-    if (!fillSourceHair({ region, covered, size, margin }, { inside, dist }, planes)) return source;
+    const canvas: Canvas = { region, covered, size, margin: FEATURE_MARGIN * size };
+    if (!fillSourceHair(canvas, { inside, dist }, facePlanes(lab, pts, canvas, { inside, alpha }))) return source;
     const filled = labToRgb(lab, covered);
     const out: RgbImage = { ...source, data: source.data.slice() };
     for (let i = 0; i < n; i++) {
@@ -694,39 +713,11 @@ function renderFace(
   const dist = distanceInside(inside, region.width, region.height);
   const alpha = featherAlpha(dist, tuning.erode * size, tuning.feather * size);
 
-  const w = region.width;
-  const dstRgb = floats(n * 3);
-  for (let y = 0; y < region.height; y++) {
-    const row = ((region.top + y) * target.width + region.left) * 3;
-    for (let i = 0; i < w * 3; i++) dstRgb[y * w * 3 + i] = target.data[row + i]!;
-  }
-  const dstLab = rgbToLab(dstRgb, covered);
+  const dstRgb = regionRgb(target, region);
+  const canvas: Canvas = { region, covered, size, margin: FEATURE_MARGIN * size };
   const srcLab = rgbToLab(warped, covered);
-  const margin = FEATURE_MARGIN * size;
-  const dstZones = featureZones(targetLm, region, margin);
-  const srcZones = featureZones(dstPts, region, margin);
-
-  // Skin models of both faces, fitted away from the outline and the features.
-  const sampleOf = (zones: Uint8Array) => {
-    const m = bytes(n);
-    for (let i = 0; i < n; i++) m[i] = alpha[i]! > 0.5 && !zones[i] ? 1 : 0;
-    return m;
-  };
-  const dstSkin = fitSkinModel(dstLab, sampleOf(dstZones));
-  const srcSkin = fitSkinModel(srcLab, sampleOf(srcZones));
-  const dstNonSkin = dstSkin ? nonSkinMask(dstLab, inside, dstSkin) : bytes(n);
-  const srcNonSkin = srcSkin ? nonSkinMask(srcLab, inside, srcSkin) : bytes(n);
-
-  const canvas: Canvas = { region, covered, size, margin };
-  const source: FacePlanes = {
-    lm: dstPts,
-    lab: srcLab,
-    zones: srcZones,
-    nonSkin: srcNonSkin,
-    modelled: !!srcSkin,
-    lips: lipsOf(dstPts, region),
-  };
-  const dest: FacePlanes = { lm: targetLm, lab: dstLab, zones: dstZones, nonSkin: dstNonSkin, modelled: !!dstSkin };
+  const source = { ...facePlanes(srcLab, dstPts, canvas, { inside, alpha }), lips: lipsOf(dstPts, region) };
+  const dest = facePlanes(rgbToLab(dstRgb, covered), targetLm, canvas, { inside, alpha });
   if (!skip('hairFill') && fillSourceHair(canvas, { inside, dist }, source) && !opts.colorCorrection) {
     warped.set(labToRgb(srcLab, covered));
   }
