@@ -5,7 +5,7 @@
  * reaches the face outline and covers skin outside the feature zones.
  */
 import { dilate } from './mask.js';
-import { bytes, floats, ints } from './scratch.js';
+import { bytes, ints } from './scratch.js';
 import { BROW_ZONES, EYE_ZONES } from './zones.js';
 
 /** Largest colour step (ΔE², between 4-neighbours) inside one non-skin region. */
@@ -65,14 +65,6 @@ const MAX_MARK_AREA = 0.015;
  * (identity 0.465; without them 0.419).
  */
 const FEATURE_LOCK = 0.025;
-/**
- * The outer share of a brow's zone (along it) where hair entering from the temple is kept over it.
- * The README example's lock at her right brow's end is all kept at 0.2 (mean ΔE from the target over
- * its pixels 0.3); 0.3 also kept more of sample5 face 1's fringe over her brow (identity 0.42 -> 0.44).
- */
-const BROW_END = 0.2;
-/** 1 at the brows' zone numbers. */
-const BROW = Uint8Array.from({ length: 256 }, (_, z) => +BROW_ZONES.includes(z));
 /** 1 at the brows' and the eyes' zone numbers. */
 const BROW_OR_EYE = Uint8Array.from({ length: 256 }, (_, z) => +[...BROW_ZONES, ...EYE_ZONES].includes(z));
 
@@ -120,8 +112,7 @@ interface Lab {
  * occluder when it reaches the outline and covers enough area outside the zones; it enters the
  * inner face only when it covers a good part of its core or spans half the face there; inside a
  * zone it hides the zone only where it covers nearly all of it in its own colour (a bar across the
- * mouth), so a brow or an eye that merely touches hair at the temple is still replaced; around the
- * landmarks and over a brow's outer end it is kept in its own colour or darker (templeBand). `anywhere`:
+ * mouth), so a brow or an eye that merely touches hair at the temple is still replaced. `anywhere`:
  * wherever such a component reaches, inside zones by colour only (for the source face, whose hair
  * over a brow end must not be carried into the target; a brow left a little short is the lesser harm).
  */
@@ -135,14 +126,12 @@ export function occlusionMask(p: OcclusionPlanes, anywhere = false): Uint8Array 
   let innerArea = 0;
   for (let i = 0; i < n; i++) innerArea += p.innerCore[i]!;
   const minArea = MIN_OCCLUDER_AREA * p.size * p.size;
-  let temple: Uint8Array | undefined;
   let comp = 0;
   for (let s = 0; s < n; s++) {
     if (!p.nonSkin[s] || label[s]! >= 0) continue;
     const c = floodComponent(p, s, comp++, label, queue, anywhere);
     if (!c.touches || c.outside < minArea) continue;
-    if (!anywhere) temple ??= templeBand(p);
-    markOccluder(p, c, queue, occluded, { zones: zoneArea, inner: innerArea }, temple);
+    markOccluder(p, c, queue, occluded, anywhere, { zones: zoneArea, inner: innerArea });
   }
   if (anywhere) {
     absorbNeighbours(p, occluded, queue);
@@ -195,79 +184,6 @@ function dropThinOnFeatures(p: OcclusionPlanes, occluded: Uint8Array): void {
   const s = Math.max(1, Math.round(FEATURE_LOCK * p.size));
   const near = boxAny(thickPixels(occluded, w, h, s), w, h, s);
   for (let i = 0; i < w * h; i++) if (onZone(i) && !near[i]) occluded[i] = 0;
-}
-
-/**
- * Where a lock entering from the temple is kept in its own colour or darker: the ring around the
- * landmarks (outside their hull) and the hull's pixels within FEATURE_LOCK of it, outside the zones
- * or on a brow's outer end (BROW_END). Not the rest of a brow: a fringe lying along it is as dark
- * as its upper edge, and kept further along (30%) it hid more of sample5 face 1's new brow.
- */
-function templeBand(p: OcclusionPlanes): Uint8Array {
-  const { width: w, height: h } = p;
-  const ring = bytes(w * h);
-  for (let i = 0; i < w * h; i++) ring[i] = p.inner[i]! & (1 - p.innerCore[i]!);
-  const band = boxAny(ring, w, h, Math.max(1, Math.round(FEATURE_LOCK * p.size)));
-  const ends = browEnds(p);
-  for (let i = 0; i < w * h; i++) if (p.zoneOf[i] && !ends[i]) band[i] = 0;
-  return band;
-}
-
-/**
- * 1 on each brow zone's outer BROW_END of its length, along its long axis (the zone's principal
- * axis, so a rolled face's brows too), at the end away from the landmarks' hull's centre.
- */
-function browEnds(p: OcclusionPlanes): Uint8Array {
-  const w = p.width;
-  const n = w * p.height;
-  const out = bytes(n);
-  // Moments of the hull (slot 0) and of each zone (slot z).
-  const sums = new Float64Array(256 * 6);
-  const add = (o: number, x: number, y: number) => {
-    sums[o]! += 1;
-    sums[o + 1]! += x;
-    sums[o + 2]! += y;
-    sums[o + 3]! += x * x;
-    sums[o + 4]! += y * y;
-    sums[o + 5]! += x * y;
-  };
-  for (let i = 0; i < n; i++) {
-    const z = p.zoneOf[i]!;
-    if (!BROW[z] && !p.innerCore[i]) continue;
-    const x = i % w;
-    const y = (i - x) / w;
-    if (p.innerCore[i]) add(0, x, y);
-    if (BROW[z]) add(z * 6, x, y);
-  }
-  if (!sums[0]) return out;
-  const axis = new Float64Array(256 * 4); // ux, uy (outward), x, y of each brow zone
-  for (const z of BROW_ZONES) {
-    const [c, sx, sy, sxx, syy, sxy] = sums.subarray(z * 6, z * 6 + 6);
-    if (!c) continue;
-    const [x, y] = [sx! / c, sy! / c];
-    const angle = 0.5 * Math.atan2(2 * (sxy! / c - x * y), sxx! / c - x * x - (syy! / c - y * y));
-    const sign =
-      Math.sign((x - sums[1]! / sums[0]) * Math.cos(angle) + (y - sums[2]! / sums[0]) * Math.sin(angle)) || 1;
-    axis.set([sign * Math.cos(angle), sign * Math.sin(angle), x, y], z * 4);
-  }
-  // Each brow pixel's position along its brow, growing towards the outer end, and each brow's span.
-  const along = floats(n);
-  const lo = new Float64Array(256).fill(Infinity);
-  const hi = new Float64Array(256).fill(-Infinity);
-  for (let i = 0; i < n; i++) {
-    const z = p.zoneOf[i]!;
-    if (!BROW[z]) continue;
-    const x = i % w;
-    const t = (x - axis[z * 4 + 2]!) * axis[z * 4]! + ((i - x) / w - axis[z * 4 + 3]!) * axis[z * 4 + 1]!;
-    along[i] = t;
-    lo[z] = Math.min(lo[z]!, t);
-    hi[z] = Math.max(hi[z]!, t);
-  }
-  for (let i = 0; i < n; i++) {
-    const z = p.zoneOf[i]!;
-    if (BROW[z] && along[i]! >= hi[z]! - BROW_END * (hi[z]! - lo[z]!)) out[i] = 1;
-  }
-  return out;
 }
 
 /** 1 where the square of half-width `s` around a pixel holds any of `mask` (its dilation). */
@@ -483,10 +399,9 @@ function markOccluder(
   c: Component,
   queue: Int32Array,
   occluded: Uint8Array,
+  anywhere: boolean,
   area: { zones: Map<number, number>; inner: number },
-  temple: Uint8Array | undefined,
 ): void {
-  const anywhere = !temple;
   const cover = new Map<number, number>();
   let inInner = 0;
   for (let k = 0; k < c.count; k++) {
@@ -504,16 +419,10 @@ function markOccluder(
   for (let k = 0; k < c.count; k++) {
     const i = queue[k]!;
     if (onFeature?.[i]) continue;
-    // Crossing or not, it reaches into the ring around the landmarks and over a brow's outer end
-    // (temple hair there), in its own colour or darker (templeBand); dropThinOnFeatures then keeps
-    // only the lock's thick part on the brow. The README example's dark lock over a brow's end,
-    // dropped, took the source's window-lit skin: a pale wedge in the hair.
+    // Short of crossing, it still reaches into the ring around the landmarks (temple hair beside a
+    // brow's end), in its own colour.
+    if (p.inner[i] && !crosses && (p.innerCore[i] || p.zoneOf[i])) continue;
     const z = p.zoneOf[i]!;
-    if (temple?.[i] && lockColour(p, i, own)) {
-      occluded[i] = 1;
-      continue;
-    }
-    if (p.inner[i] && !crosses && (p.innerCore[i] || z)) continue;
     if (!z && (anywhere || !p.inner[i])) {
       occluded[i] = 1;
       continue;
@@ -641,15 +550,6 @@ function entryColour(p: OcclusionPlanes, c: Component, queue: Int32Array): Lab |
     if (n > 0) return { l: m.l / n, a: m.a / n, b: m.b / n };
   }
   return undefined;
-}
-
-/**
- * Whether pixel i is the colour of the lock `lock` (ZONE_DELTA_E), or darker in its hue: a lock's
- * core is darker than its mean, and lost to the skin there its holes broke the lock's thick part.
- */
-function lockColour(p: OcclusionPlanes, i: number, lock: Lab): boolean {
-  const dl = Math.max(0, p.lab[i * 3]! - lock.l);
-  return Math.hypot(dl, p.lab[i * 3 + 1]! - lock.a, p.lab[i * 3 + 2]! - lock.b) < ZONE_DELTA_E;
 }
 
 /** Whether pixel i is within ZONE_DELTA_E of the colour `own`. */
