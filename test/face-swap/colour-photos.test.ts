@@ -59,8 +59,7 @@ describe('colour on the sheet photos', () => {
       // The target's forehead there is blown (L* 90-96, a* and b* near 0; its skin below at b* 30).
       // Fitted as the target's colour, that white pulled the chroma surface to grey and past the
       // last skin on to blue: b* down to -3 there at 2x (a blue-grey patch). Fitted without the
-      // target's near-white pixels (recolor.ts unclippedSkin) and held to the range it spans over
-      // the skin it was fitted on, 9 and up.
+      // target's near-white pixels (recolor.ts unclippedSkin), 8 and up.
       expect(Math.min(...bs)).toBeGreaterThan(5);
     },
     LONG,

@@ -86,13 +86,13 @@ export function matchColour(
   const use = given ?? measured;
   transferStats(src.lab, c.covered, use.src, use.dst);
   // Lightness: a smooth surface (the target's broad light, none of its features). Chroma: first a
-  // quadratic surface (a coloured light across the source, which would tint one eye teal), held to
-  // the range it spans over the skin it was fitted on, then the local low-pass difference over skin
-  // only (a coloured light carries no identity); both only where the target's chroma is measured.
-  const fit = { step: 2, floors: [LOG_LIGHT_CUT, 3, 3] as const, clamp: [false, true, true] as const };
-  transferLighting(src.lab, dstLight, skin, c.covered, w, h, { ...fit, degrees: [LIGHT_DEGREE, -1, -1] });
+  // quadratic surface (a coloured light across the source, which would tint one eye teal), then
+  // the local low-pass difference over skin only (a coloured light carries no identity); both only
+  // where the target's chroma is measured (unclippedSkin).
+  const cuts = [LOG_LIGHT_CUT, 3, 3] as const;
+  transferLighting(src.lab, dstLight, skin, c.covered, w, h, [LIGHT_DEGREE, -1, -1], 2, cuts);
   const tint = unclippedSkin(dst.lab, skin);
-  transferLighting(src.lab, dstLight, tint, c.covered, w, h, { ...fit, degrees: [-1, CHROMA_DEGREE, CHROMA_DEGREE] });
+  transferLighting(src.lab, dstLight, tint, c.covered, w, h, [-1, CHROMA_DEGREE, CHROMA_DEGREE], 2, cuts);
   fromLogLightness(src.lab, c.covered);
   const inZone = featherMask(src.zones, w, h, Math.max(1, Math.round(c.margin)));
   limitChromaBands(src, dstLight, tint, c, inZone);
@@ -126,8 +126,10 @@ const NEAR_WHITE = 90;
  * light. sample5 face 3's forehead and cheek are blown (L* 92-98, a* and b* near 0 where the skin
  * around is at b* 30); fitted as the target's colour there, the chroma surface pulled the whole
  * upper left of the new face to grey and, past the last skin at the temple, on to blue (b* -15).
- * Without them the surface is fitted to the skin whose colour is measured and held to its range
- * (a face blown all over keeps the statistics' mean shift alone).
+ * Without them the surface and the low-pass follow the skin whose colour is measured, and carry
+ * it on over the blown part (a face blown all over keeps the statistics' mean shift alone). Held
+ * besides to the range it spans over the skin it was fitted on, the surface changed nothing there
+ * (b* within 1 unit at 2x).
  */
 function unclippedSkin(dstLab: Float32Array, skin: Float32Array): Float32Array {
   const out = copyOf(skin);

@@ -269,33 +269,7 @@ function fitSurface(B: PolyBasis, D: SurfaceData, floor: number): Float64Array |
   return fitPass(B, D, { coef: first.coef, cut })?.coef;
 }
 
-/**
- * Smallest weight of a sample that counts as support for a surface: its range over such samples is
- * what it may add elsewhere (supportedRange).
- */
-const SUPPORT_WEIGHT = 0.5;
-
-/**
- * The range the fitted surface spans over its supported samples (weight >= SUPPORT_WEIGHT). Beyond
- * them (a temple with no skin left to fit, the face's edge) a polynomial extrapolates freely: the
- * quadratic chroma surface of sample5 face 3 overshot to b* -15 at the temple beside its brow's end
- * (a blue-grey cast on a warm face). Undefined when no sample is supported.
- */
-function supportedRange(B: PolyBasis, coef: Float64Array, D: SurfaceData): [number, number] | undefined {
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (let y = 0; y < D.h; y += D.step) {
-    for (let x = 0; x < D.w; x += D.step) {
-      if (D.weight[y * D.w + x]! < SUPPORT_WEIGHT) continue;
-      const f = fillBasis(B, x, y, coef);
-      if (f < lo) lo = f;
-      if (f > hi) hi = f;
-    }
-  }
-  return lo <= hi ? [lo, hi] : undefined;
-}
-
-/** Adds the surface to `lab`'s channel where `use` is set, held to `range` when given. */
+/** Adds the surface to `lab`'s channel where `use` is set. */
 function addSurface(
   B: PolyBasis,
   coef: Float64Array,
@@ -304,12 +278,9 @@ function addSurface(
   use: Uint8Array,
   w: number,
   h: number,
-  range: readonly [number, number] | undefined,
 ) {
   // f(x, y) = Σ_i u^i (Σ_j c_ij v^j): per row a polynomial in u, so a few multiply-adds per pixel.
   const { d1, up, vp, ti, tj } = B;
-  const lo = range ? range[0] : -Infinity;
-  const hi = range ? range[1] : Infinity;
   const rowCoef = new Float64Array(d1);
   for (let y = 0; y < h; y++) {
     rowCoef.fill(0);
@@ -319,30 +290,18 @@ function addSurface(
       if (!use[i]) continue;
       let f = 0;
       for (let q = 0; q < d1; q++) f += rowCoef[q]! * up[x * d1 + q]!;
-      lab[i * 3 + c] = lab[i * 3 + c]! + (f < lo ? lo : f > hi ? hi : f);
+      lab[i * 3 + c] = lab[i * 3 + c]! + f;
     }
   }
 }
 
-/** How transferLighting fits its surfaces. */
-export interface LightingFit {
-  /** Polynomial degree per channel (negative: that channel is not corrected). */
-  degrees: readonly [number, number, number];
-  /** Sampling step of the fit (px). */
-  step: number;
-  /** The smallest robust cut per channel, in its units. */
-  floors: readonly [number, number, number];
-  /** Per channel: hold the surface to the range it spans over its supported samples (supportedRange). */
-  clamp: readonly [boolean, boolean, boolean];
-}
-
 /**
  * Lighting transfer: adds to `srcLab` (in place, where `use` is set) a smooth surface fitted to
- * dst − src over the pixels with weight > 0: a polynomial of `fit.degrees[c]` in x and y per channel,
+ * dst − src over the pixels with weight > 0: a polynomial of `degrees[c]` in x and y per channel,
  * fitted by weighted least squares, twice (the second time without pixels more than 2.5 robust
  * spreads off the first fit: a spot of make-up or a shadow edge the skin model let through). Pixels
- * are sampled on a grid `fit.step` apart, which is plenty for a handful of coefficients. `fit.floors`:
- * the smallest robust cut per channel, in its units (3 L* or a*b* units; recolor.ts fits lightness in
+ * are sampled on a grid `step` apart, which is plenty for a handful of coefficients. `floors`: the
+ * smallest robust cut per channel, in its units (3 L* or a*b* units; recolor.ts fits lightness in
  * ln(L* + 16)).
  */
 export function transferLighting(
@@ -352,15 +311,16 @@ export function transferLighting(
   use: Uint8Array,
   w: number,
   h: number,
-  fit: LightingFit,
+  degrees: readonly [number, number, number],
+  step = 2,
+  floors: readonly [number, number, number] = [3, 3, 3],
 ): void {
   for (let c = 0; c < 3; c++) {
-    if (fit.degrees[c]! < 0) continue; // that channel is not corrected here
-    const B = polyBasis(w, h, fit.degrees[c]!);
-    const data = { src: srcLab, dst: dstLab, weight, channel: c, w, h, step: fit.step };
-    const coef = fitSurface(B, data, fit.floors[c]!);
+    if (degrees[c]! < 0) continue; // that channel is not corrected here
+    const B = polyBasis(w, h, degrees[c]!);
+    const coef = fitSurface(B, { src: srcLab, dst: dstLab, weight, channel: c, w, h, step }, floors[c]!);
     // Nothing to fit: the original returned here, leaving this and later channels alone.
     if (!coef) return;
-    addSurface(B, coef, srcLab, c, use, w, h, fit.clamp[c] ? supportedRange(B, coef, data) : undefined);
+    addSurface(B, coef, srcLab, c, use, w, h);
   }
 }
