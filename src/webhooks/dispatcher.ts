@@ -168,7 +168,7 @@ export class WebhookDispatcher {
   /** Destinations the last claim left with due events (they get another claim when room frees up). */
   private readonly knownDue = new Set<string>();
   /** Where each destination's next claim starts. */
-  private readonly cursors = new ClaimCursors();
+  private readonly claimCursors = new ClaimCursors();
   private cursor = '';
   /**
    * The last look's most overdue claimable events filled its range (a backlog ahead of the rest):
@@ -337,18 +337,18 @@ export class WebhookDispatcher {
       if (free <= 0) break;
       if (!this.worthClaiming(name)) continue;
       const limit = Math.min(this.roomFor(name), free);
-      claims.push({ destination: name, limit, after: this.cursors.after(name, now) });
+      claims.push({ destination: name, limit, after: this.claimCursors.after(name, now) });
       free -= limit;
     }
     if (claims.length > 0) {
-      const epoch = this.cursors.epoch;
+      const epoch = this.claimCursors.epoch;
       const claimed = await claimDueEvents(store.db, store.dialect, {
         leaseOwner: this.id,
         leaseMs: this.leaseMs,
         now,
         destinations: claims,
       });
-      this.cursors.advance(claims, claimed, now, epoch);
+      this.claimCursors.advance(claims, claimed, now, epoch);
       const rows = await this.withEndpointSecrets(claimed, now);
       const got = new Map<string, number>();
       for (const row of rows) {
@@ -538,7 +538,7 @@ export class WebhookDispatcher {
 
   /** Hands a claimed event back unsent: due again at once (behind its destination's claim cursor). */
   private release(event: ClaimedEventRow): void {
-    this.cursors.rewind(event.destination ?? destinationOf(event.url));
+    this.claimCursors.rewind(event.destination ?? destinationOf(event.url));
     this.submit({ release: event.event_id, at: this.opts.clock.now() });
   }
 
