@@ -14,6 +14,7 @@ import { keepTargetGrey } from './grey.js';
 import { removeRedEye } from './redeye.js';
 import { mouthGap, OPEN_GAP } from './mouth.js';
 import { mouthHole } from './opening.js';
+import { showTargetLips } from './source-mouth.js';
 import { mirrorFace, mirrorLandmarks, prefersMirror } from './mirror.js';
 import { droppedJaw, FAR_TURN, liquifyOutline, outlineRing, pinnedAtFlat, reshapedJaw } from './outline.js';
 import { guardedJaw, othersOf } from './guard.js';
@@ -102,7 +103,7 @@ export interface SwapTuning {
 }
 
 /** Stages of a render that can be left out for measurement (colour, Poisson, occlusion: see SwapOptions). */
-export type SwapStage = 'redeye' | 'hairFill' | 'detail' | 'mouthHole';
+export type SwapStage = 'redeye' | 'hairFill' | 'detail' | 'mouthHole' | 'sourceMouth';
 
 /**
  * Round 3 (contact sheet, 24 faces, with the red-eye and hair fill fixes): forehead 0.1 -> 0.2 and
@@ -741,5 +742,7 @@ function renderFace(
   // Its inner lip line, and the opening wherever the pixels show it wider than the landmarks draw it (opening.ts).
   const hole = skip('mouthHole') ? undefined : mouthHole(target, targetLm, region, size);
   if (hole) for (let i = 0; i < n; i++) alpha[i] = alpha[i]! * (1 - hole[i]!);
+  // A closed one: the target's own lips wherever the source's opening (its teeth) lands (source-mouth.ts).
+  else if (!skip('sourceMouth')) showTargetLips(target, targetLm, placed, region, face);
   return { region, face, alpha, stats: measured };
 }
