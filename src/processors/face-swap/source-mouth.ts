@@ -12,6 +12,7 @@ import { labToRgb, rgbToLab } from './color.js';
 import { boundingRegion, faceSize, type Region } from './geometry.js';
 import { featherMask, rasterizePolygon } from './mask.js';
 import { floats } from './scratch.js';
+import { mouthGap, OPEN_GAP } from './mouth.js';
 import type { Point, RgbImage } from './types.js';
 import { warpPiecewiseAffine } from './warp.js';
 
@@ -212,16 +213,17 @@ export function warpedOpening(w: MouthWarp, region: Region, size: number): Float
   return out;
 }
 
-/** Mean L*a*b* of `lab` where `use` is set (undefined if nowhere). */
-function meanLab(lab: Float32Array, use: (i: number) => boolean, n: number): [number, number, number] | undefined {
-  const m = [0, 0, 0];
-  let k = 0;
-  for (let i = 0; i < n; i++) {
-    if (!use(i)) continue;
-    for (let c = 0; c < 3; c++) m[c]! += lab[i * 3 + c]!;
-    k++;
-  }
-  return k ? [m[0]! / k, m[1]! / k, m[2]! / k] : undefined;
+/** Mean L*a*b* of the more chromatic half of `lab` where `use` is set: the lips, not teeth or a highlight (undefined if nowhere). */
+function lipMean(lab: Float32Array, use: Uint8Array): [number, number, number] | undefined {
+  const idx: number[] = [];
+  for (let i = 0; i < use.length; i++) if (use[i]) idx.push(i);
+  if (!idx.length) return undefined;
+  const chroma = (i: number) => Math.hypot(lab[i * 3 + 1]!, lab[i * 3 + 2]!);
+  idx.sort((a, b) => chroma(b) - chroma(a));
+  const half = idx.slice(0, Math.max(1, idx.length >> 1));
+  const m: [number, number, number] = [0, 0, 0];
+  for (const i of half) for (let c = 0; c < 3; c++) m[c] = m[c]! + lab[i * 3 + c]! / half.length;
+  return m;
 }
 
 /**
@@ -247,8 +249,8 @@ export function showTargetLips(
   const lab = rgbToLab(rgb);
   const newLips = rasterizePolygon(w.dstPts.slice(48, 60), region);
   const oldLips = rasterizePolygon(targetLm.slice(48, 60), region);
-  const to = meanLab(rgbToLab(face), (i) => newLips[i] === 1 && opening[i] === 0, n);
-  const from = meanLab(lab, (i) => oldLips[i] === 1 && opening[i]! > 0.5, n);
+  const to = lipMean(rgbToLab(face), newLips);
+  const from = lipMean(lab, oldLips);
   if (to && from) {
     for (let i = 0; i < n; i++) if (oldLips[i]) for (let c = 0; c < 3; c++) lab[i * 3 + c]! += to[c]! - from[c]!;
   }
@@ -258,4 +260,14 @@ export function showTargetLips(
     if (m > 0) face[i] = face[i]! * (1 - m) + Math.min(255, Math.max(0, shown[i]!)) * m;
   }
   return true;
+}
+
+/**
+ * Whether a swap onto `targetLm` closes the source's mouth: the target's is closed and the source
+ * shows an opening. Then the destination's mouth is the target's own (its expression: the source's
+ * lips onto its lip bands; a smile's outline taken from the source drew a grin around the target's
+ * closed lips), and showTargetLips covers where the source's opening lands.
+ */
+export function closesOnTarget(src: RgbImage, srcLm: readonly Point[], targetLm: readonly Point[]): boolean {
+  return mouthGap(targetLm, faceSize(targetLm)) < OPEN_GAP && sourceOpening(src, srcLm.slice(0, 68)) !== undefined;
 }

@@ -14,7 +14,7 @@ import { keepTargetGrey } from './grey.js';
 import { removeRedEye } from './redeye.js';
 import { mouthGap, OPEN_GAP } from './mouth.js';
 import { mouthHole } from './opening.js';
-import { showTargetLips } from './source-mouth.js';
+import { closesOnTarget, showTargetLips } from './source-mouth.js';
 import { mirrorFace, mirrorLandmarks, prefersMirror } from './mirror.js';
 import { droppedJaw, FAR_TURN, liquifyOutline, outlineRing, pinnedAtFlat, reshapedJaw } from './outline.js';
 import { guardedJaw, othersOf } from './guard.js';
@@ -424,12 +424,15 @@ async function placeSource(
   // Turned the other way from the target: the source mirrored shows the side the target shows.
   if (prefersMirror(srcLm, targetLm, tuning.mirror)) ({ image: source, lm: srcLm } = mirrorFace(source, srcLm));
   let srcPts = extendForehead(srcLm, tuning.forehead);
+  // A smiling source onto a closed mouth: the target's mouth is the destination's (source-mouth.ts).
+  const closing = !tuning.skip?.includes('sourceMouth') && closesOnTarget(source, srcLm, targetLm);
   // Keep as much of the source's proportions as the geometry allows: a source face much longer or
   // wider than the target's could push its features across the fixed outline and fold triangles
   // over (mirrored patches). Some folding comes from pose differences whatever `shape` is, so
   // `shape` is halved only while it folds noticeably more of the face than shape 0 would.
   const at = (shape: number) => {
     const dst = destinationPoints(srcLm, targetLm, { ...tuning, shape });
+    if (closing) dst.splice(48, 20, ...targetLm.slice(48, 68));
     const tris = triangulate(dst);
     return { dst, tris, folded: foldedFraction(srcPts, dst, tris) };
   };
