@@ -167,8 +167,25 @@ function keepOpenings(mask: Uint8Array, region: Region, lm: readonly Point[]): v
   }
 }
 
+/** The source's opening, by image and landmarks: video swaps one source into every frame. */
+const lastOpening = new WeakMap<Uint8Array, { key: string; found: SourceOpening | undefined }>();
+
+interface SourceOpening {
+  region: Region;
+  open: Uint8Array;
+}
+
 /** The source's opening (1) over `region` of `img`, or undefined when it shows none. */
-export function sourceOpening(img: RgbImage, lm: readonly Point[]): { region: Region; open: Uint8Array } | undefined {
+export function sourceOpening(img: RgbImage, lm: readonly Point[]): SourceOpening | undefined {
+  const key = `${img.width}x${img.height}:${lm.map((p) => `${p.x},${p.y}`).join(';')}`;
+  const hit = lastOpening.get(img.data);
+  if (hit?.key === key) return hit.found;
+  const found = readOpening(img, lm);
+  lastOpening.set(img.data, { key, found });
+  return found;
+}
+
+function readOpening(img: RgbImage, lm: readonly Point[]): SourceOpening | undefined {
   const size = faceSize(lm);
   const region = boundingRegion(lm.slice(48, 60), 0.13 * size, img.width, img.height);
   if (region.width < 4 || region.height < 4) return undefined;
@@ -227,9 +244,10 @@ function lipMean(lab: Float32Array, use: Uint8Array): [number, number, number] |
 }
 
 /**
- * On a closed target mouth, the target's own pixels where the source's opening landed (`face`, the
- * new face over `region`, in place): its lips there shifted (L*a*b* means) to the new lips' colour
- * beside them (the destination's outer lip line, outside the opening). Returns whether anything changed.
+ * On a closed target mouth whose destination is the target's own (closesOnTarget), the target's own
+ * pixels where the source's opening landed (`face`, the new face over `region`, in place): its lips
+ * there moved (L*a*b*) from their mean to the new lips' (the more chromatic half of each). Returns
+ * whether anything changed.
  */
 export function showTargetLips(
   target: RgbImage,
@@ -238,6 +256,9 @@ export function showTargetLips(
   region: Region,
   face: Float32Array,
 ): boolean {
+  // Only where placeSource closed the mouth (closesOnTarget): the destination's mouth is the target's.
+  for (let i = 48; i < 68; i++)
+    if (w.dstPts[i]!.x !== targetLm[i]!.x || w.dstPts[i]!.y !== targetLm[i]!.y) return false;
   const opening = warpedOpening(w, region, faceSize(targetLm));
   if (!opening) return false;
   const n = region.width * region.height;
