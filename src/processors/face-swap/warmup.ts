@@ -17,6 +17,20 @@ import { swapLevelled } from './level.js';
 import { runFaceSwap } from './pipeline.js';
 import type { Point, RgbImage } from './types.js';
 
+/**
+ * Detaches a small ArrayBuffer (transfers it), once per thread, before any warm-up. V8 compiles
+ * typed-array code on the promise that no buffer of the isolate has ever been detached (its
+ * ArrayBuffer detaching protector); the first transfer away (a swap thread moving its frame
+ * back, the job sending a frame region) breaks that promise and throws away every optimised
+ * function of the thread, which the first job then compiles again: on bench/video.ts, ~700
+ * functions recompiled and ~0.7 CPU-s per video second, most of a first job's excess over a
+ * second one. Broken here, it is broken before anything is compiled.
+ */
+export function detachOnce(): void {
+  const buffer = new ArrayBuffer(8);
+  structuredClone(buffer, { transfer: [buffer] });
+}
+
 const SIDE = 384;
 /** The synthetic picture's middle, where the landmark net is run once. */
 const CENTRE = { x: SIDE / 4, y: SIDE / 4, width: SIDE / 2, height: SIDE / 2 } as const;
@@ -75,7 +89,7 @@ const TEMPLATE = [
 ];
 
 /** TEMPLATE as a face `face` px wide in the middle of a `side` px picture. */
-function templateFace(side: number, face: number): Point[] {
+export function templateFace(side: number, face: number): Point[] {
   const o = (side - face) / 2;
   return Array.from({ length: 68 }, (_, i) => ({
     x: o + (TEMPLATE[2 * i]! * face) / 1000,
@@ -106,7 +120,7 @@ export async function warmSwap(): Promise<void> {
 const REAL_SWAP_ROUNDS = 2;
 
 /** One of face-api's demo photos, or undefined if the package has none. */
-function demoPhoto(name: string): Promise<Buffer | undefined> {
+export function demoPhoto(name: string): Promise<Buffer | undefined> {
   return readFile(faceApiDemoPhoto(name)).catch(() => undefined);
 }
 
@@ -130,7 +144,7 @@ export async function warmRealSwap(rounds = REAL_SWAP_ROUNDS): Promise<void> {
 }
 
 /** Where TEMPLATE's face is in face-api's demo photo sample6.jpg: the square its landmarks span (px). */
-const TEMPLATE_IN_SAMPLE6 = { left: 665, top: 403, side: 216 } as const;
+export const TEMPLATE_IN_SAMPLE6 = { left: 665, top: 403, side: 216 } as const;
 
 /**
  * Swaps on a real face without the face models (the video swap threads have none): sample6's face

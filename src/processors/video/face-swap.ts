@@ -6,6 +6,7 @@
  * regions pasted back, go in order through a second pipe into the encoder, which muxes in the
  * target's (or the `audio` slot's) soundtrack.
  */
+import { detachOnce } from '../face-swap/warmup.js';
 import path from 'node:path';
 import '../sharp.js'; // loaded by the main thread before any worker thread (see sharp.ts)
 import { JobError } from '../../errors.js';
@@ -641,6 +642,8 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
     run,
     checkInput: checkFaceInput,
     warmup: async () => {
+      // This thread transfers every frame region to a swap thread: see detachOnce.
+      detachOnce();
       await Promise.all([modelPool.warmup(), swapPool.warmup()]);
     },
     close: async () => {
