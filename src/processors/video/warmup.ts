@@ -11,12 +11,16 @@ import { DEFAULT_MAX_PIXELS } from '../face-swap/options.js';
 import { withoutSourceHair, type ColorStats } from '../face-swap/swap.js';
 import { demoPhoto, TEMPLATE_IN_SAMPLE6, templateFace } from '../face-swap/warmup.js';
 import { FRAME_TUNING, swapFrame } from './frame-swap.js';
-import { cropFrame, shiftPoints, swapRegion } from './region.js';
+import { cropFrame, sharedImage, shiftPoints, swapRegion } from './region.js';
 
 /** Frames swapped on each swap thread. */
 export const FRAME_ROUNDS = 8;
-/** The source and the target face enlarged from the demo photo's (216 px square): a prepared source, a 720p face. */
-const SOURCE_SCALE = 1.5;
+/**
+ * The source as the demo photo has it (216 px square, about a prepared source's size) and the target
+ * enlarged twice (a 720p face). A larger source (1.5×) grew the thread's scratch arena past what a
+ * job's frames need: +30 MB of RSS after the warm-up, peak RSS of a job over 600 MB.
+ */
+const SOURCE_SCALE = 1;
 const TARGET_SCALE = 2;
 /** Landmark jitter per frame (px, over 4 frames), as tracking leaves it: each frame falls between pixels differently. */
 const JITTER = 0.7;
@@ -36,7 +40,7 @@ export async function warmFrameSwaps(rounds = FRAME_ROUNDS): Promise<number> {
     resizeRegion(photo, around, Math.round(k * around.width), Math.round(k * around.height));
   const [src, target] = await Promise.all([enlarged(SOURCE_SCALE), enlarged(TARGET_SCALE)]);
   const srcLandmarks = templateFace(src.width, SOURCE_SCALE * side);
-  const source = withoutSourceHair(src, srcLandmarks, FRAME_TUNING);
+  const source = sharedImage(withoutSourceHair(src, srcLandmarks, FRAME_TUNING));
   const lm = templateFace(target.width, TARGET_SCALE * side);
   let stats: ColorStats | undefined;
   let measured = 0;
@@ -45,7 +49,10 @@ export async function warmFrameSwaps(rounds = FRAME_ROUNDS): Promise<number> {
     const r = swapRegion([moved], target.width, target.height);
     const frame = cropFrame(target, r);
     const faces = [{ landmarks: shiftPoints(moved, -r.left, -r.top), stats }];
-    const out = await swapFrame({ frame, faces, source, srcLandmarks, blend: 'poisson', colorCorrection: true });
+    const task = { frame, faces, source, srcLandmarks, blend: 'poisson' as const, colorCorrection: true };
+    // As a job's task arrives: cloned (its points and statistics are objects of the clone's own
+    // shapes, which the swap's code must have seen), the frame transferred, the source shared.
+    const out = await swapFrame(structuredClone(task, { transfer: [frame.data.buffer] }));
     if (out[0]) measured++;
     stats = out[0] ?? stats;
   }
