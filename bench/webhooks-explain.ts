@@ -193,7 +193,8 @@ await db
 const conn = sqliteHandle(db);
 if (conn) {
   const params: Record<keyof typeof SQLITE_DIRECT_SQL, unknown[]> = {
-    pick: ['http://p7.example', NOW, NOW, 16],
+    // After a cursor (the dispatcher's claims while a destination's claims come back full).
+    pick: ['http://p7.example', NOW - 100_000 + 5_000, 'p5000', NOW, NOW, 16],
     lease: ['X', NOW + 1000, '[1, 2, 3]'],
     insertAttempt: ['p7', 'p7', NOW, 1, 200, null, 1, 0],
     moveOn: ['delivered', null, NOW, 'p7', 'X', 0],
@@ -235,17 +236,22 @@ async function explainGeneric(name: string, text: string, types: string, values:
     });
 }
 if (pg) {
-  console.log('--- claim, generic plan (dead: 16, p7: 4)');
+  console.log('--- claim, generic plan (dead: 16 after its 5,000th event, p7: 4)');
   const spec = {
     leaseOwner: 'X',
     leaseMs: 1000,
     now: NOW,
     destinations: [
-      { destination: 'http://dead.example', limit: 16 },
+      { destination: 'http://dead.example', limit: 16, after: { at: NOW - 100_000 + 5_000, eventId: 'p5000' } },
       { destination: 'http://p7.example', limit: 4 },
     ],
   };
-  await explainGeneric('claim', PG_CLAIM.text, 'text[], int[], bigint, text, bigint', pgClaimParams(spec)!);
+  await explainGeneric(
+    'claim',
+    PG_CLAIM.text,
+    'text[], int[], bigint, text, bigint, bigint[], text[]',
+    pgClaimParams(spec)!,
+  );
 }
 console.log('--- record');
 {

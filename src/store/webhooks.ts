@@ -29,13 +29,26 @@ const CLAIMED_COLUMNS = [
   'body',
   'attempts',
   'endpoint_id',
+  // With event_id, where the destination's next claim starts (DestinationClaim.after).
+  'next_attempt_at',
 ] as const;
 /** A claimed event; its lease's end is the claim's, the same for every row (set here, not read back). */
 export type ClaimedEventRow = Pick<WebhookEventRow, (typeof CLAIMED_COLUMNS)[number]> & { lease_expires_at: number };
-/** (destination, now, now, limit) */
-type PickParams = [string, number, number, number];
+/** (destination, cursor's next_attempt_at, cursor's event_id, now, now, limit) */
+type PickParams = [string, number, string, number, number, number];
 /** CLAIMED_COLUMNS' values, in order (a claim's row as an array). */
-type ClaimedValues = [string, string, string, string, string | null, string | null, string, number, string | null];
+type ClaimedValues = [
+  string,
+  string,
+  string,
+  string,
+  string | null,
+  string | null,
+  string,
+  number,
+  string | null,
+  number | null,
+];
 /** SQLite's pick: CLAIMED_COLUMNS' values, then the row's rowid. */
 type ClaimedTuple = [...ClaimedValues, number];
 
@@ -53,6 +66,7 @@ const claimed = (t: ClaimedValues | ClaimedTuple, lease: number): ClaimedEventRo
   body: t[6],
   attempts: t[7],
   endpoint_id: t[8],
+  next_attempt_at: t[9],
   lease_expires_at: lease,
 });
 const claimedColumns = (t: string) => sql.raw(CLAIMED_COLUMNS.map((c) => `${t}.${c}`).join(', '));
@@ -81,9 +95,9 @@ const directStatements = new WeakMap<SQLite.Database, DirectStatements>();
 /** The texts of DirectStatements (exported for bench/webhooks-explain.ts, which prints their plans). */
 export const SQLITE_DIRECT_SQL: Readonly<Record<keyof DirectStatements, string>> = {
   pick: `SELECT ${CLAIMED_COLUMNS.join(', ')}, rowid FROM webhook_events
-    WHERE destination = ? AND state = 'pending' AND next_attempt_at <= ?
+    WHERE destination = ? AND state = 'pending' AND (next_attempt_at, event_id) > (?, ?) AND next_attempt_at <= ?
       AND (lease_expires_at IS NULL OR lease_expires_at < ?)
-    ORDER BY next_attempt_at LIMIT ?`,
+    ORDER BY next_attempt_at, event_id LIMIT ?`,
   // The lease alone changes (no updated_at): the row's indexes stay as they are.
   lease: `UPDATE webhook_events SET lease_owner = ?, lease_expires_at = ?
     WHERE rowid IN (SELECT value FROM json_each(?))`,
@@ -260,7 +274,23 @@ export interface DestinationClaim {
   destination: string;
   /** At most this many of its due events. */
   limit: number;
+  /**
+   * Only events after this one, in claim order (next_attempt_at, then event_id): the last event
+   * this dispatcher claimed there, so that the claim does not step over the ones it still holds.
+   * Events before it (handed back, or another dispatcher's whose lease expired) are not claimed:
+   * the caller leaves it out now and then. SQLite's Kysely form (in a caller's transaction) ignores it.
+   */
+  after?: ClaimCursor;
 }
+
+/** A position in a destination's claim order. */
+export interface ClaimCursor {
+  at: number;
+  eventId: string;
+}
+
+/** Where a claim starts without a cursor: before every event (times are positive, ids non-empty). */
+const START: ClaimCursor = { at: -1, eventId: '' };
 
 export interface ClaimSpec {
   /** The dispatcher taking the leases. */
@@ -309,12 +339,14 @@ function claimDirect(d: Direct, spec: ClaimSpec, lease: number): ClaimedEventRow
   const claimedRows = d.conn
     .transaction(() => {
       const rows: ClaimedEventRow[] = [];
-      for (const { destination, limit } of spec.destinations) {
+      for (let i = 0; i < spec.destinations.length; i++) {
+        const { destination, limit } = spec.destinations[i]!;
         if (limit <= 0) continue;
-        const picked = d.st.pick.all(destination, now, now, limit);
+        const after = spec.destinations[i]!.after ?? START;
+        const picked = d.st.pick.all(destination, after.at, after.eventId, now, now, limit);
         if (picked.length === 0) continue;
         // Leased before the next destination's pick, so a destination named twice is not claimed twice.
-        d.st.lease.run(owner, lease, JSON.stringify(picked.map((t) => t[9])));
+        d.st.lease.run(owner, lease, JSON.stringify(picked.map((t) => t[10])));
         for (const t of picked) rows.push(claimed(t, lease));
       }
       return rows;
@@ -326,7 +358,8 @@ function claimDirect(d: Direct, spec: ClaimSpec, lease: number): ClaimedEventRow
 
 /**
  * PostgreSQL's claim, one named statement whatever the batch: $1 the destinations (text[]), $2
- * their limits (int[]), $3 now, $4 the lease's owner, $5 its end. The rows come back in
+ * their limits (int[]), $3 now, $4 the lease's owner, $5 its end, $6 and $7 their cursors'
+ * next_attempt_at (bigint[]) and event_id (text[]), the index's range starting after them. The rows come back in
  * CLAIMED_COLUMNS' order. The leases are written through the locked rows' ctid (locked, a row
  * keeps it until the statement ends), a TID fetch instead of a primary-key descent per row.
  * Its commit does not wait for the WAL flush (`synchronous_commit` off for this transaction only;
@@ -337,15 +370,16 @@ function claimDirect(d: Direct, spec: ClaimSpec, lease: number): ClaimedEventRow
  * duplicate: deliveries are at least once).
  */
 export const PG_CLAIM: NamedStatement = {
-  name: 'webhooks_claim_3',
+  name: 'webhooks_claim_4',
   text: `WITH unflushed AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true)),
     picked AS MATERIALIZED (
-      SELECT c.tid FROM unflushed, webhook_claim_rooms($1::text[], $2::int[]) AS d
+      SELECT c.tid FROM unflushed, webhook_claim_rooms($1::text[], $2::int[], $6::bigint[], $7::text[]) AS d
       CROSS JOIN LATERAL (
         SELECT w.ctid AS tid FROM webhook_events w
-        WHERE w.destination = d.destination AND w.state = 'pending' AND w.next_attempt_at <= $3
+        WHERE w.destination = d.destination AND w.state = 'pending'
+          AND (w.next_attempt_at, w.event_id) > (d.after_at, d.after_id) AND w.next_attempt_at <= $3
           AND (w.lease_expires_at IS NULL OR w.lease_expires_at < $3)
-        ORDER BY w.next_attempt_at LIMIT d.room
+        ORDER BY w.next_attempt_at, w.event_id LIMIT d.room
         FOR UPDATE SKIP LOCKED
       ) c
     )
@@ -366,6 +400,8 @@ export function pgClaimParams(spec: ClaimSpec): unknown[] | undefined {
     spec.now,
     spec.leaseOwner,
     spec.now + spec.leaseMs,
+    wanted.map((d) => (d.after ?? START).at),
+    wanted.map((d) => (d.after ?? START).eventId),
   ];
 }
 

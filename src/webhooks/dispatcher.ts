@@ -28,6 +28,7 @@ import {
   type DisabledEndpoint,
   type EndpointOutcome,
 } from '../store/webhook-endpoints.js';
+import { ClaimCursors } from './claim-cursors.js';
 import { destinationOf } from './events.js';
 import type { Attempt, AttemptResult } from './attempt.js';
 import type { Deliverable, WebhookSender } from './send.js';
@@ -166,6 +167,8 @@ export class WebhookDispatcher {
   private readonly held = new Map<string, Destination>();
   /** Destinations the last claim left with due events (they get another claim when room frees up). */
   private readonly knownDue = new Set<string>();
+  /** Where each destination's next claim starts. */
+  private readonly claimCursors = new ClaimCursors();
   private cursor = '';
   /**
    * The last look's most overdue claimable events filled its range (a backlog ahead of the rest):
@@ -250,7 +253,7 @@ export class WebhookDispatcher {
     this.stopping = true;
     this.opts.signals.off(WAKE_SIGNAL, this.onWake);
     await this.loop.stop();
-    for (const d of this.held.values()) for (const e of d.queue.splice(0)) this.release(e.event_id);
+    for (const d of this.held.values()) for (const e of d.queue.splice(0)) this.release(e);
     const all = this.inFlight.size === 0 ? Promise.resolve() : new Promise<void>((r) => (this.onIdle = r));
     const graceOver = new AbortController();
     await Promise.race([all, Wakeable.sleep(graceMs, graceOver.signal)]);
@@ -334,19 +337,19 @@ export class WebhookDispatcher {
       if (free <= 0) break;
       if (!this.worthClaiming(name)) continue;
       const limit = Math.min(this.roomFor(name), free);
-      claims.push({ destination: name, limit });
+      claims.push({ destination: name, limit, after: this.claimCursors.after(name, now) });
       free -= limit;
     }
     if (claims.length > 0) {
-      const rows = await this.withEndpointSecrets(
-        await claimDueEvents(store.db, store.dialect, {
-          leaseOwner: this.id,
-          leaseMs: this.leaseMs,
-          now,
-          destinations: claims,
-        }),
+      const epoch = this.claimCursors.epoch;
+      const claimed = await claimDueEvents(store.db, store.dialect, {
+        leaseOwner: this.id,
+        leaseMs: this.leaseMs,
         now,
-      );
+        destinations: claims,
+      });
+      this.claimCursors.advance(claims, claimed, now, epoch);
+      const rows = await this.withEndpointSecrets(claimed, now);
       const got = new Map<string, number>();
       for (const row of rows) {
         const name = row.destination ?? destinationOf(row.url);
@@ -407,7 +410,7 @@ export class WebhookDispatcher {
     for (const row of rows) {
       const ep = row.endpoint_id ? endpoints.get(row.endpoint_id) : undefined;
       if (!row.endpoint_id) out.push(row);
-      else if (!ep || ep.status !== 'enabled') this.release(row.event_id);
+      else if (!ep || ep.status !== 'enabled') this.release(row);
       else {
         const previous = ep.previous_secret && Number(ep.previous_secret_expires_at) > now ? [ep.previous_secret] : [];
         out.push({ ...row, secret: ep.secret, previousSecrets: previous });
@@ -427,7 +430,7 @@ export class WebhookDispatcher {
         const event = d.queue.shift()!;
         if (event.lease_expires_at - clock.now() < timeoutMs + LEASE_RESERVE_MS) {
           // Waited too long behind slow attempts: hand it back rather than risk a second sender.
-          this.release(event.event_id);
+          this.release(event);
           continue;
         }
         this.launch(name, d, event);
@@ -477,7 +480,7 @@ export class WebhookDispatcher {
   /** Aborted at shutdown: handed back, no attempt recorded. */
   private abandoned(event: Claimed, err: unknown): void {
     if (!(err instanceof Shutdown)) throw err;
-    this.release(event.event_id);
+    this.release(event);
     this.opts.log.info(
       { event_id: event.event_id, job_uuid: event.job_uuid, attempt: event.attempts + 1 },
       'webhook attempt abandoned at shutdown; it will be retried',
@@ -533,9 +536,10 @@ export class WebhookDispatcher {
     }
   }
 
-  /** Hands a claimed event back unsent: due again at once. */
-  private release(eventId: string): void {
-    this.submit({ release: eventId, at: this.opts.clock.now() });
+  /** Hands a claimed event back unsent: due again at once (behind its destination's claim cursor). */
+  private release(event: ClaimedEventRow): void {
+    this.claimCursors.rewind(event.destination ?? destinationOf(event.url));
+    this.submit({ release: event.event_id, at: this.opts.clock.now() });
   }
 
   /** Recording is in the background: the slot is already free for the next attempt. */

@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
 import pg from 'pg';
+import { openStore } from '../../src/store/db.js';
+import type { Store } from '../../src/store/store.js';
 import { ADMIN_URL, postgresReachable } from './pg-admin.js';
 import { tempDir } from './service.js';
 
@@ -42,4 +45,14 @@ export async function storeEnv(dataDir = tempDir()): Promise<Record<string, stri
   return TEST_DB === 'postgres'
     ? { DATA_DIR: dataDir, DATABASE_URL: await createTestDatabase(), DATABASE_POOL_SIZE: '4' }
     : { DATA_DIR: dataDir };
+}
+
+/** A fresh database's URL for TEST_DB: a new PostgreSQL database, or a SQLite file in a new temp dir. */
+export async function testStoreUrl(prefix = 'mj-store-'): Promise<string> {
+  return TEST_DB === 'postgres' ? createTestDatabase() : `sqlite:${path.join(tempDir(prefix), 'db.sqlite')}`;
+}
+
+/** A store on a fresh database for TEST_DB (migrated); the caller closes it. */
+export async function testStore(prefix?: string): Promise<Store> {
+  return openStore(await testStoreUrl(prefix));
 }

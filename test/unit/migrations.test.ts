@@ -33,6 +33,7 @@ const RELEASED = [
   '014_webhook_claim_rooms',
   '015_webhook_attempts_logged',
   '016_webhook_events_job_hash',
+  '017_webhook_claim_cursor',
 ];
 /** The migrations after the fixtures' databases were taken. */
 const SINCE_FIXTURES = [
@@ -41,6 +42,7 @@ const SINCE_FIXTURES = [
   '014_webhook_claim_rooms',
   '015_webhook_attempts_logged',
   '016_webhook_events_job_hash',
+  '017_webhook_claim_cursor',
 ];
 
 const fixture = (name: string) => fs.readFileSync(new URL(`fixtures/${name}`, import.meta.url), 'utf8');

@@ -1,15 +1,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import path from 'node:path';
 import pino from 'pino';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { Signals } from '../../src/signals.js';
-import { openStore } from '../../src/store/db.js';
 import type { Store } from '../../src/store/store.js';
 import type { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import { WebhookSender } from '../../src/webhooks/send.js';
 import * as webhookStore from '../../src/store/webhooks.js';
-import { createTestDatabase, dropTestDatabases, TEST_DB } from '../helpers/db.js';
-import { tempDir, waitFor } from '../helpers/service.js';
+import { dropTestDatabases, testStore } from '../helpers/db.js';
+import { waitFor } from '../helpers/service.js';
 import { webhookEventRow } from '../helpers/webhook-events.js';
 
 // The dispatcher's pages of destinations (pendingDestinations), counted.
@@ -50,11 +48,7 @@ async function receiver(answer: 'ok' | 'never'): Promise<{ origin: string; ids: 
 }
 
 async function freshStore(): Promise<Store> {
-  const url =
-    TEST_DB === 'postgres'
-      ? await createTestDatabase()
-      : `sqlite:${path.join(tempDir('mj-webhook-looks-'), 'db.sqlite')}`;
-  const store = await openStore(url);
+  const store = await testStore('mj-webhook-looks-');
   cleanup.push(() => store.close());
   return store;
 }

@@ -1,15 +1,13 @@
 import { createServer, type Server } from 'node:http';
-import path from 'node:path';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/clock.js';
 import { Signals } from '../../src/signals.js';
-import { openStore } from '../../src/store/db.js';
 import type { Store } from '../../src/store/store.js';
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import { WebhookSender } from '../../src/webhooks/send.js';
-import { createTestDatabase, dropTestDatabases, TEST_DB } from '../helpers/db.js';
-import { tempDir, waitFor } from '../helpers/service.js';
+import { dropTestDatabases, testStore } from '../helpers/db.js';
+import { waitFor } from '../helpers/service.js';
 import { webhookEventRow } from '../helpers/webhook-events.js';
 
 // The dispatcher's own sleeps: none may outlast an event that is due. The poll here is longer
@@ -45,11 +43,7 @@ async function insertEvent(store: Store, id: string, origin: string, dueAt: numb
 
 describe('webhook dispatcher wake-ups', () => {
   it('sends an event at its due time even when it falls due right after a look at the table', async () => {
-    const url =
-      TEST_DB === 'postgres'
-        ? await createTestDatabase()
-        : `sqlite:${path.join(tempDir('mj-webhook-wakeups-'), 'db.sqlite')}`;
-    const store = await openStore(url);
+    const store = await testStore('mj-webhook-wakeups-');
     cleanup.push(() => store.close());
     const rx = await receiver();
 

@@ -16,7 +16,7 @@ import {
   type ClaimedEventRow,
   type ScheduledOutcome,
 } from '../../src/store/webhooks.js';
-import { storeEnv, TEST_DB } from '../helpers/db.js';
+import { testStoreUrl, TEST_DB } from '../helpers/db.js';
 import { tempDir } from '../helpers/service.js';
 import { webhookEventRow } from '../helpers/webhook-events.js';
 
@@ -62,8 +62,7 @@ const LEASE = 1_000;
 
 beforeAll(async () => {
   // Two stores on one database (a SQLite file, or PostgreSQL in that run): two dispatcher processes.
-  const env = await storeEnv(tempDir('mj-webhook-store-'));
-  const url = env.DATABASE_URL ?? `sqlite:${path.join(env.DATA_DIR!, 'db.sqlite')}`;
+  const url = await testStoreUrl('mj-webhook-store-');
   a = await openStore(url);
   b = await openStore(url);
 });
@@ -254,6 +253,32 @@ describe('webhook outbox batches', () => {
       destinations: [{ destination: 'http://dead.example', limit: 2 }],
     });
     expect(other.map((e) => e.event_id)).toEqual(['dead04', 'dead05']);
+  });
+
+  it('claims after a cursor: the events following it in (next_attempt_at, event_id) order, ties included', async () => {
+    const T = T1 + 50_000;
+    // Three events due at the same millisecond (one statement makes many due at once), two after.
+    for (const id of ['cur-b', 'cur-a', 'cur-c']) await insertEvent(id, 'http://cursor.example', T - 100);
+    await insertEvent('cur-d', 'http://cursor.example', T - 50);
+    await insertEvent('cur-e', 'http://cursor.example', T - 10);
+    const claim = (limit: number, after?: { at: number; eventId: string }) =>
+      claimDueEvents(a.db, a.dialect, {
+        leaseOwner: 'A',
+        leaseMs: 60_000,
+        now: T,
+        destinations: [{ destination: 'http://cursor.example', limit, after }],
+      });
+    const first = await claim(2);
+    expect(first.map((e) => e.event_id).sort()).toEqual(['cur-a', 'cur-b']);
+    expect(first.map((e) => e.next_attempt_at)).toEqual([T - 100, T - 100]);
+    // After cur-b (its tie cur-c follows it); the released cur-a, behind the cursor, is not taken.
+    await releaseEvent(a, 'cur-a', 'A', T);
+    expect((await claim(2, { at: T - 100, eventId: 'cur-b' })).map((e) => e.event_id).sort()).toEqual([
+      'cur-c',
+      'cur-d',
+    ]);
+    // From the head again: cur-a, then cur-e (the leased ones stepped over).
+    expect((await claim(5)).map((e) => e.event_id).sort()).toEqual(['cur-a', 'cur-e']);
   });
 
   it('records a batch in one transaction: exact attempt numbers, lease-guarded moves, hand-backs', async () => {

@@ -15,6 +15,7 @@ import * as webhookEventsFillfactor from './013_webhook_events_fillfactor.js';
 import * as webhookClaimRooms from './014_webhook_claim_rooms.js';
 import * as webhookAttemptsLogged from './015_webhook_attempts_logged.js';
 import * as webhookEventsJobHash from './016_webhook_events_job_hash.js';
+import * as webhookClaimCursor from './017_webhook_claim_cursor.js';
 
 /** A migration's step; the same module serves both dialects (the few differences branch on it). */
 export type Up = (db: Kysely<unknown>, dialect: Dialect) => Promise<void>;
@@ -40,4 +41,5 @@ export const MIGRATIONS: readonly (readonly [name: string, up: Up])[] = [
   ['014_webhook_claim_rooms', webhookClaimRooms.up],
   ['015_webhook_attempts_logged', webhookAttemptsLogged.up],
   ['016_webhook_events_job_hash', webhookEventsJobHash.up],
+  ['017_webhook_claim_cursor', webhookClaimCursor.up],
 ];
