@@ -12,7 +12,7 @@
 import { readFile } from 'node:fs/promises';
 import { detectLandmarks, faceApiDemoPhoto, findFaces, loadFaceModels, locateFacesTiny } from './detect.js';
 import { DEFAULT_MAX_PIXELS, faceSwapOptionsSchema } from './options.js';
-import { decodeImage, encodeImage, resizeRegion } from './image.js';
+import { encodeImage } from './image.js';
 import { swapLevelled } from './level.js';
 import { runFaceSwap } from './pipeline.js';
 import type { Point, RgbImage } from './types.js';
@@ -145,25 +145,3 @@ export async function warmRealSwap(rounds = REAL_SWAP_ROUNDS): Promise<void> {
 
 /** Where TEMPLATE's face is in face-api's demo photo sample6.jpg: the square its landmarks span (px). */
 export const TEMPLATE_IN_SAMPLE6 = { left: 665, top: 403, side: 216 } as const;
-
-/**
- * Swaps on a real face without the face models (the video swap threads have none): sample6's face
- * whose landmarks TEMPLATE holds, cut out with room around it, swapped into a copy of itself
- * enlarged twice (as video swaps a ~180 px source into a larger face), `rounds` times. Nothing when
- * the demo photo is missing.
- */
-export async function warmSwapOnPhoto(rounds = 3): Promise<void> {
-  const bytes = await demoPhoto('sample6.jpg');
-  if (!bytes) return;
-  const photo = await decodeImage(bytes, 'warm-up', DEFAULT_MAX_PIXELS);
-  const { left, top, side } = TEMPLATE_IN_SAMPLE6;
-  const margin = Math.round(side / 2);
-  const region = { left: left - margin, top: top - margin, width: side + 2 * margin, height: side + 2 * margin };
-  const source = await resizeRegion(photo, region, region.width, region.height);
-  const srcLm = templateFace(region.width, side);
-  const opts = { blend: 'poisson' as const, colorCorrection: true };
-  for (let round = 0; round < rounds; round++) {
-    const target = await resizeRegion(photo, region, 2 * region.width, 2 * region.height);
-    await swapLevelled(target, templateFace(target.width, 2 * side), source, srcLm, opts);
-  }
-}
