@@ -5,6 +5,7 @@
  * reaches the face outline and covers skin outside the feature zones.
  */
 import { dilate } from './mask.js';
+import { hairlineHair } from './hairline.js';
 import { bytes, ints } from './scratch.js';
 import { BROW_ZONES, EYE_ZONES } from './zones.js';
 
@@ -87,6 +88,13 @@ export interface OcclusionPlanes {
   size: number;
   /** The zones (of zoneOf) that are eyes: their own dark parts join hair of that colour. */
   eyeZones?: readonly number[] | undefined;
+  /**
+   * 1 inside the face outline, and where the colour is known (the photo around a face in its own
+   * geometry; a warped face has none beyond its outline): with them, `anywhere` also takes the hair
+   * the skin model missed (hairline.ts).
+   */
+  inside?: Uint8Array | undefined;
+  covered?: Uint8Array | undefined;
 }
 
 /** One connected non-skin component: its pixels (queue[0..count)) and what they touch. */
@@ -134,6 +142,10 @@ export function occlusionMask(p: OcclusionPlanes, anywhere = false): Uint8Array 
     markOccluder(p, c, queue, occluded, anywhere, { zones: zoneArea, inner: innerArea });
   }
   if (anywhere) {
+    if (p.inside && p.covered) {
+      const hair = hairlineHair({ ...p, inside: p.inside, covered: p.covered }, p.eyeZones ?? EYE_ZONES, BROW_ZONES);
+      for (let i = 0; i < n; i++) occluded[i] = occluded[i]! | hair[i]!;
+    }
     absorbNeighbours(p, occluded, queue);
     fillHoles(occluded, p.width, p.height, MAX_HOLE_AREA * p.size * p.size, queue);
   } else if (occluded.includes(1)) {

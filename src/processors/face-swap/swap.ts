@@ -533,7 +533,10 @@ function occludersOf(c: Canvas, o: Outline, f: FacePlanes, anywhere = false): Ui
   const inner = rasterizePolygon(grow(innerHull, 2 * c.margin), c.region);
   const innerCore = rasterizePolygon(innerHull, c.region);
   const planes = { width: w, height: h, lab: f.lab, nonSkin: f.nonSkin, edge, zoneOf: f.zones, inner, innerCore };
-  return occlusionMask({ ...planes, size: c.size, eyeZones: EYE_ZONES }, anywhere);
+  return occlusionMask(
+    { ...planes, size: c.size, eyeZones: EYE_ZONES, inside: o.inside, covered: c.covered },
+    anywhere,
+  );
 }
 
 /**

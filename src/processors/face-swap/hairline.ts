@@ -1,0 +1,199 @@
+/**
+ * The source's hair that its skin model calls skin, grown from the hairline (occlusion.ts, for the
+ * source's hair fill). The skin model is one Gaussian over the whole face, and a face lit warm on one
+ * side and cool on the other spreads it wide: sample3's curly blonde has a b* spread of 15, and her
+ * blonde strand across the right temple (1.7-3.3 spreads from the skin, against a cut of 3.5) was
+ * carried onto every target as skin, a pale crescent at the temple. Locally the two differ clearly
+ * (the strand a* 17-20, b* 28-35; the forehead skin beside it a* 22-23, b* 19-23). So, on each side
+ * of the face above the eye line: a hair model from the pixels just outside the outline, a skin model
+ * from the skin a little further in, and the pixels near the outline nearer the hair's colour than the
+ * skin's, joined to the outline through such pixels, are hair.
+ */
+import { distanceInside } from './mask.js';
+import { medianInPlace } from './select.js';
+import { bytes, floats, ints } from './scratch.js';
+import { eyeLine, zoneMoments, type EyeLine } from './zone-moments.js';
+
+/** Width (of the face size) of the band just outside the outline the hair's colour is read from. */
+const HAIR_BAND = 0.08;
+/** Depth range (of the face size) inside the outline the local skin's colour is read from. */
+const SKIN_FROM = 0.12;
+const SKIN_TO = 0.25;
+/**
+ * How deep (of the face size) inside the outline hair is looked for: at 0.15 the curly blonde's
+ * strand kept its pale edge beside the brow's end, 0.15-0.2 in.
+ */
+const HAIR_DEPTH = 0.2;
+/** Weight of lightness against a* and b* in the two distances (shading changes lightness most). */
+const L_WEIGHT = 0.3;
+/** Smallest spread (per channel) assumed for either model. */
+const MIN_SPREAD = 2;
+/** The hair's and the skin's chroma must lie this far apart (in their pooled spreads)... */
+const MIN_SEPARATION = 2;
+/** ...and a pixel be this much nearer the hair (difference of squared distances) to be hair... */
+const NEARER = 3;
+/** ...and within this squared distance of it (3 spreads): a brow's dark hairs are nearer neither. */
+const HAIR_REACH2 = 9;
+/** Share of the region beyond the outline whose colour must be known for the hair to be read. */
+const KNOWN_SHARE = 0.9;
+/** Fewest pixels (of the face size squared) a model is fitted from. */
+const MIN_MODEL_AREA = 0.004;
+
+/** The planes the hairline is read from (of occlusion's OcclusionPlanes). */
+export interface HairlinePlanes {
+  width: number;
+  height: number;
+  /** CIELAB, 3 per pixel. */
+  lab: Float32Array;
+  /** 1 where the skin model says non-skin (inside the outline only). */
+  nonSkin: Uint8Array;
+  /** 1 inside the face outline, and where the colour is known at all. */
+  inside: Uint8Array;
+  covered: Uint8Array;
+  /** 1 at the outline. */
+  edge: Uint8Array;
+  zoneOf: Uint8Array;
+  size: number;
+}
+
+/** Robust centre and spread (median, 1.4826 MAD) of L*, a*, b*. */
+interface Model {
+  m: [number, number, number];
+  s: [number, number, number];
+}
+
+/**
+ * 1 on the hair joined to the outline above the eye line that the skin model missed. Empty when
+ * the colour beyond the outline is not known (a warped face) or an eye zone is missing, and on a
+ * side where the colour outside the outline is not clearly other than the skin's (a background, or
+ * hair of the skin's colour).
+ */
+export function hairlineHair(p: HairlinePlanes, eyeZones: readonly number[], browZones: readonly number[]): Uint8Array {
+  const { width: w, height: h, size } = p;
+  const hair = bytes(w * h);
+  if (!knownBeyond(p)) return hair;
+  const m = zoneMoments(p.zoneOf, w, [...eyeZones, ...browZones]);
+  const brows = browZones.map((z) => m.get(z)).filter((b) => b?.n);
+  if (brows.length === 0 || eyeZones.length !== 2) return hair;
+  const up = {
+    x: brows.reduce((s, b) => s + b!.x, 0) / brows.length,
+    y: brows.reduce((s, b) => s + b!.y, 0) / brows.length,
+  };
+  const eyes = eyeLine(m.get(eyeZones[0]!), m.get(eyeZones[1]!), up);
+  if (!eyes) return hair;
+  const depth = distanceInside(p.inside, w, h);
+  const outside = bytes(w * h);
+  for (let i = 0; i < w * h; i++) outside[i] = 1 - p.inside[i]!;
+  const beyond = distanceInside(outside, w, h);
+  const side = sides(w, h, eyes);
+  const candidate = bytes(w * h);
+  // Outside the zones, or on a brow (the strand over a brow's outer end; the hair fill keeps the
+  // brow's own colour short of its end).
+  const brow = Uint8Array.from({ length: 256 }, (_, z) => +(z === 0 || browZones.includes(z)));
+  for (const s of [1, 2]) {
+    const at = (i: number) => side[i] === s;
+    const hairModel = fit(p.lab, (i) => at(i) && outside[i] === 1 && beyond[i]! <= HAIR_BAND * size, size);
+    const skin = (i: number) => p.inside[i] === 1 && !p.nonSkin[i] && !p.zoneOf[i];
+    const deep = (i: number) => depth[i]! >= SKIN_FROM * size && depth[i]! <= SKIN_TO * size;
+    const skinModel = fit(p.lab, (i) => at(i) && skin(i) && deep(i), size);
+    if (!hairModel || !skinModel) continue;
+    const spread = pooled(hairModel, skinModel);
+    if (Math.hypot(...[1, 2].map((c) => (hairModel.m[c]! - skinModel.m[c]!) / spread[c]!)) < MIN_SEPARATION) continue;
+    for (let i = 0; i < w * h; i++) {
+      if (!at(i) || !p.inside[i] || !brow[p.zoneOf[i]!] || depth[i]! > HAIR_DEPTH * size) continue;
+      const toHair = distance2(p.lab, i, hairModel, spread);
+      if (toHair < HAIR_REACH2 && distance2(p.lab, i, skinModel, spread) - toHair > NEARER) candidate[i] = 1;
+    }
+  }
+  growFromEdge(candidate, p.edge, hair, w, h);
+  return hair;
+}
+
+/**
+ * Each pixel's side of the face above the eye line (1: eye 0's side, 2: eye 1's, split by the
+ * normal through the eyes' midpoint), 0 below the eye line.
+ */
+function sides(w: number, h: number, e: EyeLine): Uint8Array {
+  const out = bytes(w * h);
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      if ((x - e.x) * e.nx + (y - e.y) * e.ny <= 0) continue;
+      out[y * w + x] = (x - e.x) * e.ux + (y - e.y) * e.uy < 0 ? 1 : 2;
+    }
+  }
+  return out;
+}
+
+/**
+ * Whether the colour beyond the outline is known (`covered`) over KNOWN_SHARE of it: a face in its
+ * own photo, not one warped onto a target (nothing beyond its outline but, on a turned face, a cheek
+ * or the nose tip pushed past it).
+ */
+function knownBeyond(p: HairlinePlanes): boolean {
+  let n = 0;
+  let k = 0;
+  for (let i = 0; i < p.inside.length; i++) {
+    if (p.inside[i]) continue;
+    n++;
+    k += p.covered[i]!;
+  }
+  return n > 0 && k >= KNOWN_SHARE * n;
+}
+
+/** The robust model of the pixels where `use` holds, or undefined when there are too few. */
+function fit(lab: Float32Array, use: (i: number) => boolean, size: number): Model | undefined {
+  const n = lab.length / 3;
+  let count = 0;
+  for (let i = 0; i < n; i++) if (use(i)) count++;
+  if (count < MIN_MODEL_AREA * size * size) return undefined;
+  const v = floats(count);
+  const model: Model = { m: [0, 0, 0], s: [0, 0, 0] };
+  for (let c = 0; c < 3; c++) {
+    for (let i = 0, k = 0; i < n; i++) if (use(i)) v[k++] = lab[i * 3 + c]!;
+    const med = medianInPlace(v);
+    for (let k = 0; k < count; k++) v[k] = Math.abs(v[k]! - med);
+    model.m[c] = med;
+    model.s[c] = 1.4826 * medianInPlace(v);
+  }
+  return model;
+}
+
+/** Per channel, the root mean square of the two models' spreads (at least MIN_SPREAD). */
+function pooled(a: Model, b: Model): [number, number, number] {
+  return [0, 1, 2].map((c) => Math.max(MIN_SPREAD, Math.hypot(a.s[c]!, b.s[c]!) / Math.SQRT2)) as [
+    number,
+    number,
+    number,
+  ];
+}
+
+/** Squared distance of pixel i from the model's centre, in the pooled spreads, lightness weighted by L_WEIGHT. */
+function distance2(lab: Float32Array, i: number, m: Model, spread: readonly number[]): number {
+  let d = 0;
+  for (let c = 0; c < 3; c++) d += (c === 0 ? L_WEIGHT : 1) * ((lab[i * 3 + c]! - m.m[c]!) / spread[c]!) ** 2;
+  return d;
+}
+
+/** Sets `out` (in place) on the `candidate` pixels joined (4-connected, through candidates) to an `edge` one. */
+function growFromEdge(candidate: Uint8Array, edge: Uint8Array, out: Uint8Array, w: number, h: number): void {
+  const queue = ints(w * h);
+  let tail = 0;
+  for (let i = 0; i < w * h; i++) {
+    if (!candidate[i] || !edge[i]) continue;
+    out[i] = 1;
+    queue[tail++] = i;
+  }
+  const visit = (j: number) => {
+    if (out[j] || !candidate[j]) return;
+    out[j] = 1;
+    queue[tail++] = j;
+  };
+  for (let head = 0; head < tail; head++) {
+    const i = queue[head]!;
+    const x = i % w;
+    if (x > 0) visit(i - 1);
+    if (x < w - 1) visit(i + 1);
+    if (i >= w) visit(i - w);
+    if (i + w < w * h) visit(i + w);
+  }
+}
