@@ -38,4 +38,30 @@ describe('colour on the sheet photos', () => {
     },
     LONG,
   );
+
+  it(
+    "gives sample5 face 3's temple no blue-grey cast where the target's skin is blown white",
+    async () => {
+      const { result, lm } = await sheetSwap(jt, 5, 3);
+      // Above the outer half of the brow on the image's left (landmarks 17-21), in brow lengths:
+      // along it inwards from its end, and up from it.
+      const end = lm[17]!;
+      const len = Math.hypot(lm[21]!.x - end.x, lm[21]!.y - end.y);
+      const along = { x: (lm[21]!.x - end.x) / len, y: (lm[21]!.y - end.y) / len };
+      const up = { x: along.y, y: -along.x };
+      const bs: number[] = [];
+      for (const a of [0.4, 0.6, 0.8, 1]) {
+        for (const u of [0.2, 0.4, 0.6]) {
+          const p = { x: end.x + len * (a * along.x + u * up.x), y: end.y + len * (a * along.y + u * up.y) };
+          bs.push(discLab(result, p, 4)[2]);
+        }
+      }
+      // The target's forehead there is blown (L* 90-96, a* and b* near 0; its skin below at b* 30).
+      // Fitted as the target's colour, that white pulled the chroma surface to grey and past the
+      // last skin on to blue: b* down to -3 there at 2x (a blue-grey patch). Fitted without the
+      // target's near-white pixels (recolor.ts unclippedSkin), 8 and up.
+      expect(Math.min(...bs)).toBeGreaterThan(5);
+    },
+    LONG,
+  );
 });

@@ -87,15 +87,18 @@ export function matchColour(
   transferStats(src.lab, c.covered, use.src, use.dst);
   // Lightness: a smooth surface (the target's broad light, none of its features). Chroma: first a
   // quadratic surface (a coloured light across the source, which would tint one eye teal), then
-  // the local low-pass difference over skin only (a coloured light carries no identity).
-  const degrees = [LIGHT_DEGREE, CHROMA_DEGREE, CHROMA_DEGREE] as const;
-  transferLighting(src.lab, dstLight, skin, c.covered, w, h, degrees, 2, [LOG_LIGHT_CUT, 3, 3]);
+  // the local low-pass difference over skin only (a coloured light carries no identity); both only
+  // where the target's chroma is measured (unclippedSkin).
+  const cuts = [LOG_LIGHT_CUT, 3, 3] as const;
+  transferLighting(src.lab, dstLight, skin, c.covered, w, h, [LIGHT_DEGREE, -1, -1], 2, cuts);
+  const tint = unclippedSkin(dst.lab, skin);
+  transferLighting(src.lab, dstLight, tint, c.covered, w, h, [-1, CHROMA_DEGREE, CHROMA_DEGREE], 2, cuts);
   fromLogLightness(src.lab, c.covered);
   const inZone = featherMask(src.zones, w, h, Math.max(1, Math.round(c.margin)));
-  limitChromaBands(src, dstLight, skin, c, inZone);
+  limitChromaBands(src, dstLight, tint, c, inZone);
   const smooth = copyOf(src.lab);
   const sab = tuning.sigmaAB * c.size;
-  transferLocal(src.lab, dstLight, skin, c.covered, w, h, [0, sab, sab]);
+  transferLocal(src.lab, dstLight, tint, c.covered, w, h, [0, sab, sab]);
   settleChroma(src.lab, c.covered, {
     orig,
     smooth,
@@ -108,6 +111,30 @@ export function matchColour(
   });
   fromRelativeChroma(src.lab, c.covered, unit);
   return measured;
+}
+
+/**
+ * A target pixel this light (L*; paper white is 100) is in the photo's highlight roll-off or
+ * clipped: its chroma is the ceiling's, not the light's colour. (By the brightest sRGB channel
+ * instead, at 230 it took the lit nose of sample4 face 3, warm and unclipped, out of the fit: its
+ * identity 0.443 -> 0.473.)
+ */
+const NEAR_WHITE = 90;
+
+/**
+ * `skin` without the target's near-white pixels: where the target's chroma says something about its
+ * light. sample5 face 3's forehead and cheek are blown (L* 92-98, a* and b* near 0 where the skin
+ * around is at b* 30); fitted as the target's colour there, the chroma surface pulled the whole
+ * upper left of the new face to grey and, past the last skin at the temple, on to blue (b* -15).
+ * Without them the surface and the low-pass follow the skin whose colour is measured, and carry
+ * it on over the blown part (a face blown all over keeps the statistics' mean shift alone). Held
+ * besides to the range it spans over the skin it was fitted on, the surface changed nothing there
+ * (b* within 1 unit at 2x).
+ */
+function unclippedSkin(dstLab: Float32Array, skin: Float32Array): Float32Array {
+  const out = copyOf(skin);
+  for (let i = 0; i < out.length; i++) if (dstLab[i * 3]! >= NEAR_WHITE) out[i] = 0;
+  return out;
 }
 
 /**

@@ -12,10 +12,24 @@
 import { readFile } from 'node:fs/promises';
 import { detectLandmarks, faceApiDemoPhoto, findFaces, loadFaceModels, locateFacesTiny } from './detect.js';
 import { DEFAULT_MAX_PIXELS, faceSwapOptionsSchema } from './options.js';
-import { decodeImage, encodeImage, resizeRegion } from './image.js';
+import { encodeImage } from './image.js';
 import { swapLevelled } from './level.js';
 import { runFaceSwap } from './pipeline.js';
 import type { Point, RgbImage } from './types.js';
+
+/**
+ * Detaches a small ArrayBuffer (transfers it), once per thread, before any warm-up. V8 compiles
+ * typed-array code on the promise that no buffer of the isolate has ever been detached (its
+ * ArrayBuffer detaching protector); the first transfer away (a swap thread moving its frame
+ * back, the job sending a frame region) breaks that promise and throws away every optimised
+ * function of the thread, which the first job then compiles again: on bench/video.ts, ~700
+ * functions recompiled and ~0.7 CPU-s per video second, most of a first job's excess over a
+ * second one. Broken here, it is broken before anything is compiled.
+ */
+export function detachOnce(): void {
+  const buffer = new ArrayBuffer(8);
+  structuredClone(buffer, { transfer: [buffer] });
+}
 
 const SIDE = 384;
 /** The synthetic picture's middle, where the landmark net is run once. */
@@ -75,7 +89,7 @@ const TEMPLATE = [
 ];
 
 /** TEMPLATE as a face `face` px wide in the middle of a `side` px picture. */
-function templateFace(side: number, face: number): Point[] {
+export function templateFace(side: number, face: number): Point[] {
   const o = (side - face) / 2;
   return Array.from({ length: 68 }, (_, i) => ({
     x: o + (TEMPLATE[2 * i]! * face) / 1000,
@@ -106,7 +120,7 @@ export async function warmSwap(): Promise<void> {
 const REAL_SWAP_ROUNDS = 2;
 
 /** One of face-api's demo photos, or undefined if the package has none. */
-function demoPhoto(name: string): Promise<Buffer | undefined> {
+export function demoPhoto(name: string): Promise<Buffer | undefined> {
   return readFile(faceApiDemoPhoto(name)).catch(() => undefined);
 }
 
@@ -130,26 +144,4 @@ export async function warmRealSwap(rounds = REAL_SWAP_ROUNDS): Promise<void> {
 }
 
 /** Where TEMPLATE's face is in face-api's demo photo sample6.jpg: the square its landmarks span (px). */
-const TEMPLATE_IN_SAMPLE6 = { left: 665, top: 403, side: 216 } as const;
-
-/**
- * Swaps on a real face without the face models (the video swap threads have none): sample6's face
- * whose landmarks TEMPLATE holds, cut out with room around it, swapped into a copy of itself
- * enlarged twice (as video swaps a ~180 px source into a larger face), `rounds` times. Nothing when
- * the demo photo is missing.
- */
-export async function warmSwapOnPhoto(rounds = 3): Promise<void> {
-  const bytes = await demoPhoto('sample6.jpg');
-  if (!bytes) return;
-  const photo = await decodeImage(bytes, 'warm-up', DEFAULT_MAX_PIXELS);
-  const { left, top, side } = TEMPLATE_IN_SAMPLE6;
-  const margin = Math.round(side / 2);
-  const region = { left: left - margin, top: top - margin, width: side + 2 * margin, height: side + 2 * margin };
-  const source = await resizeRegion(photo, region, region.width, region.height);
-  const srcLm = templateFace(region.width, side);
-  const opts = { blend: 'poisson' as const, colorCorrection: true };
-  for (let round = 0; round < rounds; round++) {
-    const target = await resizeRegion(photo, region, 2 * region.width, 2 * region.height);
-    await swapLevelled(target, templateFace(target.width, 2 * side), source, srcLm, opts);
-  }
-}
+export const TEMPLATE_IN_SAMPLE6 = { left: 665, top: 403, side: 216 } as const;

@@ -6,6 +6,7 @@
  * regions pasted back, go in order through a second pipe into the encoder, which muxes in the
  * target's (or the `audio` slot's) soundtrack.
  */
+import { detachOnce } from '../face-swap/warmup.js';
 import path from 'node:path';
 import '../sharp.js'; // loaded by the main thread before any worker thread (see sharp.ts)
 import { JobError } from '../../errors.js';
@@ -49,7 +50,7 @@ import {
 import { probeMedia, type VideoStreamInfo } from './probe.js';
 import { FaceTracker, MEASURE_EVERY, type OtherFace, type Track } from './tracker.js';
 import { HOLD, VerdictHold, type FrameFace, type MeasuredFrame, type ReadyFrame } from './hold.js';
-import { cropFrame, pasteFrame, shiftPoints, swapRegion } from './region.js';
+import { cropFrame, pasteFrame, sharedImage, shiftPoints, swapRegion } from './region.js';
 import type { VideoReply, VideoTask } from './worker.js';
 
 /** Key frames (full detection) this often, in seconds; tracking in between. */
@@ -81,17 +82,6 @@ export interface VideoFaceSwapJobTypeOptions {
 export interface VideoFaceSwapJobType extends JobType<typeof videoFaceSwapOptionsSchema> {
   warmup(): Promise<void>;
   close(): Promise<void>;
-}
-
-/**
- * `img` with its pixels in a SharedArrayBuffer: posted to a thread by reference, not copied. The
- * source face goes with every swap task, and a key frame to the models thread; copies of them were
- * ~5 MB of messages per video second, allocated on one thread and freed on another.
- */
-function shared(img: RgbImage): RgbImage {
-  const data = new Uint8Array(new SharedArrayBuffer(img.data.length));
-  data.set(img.data);
-  return { ...img, data };
 }
 
 /** Rejects as soon as `signal` aborts, whatever `p` does (the late result is ignored). */
@@ -416,7 +406,7 @@ async function swapFrames(
   // Besides those, HOLD measured intervals' frames wait for their verdicts (hold.ts).
   const frames = new BufferPool(window + HOLD * MEASURE_EVERY + 2);
   const src = {
-    image: shared(steps.prepared.source.image),
+    image: sharedImage(steps.prepared.source.image),
     prepared: steps.prepared,
     regions: new BufferPool(window + 2, 0.25),
   };
@@ -641,6 +631,8 @@ export function createVideoFaceSwapJobType(opts: VideoFaceSwapJobTypeOptions = {
     run,
     checkInput: checkFaceInput,
     warmup: async () => {
+      // This thread transfers every frame region to a swap thread: see detachOnce.
+      detachOnce();
       await Promise.all([modelPool.warmup(), swapPool.warmup()]);
     },
     close: async () => {

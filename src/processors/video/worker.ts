@@ -21,26 +21,15 @@ import { boundingRegion, faceSize } from '../face-swap/geometry.js';
 import { decodeImage, resizeRegion } from '../face-swap/image.js';
 import { pickByIndex } from '../face-swap/pipeline.js';
 import { refuseSource } from '../face-swap/profile.js';
-import type { BlendMode } from '../face-swap/options.js';
-import { levelled, swapLevelled } from '../face-swap/level.js';
-import { warmSwap, warmSwapOnPhoto, warmTracking } from '../face-swap/warmup.js';
-import {
-  DEFAULT_TUNING,
-  extendForehead,
-  withoutSourceHair,
-  type ColorStats,
-  type SwapTuning,
-} from '../face-swap/swap.js';
+import { levelled } from '../face-swap/level.js';
+import { detachOnce, warmSwap, warmTracking } from '../face-swap/warmup.js';
+import { extendForehead, withoutSourceHair, type ColorStats } from '../face-swap/swap.js';
+import { FRAME_TUNING, swapFrame, type FrameSwap } from './frame-swap.js';
+import { warmFrameSwaps } from './warmup.js';
 import type { Box, Point, RgbImage } from '../face-swap/types.js';
 
 /** The source face is kept at most this big (face size, px): larger only costs warp time per frame. */
 const SOURCE_FACE_MAX = 360;
-
-/**
- * The swap's tuning for video frames: the source's own hair is filled once, when the source is
- * prepared (withoutSourceHair), not again on every frame.
- */
-const FRAME_TUNING: Readonly<SwapTuning> = { ...DEFAULT_TUNING, skip: ['hairFill'] };
 
 export interface PreparedSource {
   image: RgbImage;
@@ -75,21 +64,8 @@ export type VideoTask =
   | { kind: 'detect'; frame: RgbImage; minConfidence: number; descriptors: boolean; precise?: boolean }
   | { kind: 'landmarks'; crop: RgbImage; boxes: Box[] }
   | { kind: 'descriptor'; crop: RgbImage; landmarks: Point[] }
-  | {
-      kind: 'swap';
-      /** The face region of a frame (see swapRegion), swapped in place and sent back. */
-      frame: RgbImage;
-      faces: { landmarks: Point[]; stats?: ColorStats | undefined }[];
-      /**
-       * The frame's other faces (guard.ts zones, in the region's pixels), which no outline move may
-       * reach; undefined when there are none and one face is swapped.
-       */
-      keepOut?: Point[][] | undefined;
-      source: RgbImage;
-      srcLandmarks: Point[];
-      blend: BlendMode;
-      colorCorrection: boolean;
-    };
+  /** The face region of a frame swapped in place and sent back. */
+  | ({ kind: 'swap' } & FrameSwap);
 
 export type VideoReply =
   | { kind: 'ready' }
@@ -130,8 +106,9 @@ async function cropSource(img: RgbImage, landmarks: Point[]): Promise<{ image: R
 async function handleTask(task: VideoTask): Promise<VideoReply> {
   switch (task.kind) {
     case 'warmup':
+      detachOnce();
       if (task.models) await warmTracking();
-      else await warmSwap().then(() => warmSwapOnPhoto());
+      else await warmSwap().then(() => warmFrameSwaps());
       return { kind: 'ready' };
     case 'prepare': {
       const src = await faceOf(task.source, 'input.source', task.minConfidence, task.maxPixels, task.sourceFaceIndex);
@@ -173,34 +150,8 @@ async function handleTask(task: VideoTask): Promise<VideoReply> {
     }
     case 'descriptor':
       return { kind: 'descriptor', descriptor: await computeDescriptor(task.crop, task.landmarks) };
-    case 'swap': {
-      const stats: (ColorStats | undefined)[] = [];
-      // Each face swapped adds its new outline, so the next one keeps out of it too.
-      const keepOut = task.keepOut && [...task.keepOut];
-      for (const f of task.faces) {
-        stats.push(
-          // A rolled face is swapped in its level frame, as in the image job (with the tracked
-          // landmarks: no second landmark pass per frame).
-          await swapLevelled(
-            task.frame,
-            f.landmarks,
-            task.source,
-            task.srcLandmarks,
-            {
-              blend: task.blend,
-              colorCorrection: task.colorCorrection,
-              colorStats: f.stats,
-              keepOut,
-              // Not mirrored: a head turning across the threshold would flip the face between frames.
-              mirror: false,
-            },
-            undefined,
-            FRAME_TUNING,
-          ),
-        );
-      }
-      return { kind: 'swapped', frame: task.frame, stats };
-    }
+    case 'swap':
+      return { kind: 'swapped', frame: task.frame, stats: await swapFrame(task) };
   }
 }
 
