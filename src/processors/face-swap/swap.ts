@@ -13,7 +13,7 @@ import { laplacianVariance, matchDetail } from './detail.js';
 import { keepTargetGrey } from './grey.js';
 import { removeRedEye } from './redeye.js';
 import { mouthGap, OPEN_GAP } from './mouth.js';
-import { mouthHole } from './opening.js';
+import { loweredLip, mouthHole } from './opening.js';
 import { closesOnTarget, showTargetLips } from './source-mouth.js';
 import { mirrorFace, mirrorLandmarks, prefersMirror } from './mirror.js';
 import { droppedJaw, FAR_TURN, liquifyOutline, outlineRing, pinnedAtFlat, reshapedJaw } from './outline.js';
@@ -301,6 +301,8 @@ export async function swapFace(
 ): Promise<ColorStats | undefined> {
   // In a scratch scope: the outline move's per-pixel planes are garbage once it has written the photo.
   if (tuning.jaw > 0) targetLm = withScratch(() => reshapeTarget(target, targetLm, srcLm, opts, tuning));
+  // The source's lower lip onto the target's, below any lower teeth its landmarks draw it over.
+  targetLm = withScratch(() => loweredLip(target, targetLm));
   const size = faceSize(targetLm);
   const work = opts.workSize ?? Math.max(MIN_WORK_SIZE, faceSize(srcLm));
   if (size <= work * WORK_SLACK) {
