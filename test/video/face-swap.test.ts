@@ -3,7 +3,8 @@
  * sampled frames (face-api descriptors), background untouched, soundtrack bit-exact, frame count and
  * duration kept, cancellation, and the invalid_media failures. No timing assertions.
  */
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -74,7 +75,11 @@ function meanDiffBox(a: RgbImage, b: RgbImage, box: Box): number {
   return sum / Math.max(1, (x1 - x0) * (y1 - y0) * 3);
 }
 
-const tempDirs = () => readdirSync(os.tmpdir()).filter((n) => n.startsWith('media-jobs-video-'));
+/**
+ * The job's temp dirs, under a TMPDIR of this test's own (set around the run): other test files and
+ * benchmarks running beside it make media-jobs-video-* dirs in the shared one.
+ */
+const tempDirs = (dir: string) => readdirSync(dir).filter((n) => n.startsWith('media-jobs-video-'));
 
 describe('video-face-swap', () => {
   let jt: VideoFaceSwapJobType;
@@ -227,19 +232,28 @@ describe('video-face-swap', () => {
     'cancels mid-video: rejects at once, kills ffmpeg and removes its temp files',
     async () => {
       const long = await makeClip({ seconds: 3 });
-      const before = new Set(tempDirs());
+      const tmp = mkdtempSync(path.join(os.tmpdir(), 'cancel-test-'));
+      const shared = process.env.TMPDIR;
+      process.env.TMPDIR = tmp;
       const run = context({ source, target: long });
       let aborted = false;
+      let during: string[] = [];
       const progress = run.ctx.progress;
       run.ctx.progress = (s: string, at?: ProgressAt) => {
         progress(s, at);
         const m = /frame (\d+)/.exec(line(s, at));
         if (m && Number(m[1]) >= 10 && !aborted) {
           aborted = true;
+          during = tempDirs(tmp);
           run.abort.abort(new Error('cancelled by test'));
         }
       };
-      await expect(jt.run(run.ctx as never)).rejects.toThrow('cancelled by test');
+      try {
+        await expect(jt.run(run.ctx as never)).rejects.toThrow('cancelled by test');
+      } finally {
+        if (shared === undefined) delete process.env.TMPDIR;
+        else process.env.TMPDIR = shared;
+      }
       expect(aborted).toBe(true);
       // No ffmpeg child left behind (they were SIGKILLed; give the kernel a moment to reap them).
       const deadline = Date.now() + 10_000;
@@ -254,7 +268,9 @@ describe('video-face-swap', () => {
         await new Promise((r) => setTimeout(r, 100));
       } while (Date.now() < deadline);
       expect(children).not.toContain('ffmpeg');
-      expect(tempDirs().filter((d) => !before.has(d))).toEqual([]);
+      expect(during).toHaveLength(1); // the job's dir was there (under this test's TMPDIR) ...
+      expect(tempDirs(tmp)).toEqual([]); // ... and is gone
+      rmSync(tmp, { recursive: true, force: true });
     },
     LONG,
   );
