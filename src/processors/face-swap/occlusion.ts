@@ -5,6 +5,7 @@
  * reaches the face outline and covers skin outside the feature zones.
  */
 import { dilate } from './mask.js';
+import { browEndBand } from './brow-end.js';
 import { hairlineHair } from './hairline.js';
 import { bytes, ints } from './scratch.js';
 import { BROW_ZONES, EYE_ZONES } from './zones.js';
@@ -120,7 +121,8 @@ interface Lab {
  * occluder when it reaches the outline and covers enough area outside the zones; it enters the
  * inner face only when it covers a good part of its core or spans half the face there; inside a
  * zone it hides the zone only where it covers nearly all of it in its own colour (a bar across the
- * mouth), so a brow or an eye that merely touches hair at the temple is still replaced. `anywhere`:
+ * mouth), so a brow or an eye that merely touches hair at the temple is still replaced; over a
+ * brow's outer end (browEndBand) it is kept in its own colour or darker. `anywhere`:
  * wherever such a component reaches, inside zones by colour only (for the source face, whose hair
  * over a brow end must not be carried into the target; a brow left a little short is the lesser harm).
  */
@@ -134,12 +136,14 @@ export function occlusionMask(p: OcclusionPlanes, anywhere = false): Uint8Array 
   let innerArea = 0;
   for (let i = 0; i < n; i++) innerArea += p.innerCore[i]!;
   const minArea = MIN_OCCLUDER_AREA * p.size * p.size;
+  let temple: Uint8Array | undefined;
   let comp = 0;
   for (let s = 0; s < n; s++) {
     if (!p.nonSkin[s] || label[s]! >= 0) continue;
     const c = floodComponent(p, s, comp++, label, queue, anywhere);
     if (!c.touches || c.outside < minArea) continue;
-    markOccluder(p, c, queue, occluded, anywhere, { zones: zoneArea, inner: innerArea });
+    if (!anywhere) temple ??= browEndBand(p, BROW_ZONES, p.eyeZones ?? EYE_ZONES);
+    markOccluder(p, c, queue, occluded, { zones: zoneArea, inner: innerArea }, temple);
   }
   if (anywhere) {
     if (p.inside && p.covered) {
@@ -411,9 +415,10 @@ function markOccluder(
   c: Component,
   queue: Int32Array,
   occluded: Uint8Array,
-  anywhere: boolean,
   area: { zones: Map<number, number>; inner: number },
+  temple: Uint8Array | undefined,
 ): void {
+  const anywhere = !temple;
   const cover = new Map<number, number>();
   let inInner = 0;
   for (let k = 0; k < c.count; k++) {
@@ -431,10 +436,16 @@ function markOccluder(
   for (let k = 0; k < c.count; k++) {
     const i = queue[k]!;
     if (onFeature?.[i]) continue;
-    // Short of crossing, it still reaches into the ring around the landmarks (temple hair beside a
-    // brow's end), in its own colour.
-    if (p.inner[i] && !crosses && (p.innerCore[i] || p.zoneOf[i])) continue;
+    // Crossing or not, it reaches over a brow's outer end (temple hair there), in its own colour or
+    // darker (browEndBand); dropThinOnFeatures then keeps only the lock's thick part on the brow.
+    // The README example's dark lock over a brow's end, dropped, took the source's window-lit
+    // skin: a pale wedge in the hair.
     const z = p.zoneOf[i]!;
+    if (temple?.[i] && lockColour(p, i, own)) {
+      occluded[i] = 1;
+      continue;
+    }
+    if (p.inner[i] && !crosses && (p.innerCore[i] || z)) continue;
     if (!z && (anywhere || !p.inner[i])) {
       occluded[i] = 1;
       continue;
@@ -562,6 +573,15 @@ function entryColour(p: OcclusionPlanes, c: Component, queue: Int32Array): Lab |
     if (n > 0) return { l: m.l / n, a: m.a / n, b: m.b / n };
   }
   return undefined;
+}
+
+/**
+ * Whether pixel i is the colour of the lock `lock` (ZONE_DELTA_E), or darker in its hue: a lock's
+ * core is darker than its mean, and lost to the skin there its holes broke the lock's thick part.
+ */
+function lockColour(p: OcclusionPlanes, i: number, lock: Lab): boolean {
+  const dl = Math.max(0, p.lab[i * 3]! - lock.l);
+  return Math.hypot(dl, p.lab[i * 3 + 1]! - lock.a, p.lab[i * 3 + 2]! - lock.b) < ZONE_DELTA_E;
 }
 
 /** Whether pixel i is within ZONE_DELTA_E of the colour `own`. */

@@ -26,6 +26,13 @@ export const OPENING = {
    */
   teethSaturation: [0.7, 0.85],
   teethLight: [1, 0.9],
+  /**
+   * Teeth are not red: below the lower inner lip line a tooth's a* is at most this share of the
+   * skin's (its median around the mouth). A pale lower lip passes the lightness and saturation
+   * tests but is as red as the skin or more (sample5 face 3: 1.05 of it, face 0: 1.56); the lower
+   * teeth the landmarks draw inside the lower lip band are not (sample3's smile: 0.27).
+   */
+  teethRed: 0.6,
   /** The throat's dark: at most this share of the skin's lightness [sure, possible]. */
   dark: [0.45, 0.55],
   /** An opening spans at least this share of the mouth's width (corner to corner): a lip's highlight does not. */
@@ -87,6 +94,8 @@ export interface OpeningMask {
   mask: Uint8Array;
   /** 1 where such a pixel is the throat's dark (possibly), not a tooth. */
   dark: Uint8Array;
+  /** 1 where such a pixel is no redder than a tooth (OPENING.teethRed): not a lip's. */
+  unred: Uint8Array;
 }
 
 /** The pixels of the opening between the outer lips of `lm` in `img` (level frame). */
@@ -106,9 +115,11 @@ export function openingMask(img: RgbImage, lm: readonly Point[]): OpeningMask {
   const near = rasterizePolygon(grown(outer, 0.03 * size), region);
   const chroma: number[] = [];
   const light: number[] = [];
+  const red: number[] = [];
   for (let i = 0; i < w * h; i++) {
     if (!around[i] || near[i]) continue;
     light.push(lab[i * 3]!);
+    red.push(lab[i * 3 + 1]!);
     chroma.push(Math.hypot(lab[i * 3 + 1]!, lab[i * 3 + 2]!));
   }
   const L0 = median(light);
@@ -129,9 +140,14 @@ export function openingMask(img: RgbImage, lm: readonly Point[]): OpeningMask {
     }
   }
   const dark = new Uint8Array(w * h);
-  for (let i = 0; i < w * h; i++) dark[i] = mask[i] && lab[i * 3]! <= OPENING.dark[1]! * L0 ? 1 : 0;
+  const unred = new Uint8Array(w * h);
+  const A0 = median(red);
+  for (let i = 0; i < w * h; i++) {
+    dark[i] = mask[i] && lab[i * 3]! <= OPENING.dark[1]! * L0 ? 1 : 0;
+    unred[i] = mask[i] && lab[i * 3 + 1]! <= OPENING.teethRed * A0 ? 1 : 0;
+  }
   keepBands(mask, region, lm, (i) => dark[i] === 1);
-  return { region, mask, dark };
+  return { region, mask, dark, unred };
 }
 
 /**
@@ -232,7 +248,9 @@ function widened(lm: readonly Point[], { region, mask }: OpeningMask): readonly 
  * a wide smile can draw the inner lips across the teeth and the dark of a corner, the outer upper
  * lip on the teeth's top edge (sample4 face 3: a thin lip stretched by the smile): the source's lips
  * were warped over them, a red lip over the teeth. Below the lower inner lip line only the throat's
- * dark: a lower lip's highlight passes for teeth there (sample5 faces 0 and 3: a pale lower lip).
+ * dark and what is not red: a pale lower lip passes for teeth by its lightness (sample5 faces 0 and
+ * 3), while the landmarks can draw the inner lower lip across the lower teeth (sample3's smile: its
+ * lower teeth went under the source's lip and the mouth read nearly closed).
  * Only what is joined to the inner lip line: bits cut off beyond a corner came out as dark specks on
  * the new skin. Undefined when the mouth is closed.
  */
@@ -248,11 +266,58 @@ export function mouthHole(img: RgbImage, lm: readonly Point[], region: Region, s
     for (let x = 0; x < o.region.width; x++) {
       const xx = x + o.region.left - region.left;
       const j = y * o.region.width + x;
-      if (xx < 0 || xx >= region.width || o.mask[j]! < 3 || (below[j] && !o.dark[j])) continue;
+      if (xx < 0 || xx >= region.width || o.mask[j]! < 3 || (below[j] && !o.dark[j] && !o.unred[j])) continue;
       pixels[yy * region.width + xx] = 1;
     }
   }
   return innerMouthHole(opened, region, size, joined(pixels, rasterizePolygon(opened.slice(60, 68), region), region));
+}
+
+/** Lower inner lip points and the outer ones under them (67-58, 66-57, 65-56). */
+const LOWER_LIP = [
+  [67, 58],
+  [66, 57],
+  [65, 56],
+] as const;
+
+/**
+ * `lm` with its lower lip (inner 65-67, outer 55-59) moved down over the lower teeth the pixels show
+ * below its inner lip line (sure teeth, not red: mouthHole's), to OPENING.inset inside their lower
+ * edge; `lm` itself when the mouth is closed or no teeth show there. The landmarks can draw a smile's
+ * lower lip band on its lower teeth (sample3's dark-haired woman: the outer lower lip on the teeth's
+ * lower edge, the lip itself below it): the source's lower lip was warped over the teeth, and with
+ * the teeth kept, to nowhere (the result read as a closed mouth). Moved, it lands on the target's lip.
+ */
+export function loweredLip(img: RgbImage, lm: readonly Point[]): readonly Point[] {
+  const size = faceSize(lm);
+  if (mouthGap(lm, size) < OPEN_GAP) return lm;
+  const { region, mask, dark, unred } = openingMask(img, lm);
+  const below = rasterizePolygon(belowLowerLip(lm, size), region);
+  const axis = axisOf(lm);
+  const out = [...lm];
+  const drops = LOWER_LIP.map(([a, b]) => {
+    const ua = axis.u(lm[a]!.x, lm[a]!.y);
+    const va = axis.v(lm[a]!.x, lm[a]!.y);
+    let v1 = -Infinity;
+    for (let j = 0; j < mask.length; j++) {
+      if (mask[j] !== 3 || !below[j] || !unred[j] || dark[j]) continue;
+      const x = (j % region.width) + region.left + 0.5;
+      const y = Math.floor(j / region.width) + region.top + 0.5;
+      if (Math.abs(axis.u(x, y) - ua) <= 1) v1 = Math.max(v1, axis.v(x, y) + 0.5 - OPENING.inset * size);
+    }
+    const drop = Math.max(0, v1 - va);
+    out[a] = axis.at(ua, va + drop);
+    out[b] = axis.at(axis.u(lm[b]!.x, lm[b]!.y), axis.v(lm[b]!.x, lm[b]!.y) + drop);
+    return drop;
+  });
+  // The outer points beside the corners (59 by 58, 55 by 56) half as far.
+  for (const [i, drop] of [
+    [59, drops[0]! / 2],
+    [55, drops[2]! / 2],
+  ] as const) {
+    out[i] = axis.at(axis.u(lm[i]!.x, lm[i]!.y), axis.v(lm[i]!.x, lm[i]!.y) + drop);
+  }
+  return out;
 }
 
 /** Everything below the lower inner lip line (60, 67-64), within `reach` px of it and of the corners. */

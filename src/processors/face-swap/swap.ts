@@ -13,7 +13,8 @@ import { laplacianVariance, matchDetail } from './detail.js';
 import { keepTargetGrey } from './grey.js';
 import { removeRedEye } from './redeye.js';
 import { mouthGap, OPEN_GAP } from './mouth.js';
-import { mouthHole } from './opening.js';
+import { loweredLip, mouthHole } from './opening.js';
+import { closesOnTarget, showTargetLips } from './source-mouth.js';
 import { mirrorFace, mirrorLandmarks, prefersMirror } from './mirror.js';
 import { droppedJaw, FAR_TURN, liquifyOutline, outlineRing, pinnedAtFlat, reshapedJaw } from './outline.js';
 import { guardedJaw, othersOf } from './guard.js';
@@ -102,7 +103,7 @@ export interface SwapTuning {
 }
 
 /** Stages of a render that can be left out for measurement (colour, Poisson, occlusion: see SwapOptions). */
-export type SwapStage = 'redeye' | 'hairFill' | 'detail' | 'mouthHole';
+export type SwapStage = 'redeye' | 'hairFill' | 'detail' | 'mouthHole' | 'sourceMouth';
 
 /**
  * Round 3 (contact sheet, 24 faces, with the red-eye and hair fill fixes): forehead 0.1 -> 0.2 and
@@ -300,6 +301,8 @@ export async function swapFace(
 ): Promise<ColorStats | undefined> {
   // In a scratch scope: the outline move's per-pixel planes are garbage once it has written the photo.
   if (tuning.jaw > 0) targetLm = withScratch(() => reshapeTarget(target, targetLm, srcLm, opts, tuning));
+  // The source's lower lip onto the target's, below any lower teeth its landmarks draw it over.
+  targetLm = withScratch(() => loweredLip(target, targetLm));
   const size = faceSize(targetLm);
   const work = opts.workSize ?? Math.max(MIN_WORK_SIZE, faceSize(srcLm));
   if (size <= work * WORK_SLACK) {
@@ -423,12 +426,15 @@ async function placeSource(
   // Turned the other way from the target: the source mirrored shows the side the target shows.
   if (prefersMirror(srcLm, targetLm, tuning.mirror)) ({ image: source, lm: srcLm } = mirrorFace(source, srcLm));
   let srcPts = extendForehead(srcLm, tuning.forehead);
+  // A smiling source onto a closed mouth: the target's mouth is the destination's (source-mouth.ts).
+  const closing = !tuning.skip?.includes('sourceMouth') && closesOnTarget(source, srcLm, targetLm);
   // Keep as much of the source's proportions as the geometry allows: a source face much longer or
   // wider than the target's could push its features across the fixed outline and fold triangles
   // over (mirrored patches). Some folding comes from pose differences whatever `shape` is, so
   // `shape` is halved only while it folds noticeably more of the face than shape 0 would.
   const at = (shape: number) => {
     const dst = destinationPoints(srcLm, targetLm, { ...tuning, shape });
+    if (closing) dst.splice(48, 20, ...targetLm.slice(48, 68));
     const tris = triangulate(dst);
     return { dst, tris, folded: foldedFraction(srcPts, dst, tris) };
   };
@@ -741,5 +747,7 @@ function renderFace(
   // Its inner lip line, and the opening wherever the pixels show it wider than the landmarks draw it (opening.ts).
   const hole = skip('mouthHole') ? undefined : mouthHole(target, targetLm, region, size);
   if (hole) for (let i = 0; i < n; i++) alpha[i] = alpha[i]! * (1 - hole[i]!);
+  // A closed one: the target's own lips wherever the source's opening (its teeth) lands (source-mouth.ts).
+  else if (!skip('sourceMouth')) showTargetLips(target, targetLm, placed, region, face);
   return { region, face, alpha, stats: measured };
 }
