@@ -17,10 +17,12 @@ import {
   transferStats,
   type ColorStats,
 } from './color.js';
+import { evenEyeWhites } from './eye-whites.js';
 import type { Region } from './geometry.js';
 import { featherMask } from './mask.js';
 import { bytes, copyOf, floats } from './scratch.js';
 import { transferLighting } from './skin.js';
+import type { Point } from './types.js';
 
 /**
  * Polynomial degree of the lightness surface (target − source over skin): enough for a side light,
@@ -47,6 +49,8 @@ export interface ColourPlanes {
   nonSkin: Uint8Array;
   /** The source's lips (1) and their opening (2): settleChroma's `even`. */
   lips?: Uint8Array | undefined;
+  /** The face's landmarks in the region's image (the source's: where its eye whites are). */
+  lm?: readonly Point[] | undefined;
 }
 
 /**
@@ -109,6 +113,10 @@ export function matchColour(
     skin: localMean(orig, skin, c.covered, w, h, sab),
     even: src.lips ?? bytes(n),
   });
+  if (src.lm && dst.lm) {
+    const eyes = (light: Float32Array, chroma: Float32Array, lm: readonly Point[]) => ({ light, chroma, lm });
+    evenEyeWhites(src.lab, eyes(orig, orig, src.lm), eyes(dst.lab, dstLight, dst.lm), c.region);
+  }
   fromRelativeChroma(src.lab, c.covered, unit);
   return measured;
 }
