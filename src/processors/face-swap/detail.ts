@@ -61,7 +61,7 @@ export function matchDetail(
 ): number {
   const n = w * h;
   const luma = floats(n);
-  for (let i = 0; i < n; i++) luma[i] = 0.299 * rgb[i * 3]! + 0.587 * rgb[i * 3 + 1]! + 0.114 * rgb[i * 3 + 2]!;
+  for (let i = 0, o = 0; i < n; i++, o += 3) luma[i] = 0.299 * rgb[o]! + 0.587 * rgb[o + 1]! + 0.114 * rgb[o + 2]!;
   // Where the mask applies: the whole 3x3 neighbourhood is face (next to uncovered, zero pixels
   // the blur would draw a dark-and-bright ring along the outline).
   const ok = bytes(n);
@@ -108,10 +108,13 @@ export function matchDetail(
   for (let i = 0; i < n; i++) {
     if (!ok[i]) continue;
     const d = k * hp[i]!;
-    for (let o = i * 3; o < i * 3 + 3; o++) {
-      const v = rgb[o]! + d;
-      rgb[o] = v < 0 ? 0 : v > 255 ? 255 : v;
-    }
+    const o = i * 3;
+    const r = rgb[o]! + d;
+    const g = rgb[o + 1]! + d;
+    const b = rgb[o + 2]! + d;
+    rgb[o] = r < 0 ? 0 : r > 255 ? 255 : r;
+    rgb[o + 1] = g < 0 ? 0 : g > 255 ? 255 : g;
+    rgb[o + 2] = b < 0 ? 0 : b > 255 ? 255 : b;
   }
   return k;
 }

@@ -6,8 +6,8 @@
 import { rgbToLab } from './color.js';
 import { boundingRegion, faceSize, noseAcross, type Region } from './geometry.js';
 import type { Point, RgbImage } from './types.js';
-import { cubicWeights, triangulate } from './warp.js';
-import { bytes } from './scratch.js';
+import { triangulate } from './warp.js';
+import { bytes, ints } from './scratch.js';
 
 /** Share of the move each jaw point (0-16) takes: the ends, at the ears, stay; the lower jaw moves fully. */
 const JAW_WEIGHT = [0, 0.25, 0.5, 0.75, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0.75, 0.5, 0.25, 0];
@@ -138,38 +138,67 @@ const FIELD_SIDE = 256;
 /** A pixel whose interpolated move is smaller than this (px) is left as it is: it would round back. */
 const STILL = 0.01;
 
-/** Catmull-Rom sample of `img` at index-space (x, y) inside the picture into `out` (warp.ts's sampleBicubic, its row and column taps clamped once). */
-function bicubicAt(img: RgbImage, x: number, y: number, wx: Float64Array, wy: Float64Array, out: Float32Array): void {
+/**
+ * Catmull-Rom sample of `img` at index-space (x, y) inside the picture (warp.ts's sampleBicubic),
+ * each channel rounded to a byte into `rgb[o..o+2]` as a Float32 store then Math.round would.
+ * Returns whether it differs from the photo's pixel at byte offset `q`. Away from the picture's
+ * edge (nearly every pixel of the ring) the 4×4 taps need no clamping: row-wise offsets only.
+ */
+function bicubicByte(img: RgbImage, x: number, y: number, rgb: Uint8Array, o: number, q: number): boolean {
   const { width: w, height: h, data } = img;
   const ix = Math.floor(x);
   const iy = Math.floor(y);
-  cubicWeights(x - ix, wx);
-  cubicWeights(y - iy, wy);
-  const c0 = Math.max(0, ix - 1) * 3;
+  const tx = x - ix;
+  const ty = y - iy;
+  const tx2 = tx * tx;
+  const tx3 = tx2 * tx;
+  const ty2 = ty * ty;
+  const ty3 = ty2 * ty;
+  // cubicWeights, inline (same expressions, same doubles).
+  const a0 = 0.5 * (-tx3 + 2 * tx2 - tx);
+  const a1 = 0.5 * (3 * tx3 - 5 * tx2 + 2);
+  const a2 = 0.5 * (-3 * tx3 + 4 * tx2 + tx);
+  const a3 = 0.5 * (tx3 - tx2);
+  const b0 = 0.5 * (-ty3 + 2 * ty2 - ty);
+  const b1 = 0.5 * (3 * ty3 - 5 * ty2 + 2);
+  const b2 = 0.5 * (-3 * ty3 + 4 * ty2 + ty);
+  const b3 = 0.5 * (ty3 - ty2);
+  const stride = w * 3;
+  const inside = ix >= 1 && ix + 2 < w && iy >= 1 && iy + 2 < h;
+  const c0 = inside ? (ix - 1) * 3 : Math.max(0, ix - 1) * 3;
   const c1 = ix * 3;
-  const c2 = Math.min(w - 1, ix + 1) * 3;
-  const c3 = Math.min(w - 1, ix + 2) * 3;
-  const a0 = wx[0]!;
-  const a1 = wx[1]!;
-  const a2 = wx[2]!;
-  const a3 = wx[3]!;
-  let r = 0;
-  let g = 0;
-  let b = 0;
-  for (let j = 0; j < 4; j++) {
-    const row = Math.min(h - 1, Math.max(0, iy - 1 + j)) * w * 3;
-    const k = wy[j]!;
-    const q0 = row + c0;
-    const q1 = row + c1;
-    const q2 = row + c2;
-    const q3 = row + c3;
-    r += k * (data[q0]! * a0 + data[q1]! * a1 + data[q2]! * a2 + data[q3]! * a3);
-    g += k * (data[q0 + 1]! * a0 + data[q1 + 1]! * a1 + data[q2 + 1]! * a2 + data[q3 + 1]! * a3);
-    b += k * (data[q0 + 2]! * a0 + data[q1 + 2]! * a1 + data[q2 + 2]! * a2 + data[q3 + 2]! * a3);
-  }
-  out[0] = r;
-  out[1] = g;
-  out[2] = b;
+  const c2 = inside ? c1 + 3 : Math.min(w - 1, ix + 1) * 3;
+  const c3 = inside ? c1 + 6 : Math.min(w - 1, ix + 2) * 3;
+  const r0 = inside ? (iy - 1) * stride : Math.max(0, iy - 1) * stride;
+  const r1 = iy * stride;
+  const r2 = inside ? r1 + stride : Math.min(h - 1, iy + 1) * stride;
+  const r3 = inside ? r1 + 2 * stride : Math.min(h - 1, iy + 2) * stride;
+  // Row by row as sampleBicubic sums them (the same order of additions: the same doubles).
+  let r = b0 * (data[r0 + c0]! * a0 + data[r0 + c1]! * a1 + data[r0 + c2]! * a2 + data[r0 + c3]! * a3);
+  let g = b0 * (data[r0 + c0 + 1]! * a0 + data[r0 + c1 + 1]! * a1 + data[r0 + c2 + 1]! * a2 + data[r0 + c3 + 1]! * a3);
+  let b = b0 * (data[r0 + c0 + 2]! * a0 + data[r0 + c1 + 2]! * a1 + data[r0 + c2 + 2]! * a2 + data[r0 + c3 + 2]! * a3);
+  r += b1 * (data[r1 + c0]! * a0 + data[r1 + c1]! * a1 + data[r1 + c2]! * a2 + data[r1 + c3]! * a3);
+  g += b1 * (data[r1 + c0 + 1]! * a0 + data[r1 + c1 + 1]! * a1 + data[r1 + c2 + 1]! * a2 + data[r1 + c3 + 1]! * a3);
+  b += b1 * (data[r1 + c0 + 2]! * a0 + data[r1 + c1 + 2]! * a1 + data[r1 + c2 + 2]! * a2 + data[r1 + c3 + 2]! * a3);
+  r += b2 * (data[r2 + c0]! * a0 + data[r2 + c1]! * a1 + data[r2 + c2]! * a2 + data[r2 + c3]! * a3);
+  g += b2 * (data[r2 + c0 + 1]! * a0 + data[r2 + c1 + 1]! * a1 + data[r2 + c2 + 1]! * a2 + data[r2 + c3 + 1]! * a3);
+  b += b2 * (data[r2 + c0 + 2]! * a0 + data[r2 + c1 + 2]! * a1 + data[r2 + c2 + 2]! * a2 + data[r2 + c3 + 2]! * a3);
+  r += b3 * (data[r3 + c0]! * a0 + data[r3 + c1]! * a1 + data[r3 + c2]! * a2 + data[r3 + c3]! * a3);
+  g += b3 * (data[r3 + c0 + 1]! * a0 + data[r3 + c1 + 1]! * a1 + data[r3 + c2 + 1]! * a2 + data[r3 + c3 + 1]! * a3);
+  b += b3 * (data[r3 + c0 + 2]! * a0 + data[r3 + c1 + 2]! * a1 + data[r3 + c2 + 2]! * a2 + data[r3 + c3 + 2]! * a3);
+  const vr = toByte(r);
+  const vg = toByte(g);
+  const vb = toByte(b);
+  rgb[o] = vr;
+  rgb[o + 1] = vg;
+  rgb[o + 2] = vb;
+  return vr !== data[q] || vg !== data[q + 1] || vb !== data[q + 2];
+}
+
+/** A channel sum as a byte: through a Float32 first, as the Float32Array it used to be stored in. */
+function toByte(v: number): number {
+  const f = Math.round(Math.fround(v));
+  return f < 0 ? 0 : f > 255 ? 255 : f;
 }
 
 /** The displacement of the outline move (where each pixel reads from, less where it is) on a grid over `region`. */
@@ -249,10 +278,10 @@ export function liquifyOutline(img: RgbImage, from: readonly Point[], to: readon
   const field = displacementField(srcPts, dstPts, movedTriangles(srcPts, dstPts), region);
   const held = heldThings(img, field, from);
   pinField(field, held.pins);
-  const { rgb, changed } = applyField(img, field, held);
+  const { rgb, changed, spans } = applyField(img, field, held);
   const { width: w, height: h } = region;
   for (let y = 0; y < h; y++) {
-    for (let x = 0; x < w; x++) {
+    for (let x = spans[y * 2]!; x < spans[y * 2 + 1]!; x++) {
       const i = y * w + x;
       if (!changed[i]) continue;
       const p = (region.top + y) * img.width + region.left + x;
@@ -266,16 +295,20 @@ export function liquifyOutline(img: RgbImage, from: readonly Point[], to: readon
 
 /**
  * The photo resampled by `field` over its region (bicubic, rounded), and where that differs from
- * the photo and is not painted (`held`). Cell by cell between the grid's nodes: a cell whose four nodes do not move is skipped.
+ * the photo and is not painted (`held`). Cell by cell between the grid's nodes: a cell whose four
+ * nodes do not move is skipped. `spans`: per row of the region, the columns [from, to) it resampled
+ * (the rest is unchanged: the caller copies back only those).
  */
-function applyField(img: RgbImage, field: Field, held: Held): { rgb: Uint8Array; changed: Uint8Array } {
+function applyField(
+  img: RgbImage,
+  field: Field,
+  held: Held,
+): { rgb: Uint8Array; changed: Uint8Array; spans: Int32Array } {
   const { region, step, cols, rows, d } = field;
   const { width: w, height: h } = region;
   const rgb = bytes(w * h * 3);
   const changed = bytes(w * h);
-  const px = new Float32Array(3);
-  const wx = new Float64Array(4);
-  const wy = new Float64Array(4);
+  const spans = ints(h * 2);
   const still = (n: number) => d[n * 2] === 0 && d[n * 2 + 1] === 0;
   for (let j = 0; j < rows - 1; j++) {
     for (let i = 0; i < cols - 1; i++) {
@@ -285,6 +318,8 @@ function applyField(img: RgbImage, field: Field, held: Held): { rgb: Uint8Array;
       const y1 = Math.min(h, (j + 1) * step);
       const x1 = Math.min(w, (i + 1) * step);
       for (let y = j * step; y < y1; y++) {
+        if (spans[y * 2 + 1] === 0) spans[y * 2] = i * step;
+        spans[y * 2 + 1] = x1;
         const ty = (y - j * step) / step;
         // The move along this row of the cell: its left and right ends.
         const lx = d[n * 2]! + (d[(n + cols) * 2]! - d[n * 2]!) * ty;
@@ -300,20 +335,14 @@ function applyField(img: RgbImage, field: Field, held: Held): { rgb: Uint8Array;
           const gy = region.top + y;
           const sx = Math.min(img.width - 1, Math.max(0, gx + dx));
           const sy = Math.min(img.height - 1, Math.max(0, gy + dy));
-          bicubicAt(img, sx, sy, wx, wy, px);
-          const q = (gy * img.width + gx) * 3;
           const r = y * w + x;
-          for (let c = 0; c < 3; c++) {
-            const v = Math.min(255, Math.max(0, Math.round(px[c]!)));
-            rgb[r * 3 + c] = v;
-            if (v !== img.data[q + c]) changed[r] = 1;
-          }
+          if (bicubicByte(img, sx, sy, rgb, r * 3, (gy * img.width + gx) * 3)) changed[r] = 1;
           if (paintable && changed[r] && held.painted(gx, gy)) changed[r] = 0;
         }
       }
     }
   }
-  return { rgb, changed };
+  return { rgb, changed, spans };
 }
 
 /**

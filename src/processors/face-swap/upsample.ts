@@ -60,6 +60,11 @@ export function upsampleFace(
     let h2: Float32Array | undefined;
     let h3: Float32Array | undefined;
     if (rowsIn) cubicWeights(fy, cy);
+    // The row's weights as locals: read from the typed array per pixel, they were not hoisted.
+    const k0 = cy[0]!;
+    const k1 = cy[1]!;
+    const k2 = cy[2]!;
+    const k3 = cy[3]!;
     const blockRow = (y0 - 1) * rw;
     for (let x = 0; x < W; x++) {
       if (!col.inside[x]) continue;
@@ -73,10 +78,11 @@ export function upsampleFace(
           h3 = rowAlongX(y0 + 2);
         }
         alpha[o] = 1;
-        for (let c = 0; c < 3; c++) {
-          const q = x * 3 + c;
-          face[o * 3 + c] = cy[0]! * h0[q]! + cy[1]! * h1![q]! + cy[2]! * h2![q]! + cy[3]! * h3![q]!;
-        }
+        const q = x * 3;
+        const p = o * 3;
+        face[p] = k0 * h0[q]! + k1 * h1![q]! + k2 * h2![q]! + k3 * h3![q]!;
+        face[p + 1] = k0 * h0[q + 1]! + k1 * h1![q + 1]! + k2 * h2![q + 1]! + k3 * h3![q + 1]!;
+        face[p + 2] = k0 * h0[q + 2]! + k1 * h1![q + 2]! + k2 * h2![q + 2]! + k3 * h3![q + 2]!;
         continue;
       }
       premultipliedBilinear(r, col, x, rows, out, o);
@@ -106,9 +112,10 @@ function rowsAlongX(rf: Float32Array, rw: number, W: number, col: Columns): (j: 
       const w1 = col.cw[x * 4 + 1]!;
       const w2 = col.cw[x * 4 + 2]!;
       const w3 = col.cw[x * 4 + 3]!;
-      for (let c = 0; c < 3; c++) {
-        h[x * 3 + c] = w0 * rf[q + c]! + w1 * rf[q + 3 + c]! + w2 * rf[q + 6 + c]! + w3 * rf[q + 9 + c]!;
-      }
+      const o = x * 3;
+      h[o] = w0 * rf[q]! + w1 * rf[q + 3]! + w2 * rf[q + 6]! + w3 * rf[q + 9]!;
+      h[o + 1] = w0 * rf[q + 1]! + w1 * rf[q + 4]! + w2 * rf[q + 7]! + w3 * rf[q + 10]!;
+      h[o + 2] = w0 * rf[q + 2]! + w1 * rf[q + 5]! + w2 * rf[q + 8]! + w3 * rf[q + 11]!;
     }
     return h;
   };
