@@ -18,7 +18,7 @@ import { CONTENT_TYPES, EXTENSIONS, decodeImage, encodeImage } from './image.js'
 import type { FaceMode, FaceSwapOptions } from './options.js';
 import { levelled, swapLevelled } from './level.js';
 import { refuseSource, swappability, swappableTargets, type FoundFace } from './profile.js';
-import { DEFAULT_TUNING, extendForehead, withoutSourceHair } from './swap.js';
+import { DEFAULT_TUNING, extendForehead, PREPARED_TUNING, withoutSourceHair } from './swap.js';
 import { boxZone } from './guard.js';
 import type { Box, Point, RgbImage } from './types.js';
 
@@ -229,10 +229,11 @@ export async function swapAll(
   const forehead = extendForehead(faces.source, DEFAULT_TUNING.forehead);
   const src = await levelled(images.source, faces.source, forehead, refineLandmarks);
   // The source's hair over its face filled once, where the photo beyond its outline is known
-  // (hairline.ts: a blonde temple strand the skin model calls skin), as the video job does.
+  // (hairline.ts: a blonde temple strand the skin model calls skin), as the video job does; the
+  // swaps then do not look for it again.
   const prepared = withoutSourceHair(src.image, src.lm);
   for (const dstLandmarks of faces.targets) {
-    await swapLevelled(images.target, dstLandmarks, prepared, src.lm, blendOpts, refineLandmarks);
+    await swapLevelled(images.target, dstLandmarks, prepared, src.lm, blendOpts, refineLandmarks, PREPARED_TUNING);
     hooks.checkAborted();
   }
 }

@@ -568,6 +568,12 @@ function fillSourceHair(c: Canvas, o: Outline, src: FacePlanes): boolean {
 }
 
 /**
+ * The swap's tuning for a source already through withoutSourceHair (the image job's, each video
+ * frame's): its hair is not looked for again in each swap.
+ */
+export const PREPARED_TUNING: Readonly<SwapTuning> = { ...DEFAULT_TUNING, skip: ['hairFill'] };
+
+/**
  * `source` with its own hair over its face filled from the skin around it (fillSourceHair, done in
  * the source's own geometry instead of the warped one), or `source` itself when there is none. For
  * a caller that swaps one source into many targets (video, frame after frame): each swap may then

@@ -4,14 +4,14 @@
  */
 import { swapLevelled } from '../face-swap/level.js';
 import type { BlendMode } from '../face-swap/options.js';
-import { DEFAULT_TUNING, type ColorStats, type SwapTuning } from '../face-swap/swap.js';
+import { PREPARED_TUNING, type ColorStats, type SwapTuning } from '../face-swap/swap.js';
 import type { Point, RgbImage } from '../face-swap/types.js';
 
 /**
  * The swap's tuning for video frames: the source's own hair is filled once, when the source is
  * prepared (withoutSourceHair), not again on every frame.
  */
-export const FRAME_TUNING: Readonly<SwapTuning> = { ...DEFAULT_TUNING, skip: ['hairFill'] };
+export const FRAME_TUNING: Readonly<SwapTuning> = PREPARED_TUNING;
 
 export interface FrameSwap {
   /** The face region of a frame (see swapRegion), swapped in place. */
