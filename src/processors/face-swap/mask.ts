@@ -275,3 +275,27 @@ function boxFill(lab: Float32Array, hole: Uint8Array, known: Uint8Array, w: numb
     todo = todo.subarray(0, left);
   }
 }
+
+/**
+ * Grows the `n` pixels already in `queue` through `mask` (8-connected): every `mask` pixel not yet
+ * `seen` that touches one is marked in `seen` and appended. Returns the queue's new length (the
+ * pixels reached follow the seeds there, for a caller that measures the component).
+ */
+export function flood8(mask: Uint8Array, seen: Uint8Array, queue: Int32Array, n: number, w: number, h: number): number {
+  for (let q = 0; q < n; q++) {
+    const i = queue[q]!;
+    const x = i % w;
+    const y = (i - x) / w;
+    for (let dy = -1; dy <= 1; dy++) {
+      for (let dx = -1; dx <= 1; dx++) {
+        const xx = x + dx;
+        const yy = y + dy;
+        const j = yy * w + xx;
+        if (xx < 0 || yy < 0 || xx >= w || yy >= h || !mask[j] || seen[j]) continue;
+        seen[j] = 1;
+        queue[n++] = j;
+      }
+    }
+  }
+  return n;
+}

@@ -7,7 +7,7 @@
  */
 import { rgbToLab } from './color.js';
 import { boundingRegion, faceSize, type Region } from './geometry.js';
-import { rasterizePolygon } from './mask.js';
+import { flood8, rasterizePolygon } from './mask.js';
 import { innerMouthHole, mouthGap, OPEN_GAP } from './mouth.js';
 import type { Point, RgbImage } from './types.js';
 
@@ -342,20 +342,6 @@ function joined(mask: Uint8Array, seed: Uint8Array, { width: w, height: h }: Reg
   const queue = new Int32Array(w * h);
   let n = 0;
   for (let i = 0; i < w * h; i++) if (seed[i]) queue[n++] = i;
-  for (let q = 0; q < n; q++) {
-    const i = queue[q]!;
-    const x = i % w;
-    const y = (i - x) / w;
-    for (let dy = -1; dy <= 1; dy++) {
-      for (let dx = -1; dx <= 1; dx++) {
-        const xx = x + dx;
-        const yy = y + dy;
-        const j = yy * w + xx;
-        if (xx < 0 || yy < 0 || xx >= w || yy >= h || !mask[j] || out[j]) continue;
-        out[j] = 1;
-        queue[n++] = j;
-      }
-    }
-  }
+  flood8(mask, out, queue, n, w, h);
   return out;
 }

@@ -10,7 +10,7 @@
  */
 import { labToRgb, rgbToLab } from './color.js';
 import { boundingRegion, faceSize, type Region } from './geometry.js';
-import { featherMask, rasterizePolygon } from './mask.js';
+import { featherMask, flood8, rasterizePolygon } from './mask.js';
 import { floats } from './scratch.js';
 import { mouthGap, OPEN_GAP } from './mouth.js';
 import type { Point, RgbImage } from './types.js';
@@ -136,9 +136,9 @@ function keepOpenings(mask: Uint8Array, region: Region, lm: readonly Point[]): v
   const queue = new Int32Array(w * h);
   for (let s = 0; s < w * h; s++) {
     if (mask[s] !== 1 || seen[s]) continue;
-    let n = 0;
-    queue[n++] = s;
+    queue[0] = s;
     seen[s] = 1;
+    const n = flood8(mask, seen, queue, 1, w, h);
     let u0 = Infinity;
     let u1 = -Infinity;
     let sure = 0;
@@ -147,18 +147,6 @@ function keepOpenings(mask: Uint8Array, region: Region, lm: readonly Point[]): v
       if (mask[i] === 1) sure++;
       u0 = Math.min(u0, along(i));
       u1 = Math.max(u1, along(i));
-      const x = i % w;
-      const y = (i - x) / w;
-      for (let dy = -1; dy <= 1; dy++) {
-        for (let dx = -1; dx <= 1; dx++) {
-          const xx = x + dx;
-          const yy = y + dy;
-          const j = yy * w + xx;
-          if (xx < 0 || yy < 0 || xx >= w || yy >= h || !mask[j] || seen[j]) continue;
-          seen[j] = 1;
-          queue[n++] = j;
-        }
-      }
     }
     const wide = u1 - u0 >= SOURCE_MOUTH.minWidth * width && u0 < width / 2 && u1 > width / 2;
     const thick = n >= SOURCE_MOUTH.minThick * faceSize(lm) * (u1 - u0);
