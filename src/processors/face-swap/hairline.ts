@@ -9,7 +9,7 @@
  * from the skin a little further in, and the pixels near the outline nearer the hair's colour than the
  * skin's, joined to the outline through such pixels, are hair.
  */
-import { distanceInside } from './mask.js';
+import { distanceInside, type Window } from './mask.js';
 import { medianInPlace } from './select.js';
 import { bytes, floats, ints } from './scratch.js';
 import { eyeLine, zoneMoments, type EyeLine } from './zone-moments.js';
@@ -24,6 +24,8 @@ const SKIN_TO = 0.25;
  * strand kept its pale edge beside the brow's end, 0.15-0.2 in.
  */
 const HAIR_DEPTH = 0.2;
+/** The farthest (of the face size) from the outline any of the three reaches. */
+const REACH = Math.max(HAIR_BAND, SKIN_TO, HAIR_DEPTH);
 /** Weight of lightness against a* and b* in the two distances (shading changes lightness most). */
 const L_WEIGHT = 0.3;
 /** Smallest spread (per channel) assumed for either model. */
@@ -81,28 +83,32 @@ export function hairlineHair(p: HairlinePlanes, eyeZones: readonly number[], bro
   };
   const eyes = eyeLine(m.get(eyeZones[0]!), m.get(eyeZones[1]!), up);
   if (!eyes) return hair;
-  const depth = distanceInside(p.inside, w, h);
+  const side = sides(w, h, eyes);
+  const win = window(side, w, h, Math.ceil(REACH * size) + 1);
+  if (!win) return hair;
+  // Distances only in the window: exact up to REACH, which every test below stays within.
+  const depth = distanceInside(p.inside, w, h, win);
   const outside = bytes(w * h);
   for (let i = 0; i < w * h; i++) outside[i] = 1 - p.inside[i]!;
-  const beyond = distanceInside(outside, w, h);
-  const side = sides(w, h, eyes);
+  const beyond = distanceInside(outside, w, h, win);
   const candidate = bytes(w * h);
   // Outside the zones, or on a brow (the strand over a brow's outer end; the hair fill keeps the
   // brow's own colour short of its end).
   const brow = Uint8Array.from({ length: 256 }, (_, z) => +(z === 0 || browZones.includes(z)));
+  const planes: SidePlanes = { p, win, side, depth, beyond, brow };
   for (const s of [1, 2]) {
-    const at = (i: number) => side[i] === s;
-    const hairModel = fit(p.lab, (i) => at(i) && outside[i] === 1 && beyond[i]! <= HAIR_BAND * size, size);
-    const skin = (i: number) => p.inside[i] === 1 && !p.nonSkin[i] && !p.zoneOf[i];
-    const deep = (i: number) => depth[i]! >= SKIN_FROM * size && depth[i]! <= SKIN_TO * size;
-    const skinModel = fit(p.lab, (i) => at(i) && skin(i) && deep(i), size);
+    const hairModel = fit(planes, s, HAIR_PIXEL);
+    const skinModel = fit(planes, s, SKIN_PIXEL);
     if (!hairModel || !skinModel) continue;
     const spread = pooled(hairModel, skinModel);
     if (Math.hypot(...[1, 2].map((c) => (hairModel.m[c]! - skinModel.m[c]!) / spread[c]!)) < MIN_SEPARATION) continue;
-    for (let i = 0; i < w * h; i++) {
-      if (!at(i) || !p.inside[i] || !brow[p.zoneOf[i]!] || depth[i]! > HAIR_DEPTH * size) continue;
-      const toHair = distance2(p.lab, i, hairModel, spread);
-      if (toHair < HAIR_REACH2 && distance2(p.lab, i, skinModel, spread) - toHair > NEARER) candidate[i] = 1;
+    const { left, top, width: ww, height: wh } = win;
+    for (let y = 0; y < wh; y++) {
+      for (let x = 0, i = (top + y) * w + left, j = y * ww; x < ww; x++, i++, j++) {
+        if (side[i] !== s || !p.inside[i] || !brow[p.zoneOf[i]!] || depth[j]! > HAIR_DEPTH * size) continue;
+        const toHair = distance2(p.lab, i, hairModel, spread);
+        if (toHair < HAIR_REACH2 && distance2(p.lab, i, skinModel, spread) - toHair > NEARER) candidate[i] = 1;
+      }
     }
   }
   growFromEdge(candidate, p.edge, hair, w, h);
@@ -140,22 +146,87 @@ function knownBeyond(p: HairlinePlanes): boolean {
   return n > 0 && k >= KNOWN_SHARE * n;
 }
 
-/** The robust model of the pixels where `use` holds, or undefined when there are too few. */
-function fit(lab: Float32Array, use: (i: number) => boolean, size: number): Model | undefined {
-  const n = lab.length / 3;
-  let count = 0;
-  for (let i = 0; i < n; i++) if (use(i)) count++;
+/** What `fit` reads, the distances per pixel of the window `win`. */
+interface SidePlanes {
+  p: HairlinePlanes;
+  win: Window;
+  side: Uint8Array;
+  depth: Float32Array;
+  beyond: Float32Array;
+  brow: Uint8Array;
+}
+
+/** The pixels a model is fitted from: the hair's just outside the outline, the skin's a little in. */
+const HAIR_PIXEL = 0;
+const SKIN_PIXEL = 1;
+
+/**
+ * The pixels (region indices, into `out`) of side `s` a model of `kind` is fitted from: for the hair,
+ * outside the outline within HAIR_BAND of it; for the skin, the skin model's skin outside the zones
+ * between SKIN_FROM and SKIN_TO deep. Returns how many.
+ */
+function pick(sp: SidePlanes, s: number, kind: number, out: Int32Array): number {
+  const { p, win, side, depth, beyond } = sp;
+  const { width: w, size } = p;
+  const { left, top, width: ww, height: wh } = win;
+  let n = 0;
+  for (let y = 0; y < wh; y++) {
+    for (let x = 0, i = (top + y) * w + left, j = y * ww; x < ww; x++, i++, j++) {
+      if (side[i] !== s) continue;
+      const use =
+        kind === HAIR_PIXEL
+          ? p.inside[i] === 0 && beyond[j]! <= HAIR_BAND * size
+          : p.inside[i] === 1 &&
+            !p.nonSkin[i] &&
+            !p.zoneOf[i] &&
+            depth[j]! >= SKIN_FROM * size &&
+            depth[j]! <= SKIN_TO * size;
+      if (use) out[n++] = i;
+    }
+  }
+  return n;
+}
+
+/** The robust model of side `s`'s pixels of `kind`, or undefined when there are too few. */
+function fit(sp: SidePlanes, s: number, kind: number): Model | undefined {
+  const { lab, size } = sp.p;
+  const at = ints(sp.win.width * sp.win.height);
+  const count = pick(sp, s, kind, at);
   if (count < MIN_MODEL_AREA * size * size) return undefined;
   const v = floats(count);
   const model: Model = { m: [0, 0, 0], s: [0, 0, 0] };
   for (let c = 0; c < 3; c++) {
-    for (let i = 0, k = 0; i < n; i++) if (use(i)) v[k++] = lab[i * 3 + c]!;
+    for (let k = 0; k < count; k++) v[k] = lab[at[k]! * 3 + c]!;
     const med = medianInPlace(v);
     for (let k = 0; k < count; k++) v[k] = Math.abs(v[k]! - med);
     model.m[c] = med;
     model.s[c] = 1.4826 * medianInPlace(v);
   }
   return model;
+}
+
+/**
+ * The bounding box of the pixels above the eye line (`side` set), grown by `reach` on every side
+ * and clipped to the region; undefined when there are none.
+ */
+function window(side: Uint8Array, w: number, h: number, reach: number): Window | undefined {
+  let x0 = w;
+  let y0 = h;
+  let x1 = -1;
+  let y1 = -1;
+  for (let y = 0; y < h; y++) {
+    for (let x = 0, i = y * w; x < w; x++, i++) {
+      if (!side[i]) continue;
+      if (x < x0) x0 = x;
+      if (x > x1) x1 = x;
+      if (y < y0) y0 = y;
+      y1 = y;
+    }
+  }
+  if (x1 < 0) return undefined;
+  const left = Math.max(0, x0 - reach);
+  const top = Math.max(0, y0 - reach);
+  return { left, top, width: Math.min(w, x1 + reach + 1) - left, height: Math.min(h, y1 + reach + 1) - top };
 }
 
 /** Per channel, the root mean square of the two models' spreads (at least MIN_SPREAD). */

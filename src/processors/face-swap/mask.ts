@@ -83,40 +83,78 @@ function edt1d(f: Float64Array, n: number, d: Float64Array, v: Int32Array, z: Fl
 }
 
 /**
- * Euclidean distance (pixels) from each pixel to the nearest pixel where `inside` is 0; pixels beyond
- * the region's border count as outside, so the distance also stops at the region's edge.
+ * The first pass of distanceInside, down the columns of a grid of 0 (outside) and FAR: each cell's
+ * squared distance to the nearest 0 in its column, FAR when there is none. What edt1d gives on
+ * such a column (a parabola at a 0 is below every FAR one), found by two row-order sweeps instead of
+ * a copy of each column.
  */
-export function distanceInside(inside: Uint8Array, w: number, h: number): Float32Array {
-  // Pad by one pixel of "outside" on every side.
-  const pw = w + 2;
-  const ph = h + 2;
-  const grid = doubles(pw * ph);
+function columnDistances(grid: Float64Array, pw: number, ph: number): void {
+  const last = new Int32Array(pw).fill(-1);
   for (let y = 0; y < ph; y++) {
-    for (let x = 0; x < pw; x++) {
-      const ix = x - 1;
-      const iy = y - 1;
-      const isIn = ix >= 0 && iy >= 0 && ix < w && iy < h && inside[iy * w + ix] === 1;
-      grid[y * pw + x] = isIn ? FAR : 0;
+    for (let x = 0, i = y * pw; x < pw; x++, i++) {
+      if (grid[i] === 0) last[x] = y;
+      else if (last[x]! >= 0) grid[i] = (y - last[x]!) ** 2;
     }
   }
-  const n = Math.max(pw, ph);
-  const f = new Float64Array(n);
-  const d = new Float64Array(n);
-  const v = new Int32Array(n);
-  const z = new Float64Array(n + 1);
-  for (let x = 0; x < pw; x++) {
-    for (let y = 0; y < ph; y++) f[y] = grid[y * pw + x]!;
-    edt1d(f, ph, d, v, z);
-    for (let y = 0; y < ph; y++) grid[y * pw + x] = d[y]!;
+  last.fill(-1);
+  for (let y = ph - 1; y >= 0; y--) {
+    for (let x = 0, i = y * pw; x < pw; x++, i++) {
+      const g = grid[i]!;
+      if (g === 0) last[x] = y;
+      else if (last[x]! >= 0 && (last[x]! - y) ** 2 < g) grid[i] = (last[x]! - y) ** 2;
+    }
   }
+}
+
+/** A rectangle of a w×h plane (columns left..left+width, rows top..top+height). */
+export interface Window {
+  left: number;
+  top: number;
+  width: number;
+  height: number;
+}
+
+/**
+ * Euclidean distance (pixels) from each pixel to the nearest pixel where `inside` is 0; pixels beyond
+ * the region's border count as outside, so the distance also stops at the region's edge.
+ *
+ * With `win`, only over that window (the result is win.width × win.height): pixels beyond it but in
+ * the region are not looked at, so a distance is exact where it is at most the window's reach past
+ * the pixel (the nearest outside pixel lies in the window), and never less than the true one.
+ */
+export function distanceInside(
+  inside: Uint8Array,
+  w: number,
+  h: number,
+  win: Window = { left: 0, top: 0, width: w, height: h },
+): Float32Array {
+  // Pad by one pixel on every side: "outside" beyond the region's border, unknown (FAR) beyond the
+  // window's edge inside the region.
+  const { left, top, width: ww, height: wh } = win;
+  const pw = ww + 2;
+  const ph = wh + 2;
+  const grid = doubles(pw * ph);
   for (let y = 0; y < ph; y++) {
-    for (let x = 0; x < pw; x++) f[x] = grid[y * pw + x]!;
-    edt1d(f, pw, d, v, z);
-    for (let x = 0; x < pw; x++) grid[y * pw + x] = d[x]!;
+    const gy = top + y - 1;
+    for (let x = 0; x < pw; x++) {
+      const gx = left + x - 1;
+      if (gx < 0 || gy < 0 || gx >= w || gy >= h) continue;
+      const inWin = x > 0 && y > 0 && x <= ww && y <= wh;
+      grid[y * pw + x] = !inWin || inside[gy * w + gx] === 1 ? FAR : 0;
+    }
   }
-  const out = floats(w * h);
-  for (let y = 0; y < h; y++) {
-    for (let x = 0; x < w; x++) out[y * w + x] = Math.sqrt(grid[(y + 1) * pw + x + 1]!);
+  columnDistances(grid, pw, ph);
+  const d = new Float64Array(pw);
+  const v = new Int32Array(pw);
+  const z = new Float64Array(pw + 1);
+  for (let y = 0; y < ph; y++) {
+    const row = grid.subarray(y * pw, (y + 1) * pw);
+    edt1d(row, pw, d, v, z);
+    row.set(d);
+  }
+  const out = floats(ww * wh);
+  for (let y = 0; y < wh; y++) {
+    for (let x = 0; x < ww; x++) out[y * ww + x] = Math.sqrt(grid[(y + 1) * pw + x + 1]!);
   }
   return out;
 }
