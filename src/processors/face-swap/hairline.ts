@@ -89,13 +89,15 @@ export function hairlineHair(p: HairlinePlanes, eyeZones: readonly number[], bro
   // Distances only in the window: exact up to REACH, which every test below stays within.
   const depth = distanceInside(p.inside, w, h, win);
   const outside = bytes(w * h);
-  for (let i = 0; i < w * h; i++) outside[i] = 1 - p.inside[i]!;
+  for (let y = win.top; y < win.top + win.height; y++) {
+    for (let i = y * w + win.left; i < y * w + win.left + win.width; i++) outside[i] = 1 - p.inside[i]!;
+  }
   const beyond = distanceInside(outside, w, h, win);
   const candidate = bytes(w * h);
   // Outside the zones, or on a brow (the strand over a brow's outer end; the hair fill keeps the
   // brow's own colour short of its end).
   const brow = Uint8Array.from({ length: 256 }, (_, z) => +(z === 0 || browZones.includes(z)));
-  const planes: SidePlanes = { p, win, side, depth, beyond, brow };
+  const planes: SidePlanes = { p, win, side, depth, beyond, at: ints(win.width * win.height) };
   for (const s of [1, 2]) {
     const hairModel = fit(planes, s, HAIR_PIXEL);
     const skinModel = fit(planes, s, SKIN_PIXEL);
@@ -153,7 +155,8 @@ interface SidePlanes {
   side: Uint8Array;
   depth: Float32Array;
   beyond: Float32Array;
-  brow: Uint8Array;
+  /** Scratch for the picked pixels' indices (one pixel per window pixel at most). */
+  at: Int32Array;
 }
 
 /** The pixels a model is fitted from: the hair's just outside the outline, the skin's a little in. */
@@ -190,7 +193,7 @@ function pick(sp: SidePlanes, s: number, kind: number, out: Int32Array): number 
 /** The robust model of side `s`'s pixels of `kind`, or undefined when there are too few. */
 function fit(sp: SidePlanes, s: number, kind: number): Model | undefined {
   const { lab, size } = sp.p;
-  const at = ints(sp.win.width * sp.win.height);
+  const { at } = sp;
   const count = pick(sp, s, kind, at);
   if (count < MIN_MODEL_AREA * size * size) return undefined;
   const v = floats(count);

@@ -24,7 +24,7 @@ import { matchColour } from './recolor.js';
 import type { Point, RgbImage } from './types.js';
 import { opaqueExtent, upsampleFace, type Rendered } from './upsample.js';
 import { triangulate, warpPiecewiseAffine } from './warp.js';
-import { bytes, floats, withScratch } from './scratch.js';
+import { bytes, copyOf, floats, withScratch } from './scratch.js';
 import { EYE_ZONES, FEATURES } from './zones.js';
 
 export interface SwapOptions {
@@ -591,14 +591,18 @@ export function withoutSourceHair(source: RgbImage, srcLm: readonly Point[], tun
     const dist = distanceInside(inside, w, h);
     const alpha = featherAlpha(dist, tuning.erode * size, tuning.feather * size);
     const lab = rgbToLab(regionRgb(source, region), covered);
-    const before = lab.slice();
+    const before = copyOf(lab);
     const canvas: Canvas = { region, covered, size, margin: FEATURE_MARGIN * size };
     if (!fillSourceHair(canvas, { inside, dist }, facePlanes(lab, pts, canvas, { inside, alpha }))) return source;
-    const filled = labToRgb(lab, covered);
+    // Back to RGB only where the fill changed the colour.
+    const changed = bytes(n);
+    for (let i = 0, q = 0; i < n; i++, q += 3) {
+      changed[i] = +(lab[q] !== before[q] || lab[q + 1] !== before[q + 1] || lab[q + 2] !== before[q + 2]);
+    }
+    const filled = labToRgb(lab, changed);
     const out: RgbImage = { ...source, data: source.data.slice() };
     for (let i = 0; i < n; i++) {
-      if (lab[i * 3] === before[i * 3] && lab[i * 3 + 1] === before[i * 3 + 1] && lab[i * 3 + 2] === before[i * 3 + 2])
-        continue;
+      if (!changed[i]) continue;
       const o = ((region.top + Math.floor(i / w)) * source.width + region.left + (i % w)) * 3;
       for (let c = 0; c < 3; c++) out.data[o + c] = Math.min(255, Math.max(0, Math.round(filled[i * 3 + c]!)));
     }

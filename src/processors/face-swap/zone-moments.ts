@@ -17,8 +17,10 @@ export interface Moments {
 /** The moments of each of `zones` in the plane `zoneOf` (`w` wide), in one pass. */
 export function zoneMoments(zoneOf: Uint8Array, w: number, zones: readonly number[]): Map<number, Moments> {
   const out = new Map(zones.map((z) => [z, { n: 0, x: 0, y: 0, xx: 0, yy: 0, xy: 0 }]));
+  // Indexed by zone: a Map lookup per pixel was most of this pass.
+  const byZone: (Moments | undefined)[] = Array.from({ length: 256 }, (_, z) => out.get(z));
   for (let i = 0; i < zoneOf.length; i++) {
-    const m = out.get(zoneOf[i]!);
+    const m = byZone[zoneOf[i]!];
     if (!m) continue;
     const x = i % w;
     const y = (i - x) / w;
