@@ -204,6 +204,42 @@ describe('mask', () => {
     expect(alpha[15 * 60 + 30]).toBeGreaterThan(0);
     expect(alpha[15 * 60 + 30]).toBeLessThan(1);
   });
+
+  it('distanceInside over a window is exact within its reach and never less than the true distance', () => {
+    // A ring of outside pixels with specks, against brute force (the region's border counts as outside).
+    const w = 47;
+    const h = 39;
+    const inside = new Uint8Array(w * h);
+    for (let y = 0; y < h; y++) {
+      for (let x = 0; x < w; x++) inside[y * w + x] = +(Math.hypot(x - 20, y - 18) < 16 && (x * 7 + y * 13) % 29 !== 0);
+    }
+    const truth = (x: number, y: number) => {
+      let best = Math.min(x + 1, y + 1, w - x, h - y) ** 2;
+      for (let j = 0; j < w * h; j++)
+        if (!inside[j]) best = Math.min(best, ((j % w) - x) ** 2 + (Math.floor(j / w) - y) ** 2);
+      return Math.sqrt(best);
+    };
+    const full = distanceInside(inside, w, h);
+    for (let i = 0; i < w * h; i += 5) expect(full[i]).toBeCloseTo(truth(i % w, Math.floor(i / w)), 5);
+    const win = { left: 9, top: 0, width: 25, height: 21 };
+    const part = distanceInside(inside, w, h, win);
+    expect(part.length).toBe(25 * 21);
+    let exact = 0;
+    for (let y = 0; y < win.height; y++) {
+      for (let x = 0; x < win.width; x++) {
+        // Reach: to the window's nearest edge inside the region (the top edge is the region's).
+        const reach = Math.min(x, win.width - 1 - x, win.height - 1 - y);
+        const t = truth(x + win.left, y + win.top);
+        const d = part[y * win.width + x]!;
+        expect(d).toBeGreaterThanOrEqual(t - 1e-5);
+        if (t <= reach) {
+          expect(d).toBeCloseTo(t, 5);
+          exact++;
+        }
+      }
+    }
+    expect(exact).toBeGreaterThan(100);
+  });
 });
 
 describe('colour', () => {
