@@ -9,6 +9,7 @@ import { rgbToLab } from './color.js';
 import { boundingRegion, faceSize, type Region } from './geometry.js';
 import { flood8, rasterizePolygon } from './mask.js';
 import { innerMouthHole, mouthGap, OPEN_GAP } from './mouth.js';
+import { medianOf } from './select.js';
 import type { Point, RgbImage } from './types.js';
 
 /** Upper and lower inner-lip points facing each other across the opening (as mouth.ts's). */
@@ -83,11 +84,6 @@ function grown(poly: readonly Point[], d: number): Point[] {
   });
 }
 
-function median(values: number[]): number {
-  const s = values.sort((a, b) => a - b);
-  return s.length ? s[Math.floor(s.length / 2)]! : NaN;
-}
-
 export interface OpeningMask {
   region: Region;
   /** 1, 2: a sure or possible pixel of the opening (teeth or dark); 3, 4: the same in a component kept as the opening. */
@@ -122,8 +118,8 @@ export function openingMask(img: RgbImage, lm: readonly Point[]): OpeningMask {
     red.push(lab[i * 3 + 1]!);
     chroma.push(Math.hypot(lab[i * 3 + 1]!, lab[i * 3 + 2]!));
   }
-  const L0 = median(light);
-  const C0 = median(chroma);
+  const L0 = medianOf(light);
+  const C0 = medianOf(chroma);
   const S0 = C0 / Math.max(1, L0);
   const mask = new Uint8Array(w * h);
   for (let i = 0; i < w * h; i++) {
@@ -141,7 +137,7 @@ export function openingMask(img: RgbImage, lm: readonly Point[]): OpeningMask {
   }
   const dark = new Uint8Array(w * h);
   const unred = new Uint8Array(w * h);
-  const A0 = median(red);
+  const A0 = medianOf(red);
   for (let i = 0; i < w * h; i++) {
     dark[i] = mask[i] && lab[i * 3]! <= OPENING.dark[1]! * L0 ? 1 : 0;
     unred[i] = mask[i] && lab[i * 3 + 1]! <= OPENING.teethRed * A0 ? 1 : 0;

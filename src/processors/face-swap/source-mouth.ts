@@ -13,6 +13,7 @@ import { boundingRegion, faceSize, type Region } from './geometry.js';
 import { featherMask, flood8, rasterizePolygon } from './mask.js';
 import { floats } from './scratch.js';
 import { mouthGap, OPEN_GAP } from './mouth.js';
+import { medianOf } from './select.js';
 import type { Point, RgbImage } from './types.js';
 import { warpPiecewiseAffine } from './warp.js';
 
@@ -51,7 +52,7 @@ function lipColour(lab: Float32Array, lips: Uint8Array): { L: number; C: number 
   }
   px.sort((a, b) => b.C - a.C);
   const half = px.slice(0, Math.max(1, px.length >> 1));
-  return { L: median(half.map((p) => p.L)), C: median(half.map((p) => p.C)) };
+  return { L: medianOf(half.map((p) => p.L)), C: medianOf(half.map((p) => p.C)) };
 }
 
 /** Medians of L*, C* and C* / L* of the skin 6-12% of the face size outside the outer lip line. */
@@ -68,11 +69,7 @@ function skinColour(lab: Float32Array, outer: readonly Point[], size: number, re
     C.push(c);
     S.push(c / Math.max(1, lab[i * 3]!));
   }
-  return { L: median(L), C: median(C), S: median(S) };
-}
-
-function median(v: number[]): number {
-  return v.sort((a, b) => a - b)[v.length >> 1] ?? NaN;
+  return { L: medianOf(L), C: medianOf(C), S: medianOf(S) };
 }
 
 /** 1 (sure) or 2 (possible) where a pixel of `region` near the mouth looks like teeth or the throat's dark. */
