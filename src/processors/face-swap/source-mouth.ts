@@ -8,7 +8,7 @@
  * the face, and the target's own lips are shown there, shifted to the colour of the new lips around
  * them (as Deep-Live-Cam's mouth mask lays the target's mouth over the swap).
  */
-import { labToRgb, rgbToLab } from './color.js';
+import { labToRgb, regionRgb, rgbToLab } from './color.js';
 import { boundingRegion, faceSize, type Region } from './geometry.js';
 import { featherMask, flood8, rasterizePolygon } from './mask.js';
 import { floats } from './scratch.js';
@@ -76,12 +76,7 @@ function skinColour(lab: Float32Array, outer: readonly Point[], size: number, re
 function classify(img: RgbImage, lm: readonly Point[], region: Region): Uint8Array {
   const size = faceSize(lm);
   const { width: w, height: h } = region;
-  const rgb = new Float32Array(w * h * 3);
-  for (let y = 0; y < h; y++) {
-    const row = ((region.top + y) * img.width + region.left) * 3;
-    for (let i = 0; i < w * 3; i++) rgb[y * w * 3 + i] = img.data[row + i]!;
-  }
-  const lab = rgbToLab(rgb);
+  const lab = rgbToLab(regionRgb(img, region));
   const outer = lm.slice(48, 60);
   const lip = lipColour(lab, rasterizePolygon(outer, region));
   const skin = skinColour(lab, outer, size, region);
