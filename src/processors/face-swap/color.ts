@@ -3,7 +3,9 @@
  * uniform, so matching each channel's mean and spread (Reinhard et al. 2001) moves the source skin
  * to the target's tone without the hue shifts that per-channel RGB matching produces.
  */
+import type { Region } from './geometry.js';
 import { copyOf, floats } from './scratch.js';
+import type { RgbImage } from './types.js';
 
 const SRGB_TO_LINEAR = new Float32Array(256);
 for (let i = 0; i < 256; i++) {
@@ -47,6 +49,17 @@ function srgbLinear(v: number): number {
   const i = Math.min(254, Math.floor(x));
   const f = x - i;
   return SRGB_TO_LINEAR[i]! * (1 - f) + SRGB_TO_LINEAR[i + 1]! * f;
+}
+
+/** The pixels of `img` inside `region`, as floats (3 a pixel, scratch). */
+export function regionRgb(img: RgbImage, region: Region): Float32Array {
+  const { width: w, height: h } = region;
+  const rgb = floats(w * h * 3);
+  for (let y = 0; y < h; y++) {
+    const row = ((region.top + y) * img.width + region.left) * 3;
+    for (let i = 0; i < w * 3; i++) rgb[y * w * 3 + i] = img.data[row + i]!;
+  }
+  return rgb;
 }
 
 /** Interleaved sRGB (0..255 floats) to interleaved Lab, for the pixels where `use` is non-zero. */

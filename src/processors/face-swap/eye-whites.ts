@@ -10,6 +10,7 @@
  */
 import type { Region } from './geometry.js';
 import { featherMask, rasterizePolygon } from './mask.js';
+import { medianOf } from './select.js';
 import type { Point } from './types.js';
 
 /** The eye contours (landmarks 36-41 and 42-47). */
@@ -26,8 +27,6 @@ export interface EyePlanes {
   lm: readonly Point[];
 }
 
-const median = (v: number[]) => v.sort((a, b) => a - b)[Math.floor(v.length / 2)] ?? Number.NaN;
-
 /**
  * The white of the eye at landmark `k`: the pixels inside its contour at least its median L* and
  * at most its median chroma (the iris, pupil and lash line are darker, a lid caught by the contour
@@ -38,8 +37,8 @@ function whiteOf(f: EyePlanes, k: number, region: Region): number[] {
   const cells: number[] = [];
   for (let i = 0; i < mask.length; i++) if (mask[i]) cells.push(i);
   const C = (i: number) => Math.hypot(f.chroma[i * 3 + 1]!, f.chroma[i * 3 + 2]!);
-  const minL = median(cells.map((i) => f.light[i * 3]!));
-  const maxC = median(cells.map(C));
+  const minL = medianOf(cells.map((i) => f.light[i * 3]!));
+  const maxC = medianOf(cells.map(C));
   const white = cells.filter((i) => f.light[i * 3]! >= minL && C(i) <= maxC);
   return white.length >= Math.max(1, MIN_WHITE * cells.length) ? white : [];
 }

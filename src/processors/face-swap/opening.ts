@@ -5,10 +5,11 @@
  * over the teeth. Here the opening is found within the outer lip line (48-59): teeth (lighter than
  * the skin around the mouth, and less saturated) and the throat's dark, in a band along the mouth.
  */
-import { rgbToLab } from './color.js';
+import { regionRgb, rgbToLab } from './color.js';
 import { boundingRegion, faceSize, type Region } from './geometry.js';
 import { flood8, rasterizePolygon } from './mask.js';
 import { innerMouthHole, mouthGap, OPEN_GAP } from './mouth.js';
+import { medianOf } from './select.js';
 import type { Point, RgbImage } from './types.js';
 
 /** Upper and lower inner-lip points facing each other across the opening (as mouth.ts's). */
@@ -83,11 +84,6 @@ function grown(poly: readonly Point[], d: number): Point[] {
   });
 }
 
-function median(values: number[]): number {
-  const s = values.sort((a, b) => a - b);
-  return s.length ? s[Math.floor(s.length / 2)]! : NaN;
-}
-
 export interface OpeningMask {
   region: Region;
   /** 1, 2: a sure or possible pixel of the opening (teeth or dark); 3, 4: the same in a component kept as the opening. */
@@ -104,12 +100,7 @@ export function openingMask(img: RgbImage, lm: readonly Point[]): OpeningMask {
   const outer = lm.slice(48, 60);
   const region = boundingRegion(outer, 0.12 * size, img.width, img.height);
   const { width: w, height: h } = region;
-  const rgb = new Float32Array(w * h * 3);
-  for (let y = 0; y < h; y++) {
-    const row = ((region.top + y) * img.width + region.left) * 3;
-    for (let i = 0; i < w * 3; i++) rgb[y * w * 3 + i] = img.data[row + i]!;
-  }
-  const lab = rgbToLab(rgb);
+  const lab = rgbToLab(regionRgb(img, region));
   const inside = rasterizePolygon(grown(outer, OPENING.grow * size), region);
   const around = rasterizePolygon(grown(outer, 0.08 * size), region);
   const near = rasterizePolygon(grown(outer, 0.03 * size), region);
@@ -122,8 +113,8 @@ export function openingMask(img: RgbImage, lm: readonly Point[]): OpeningMask {
     red.push(lab[i * 3 + 1]!);
     chroma.push(Math.hypot(lab[i * 3 + 1]!, lab[i * 3 + 2]!));
   }
-  const L0 = median(light);
-  const C0 = median(chroma);
+  const L0 = medianOf(light);
+  const C0 = medianOf(chroma);
   const S0 = C0 / Math.max(1, L0);
   const mask = new Uint8Array(w * h);
   for (let i = 0; i < w * h; i++) {
@@ -141,7 +132,7 @@ export function openingMask(img: RgbImage, lm: readonly Point[]): OpeningMask {
   }
   const dark = new Uint8Array(w * h);
   const unred = new Uint8Array(w * h);
-  const A0 = median(red);
+  const A0 = medianOf(red);
   for (let i = 0; i < w * h; i++) {
     dark[i] = mask[i] && lab[i * 3]! <= OPENING.dark[1]! * L0 ? 1 : 0;
     unred[i] = mask[i] && lab[i * 3 + 1]! <= OPENING.teethRed * A0 ? 1 : 0;

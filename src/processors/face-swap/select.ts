@@ -45,3 +45,8 @@ export function kthSmallest(a: Numbers, k: number, n: number = a.length): number
 export function medianInPlace(a: Numbers, n: number = a.length): number {
   return kthSmallest(a, n >> 1, n);
 }
+
+/** medianInPlace of a plain list (copied: the list is left as it is); NaN when it is empty. */
+export function medianOf(values: readonly number[]): number {
+  return values.length ? medianInPlace(Float64Array.from(values)) : Number.NaN;
+}

@@ -8,11 +8,12 @@
  * the face, and the target's own lips are shown there, shifted to the colour of the new lips around
  * them (as Deep-Live-Cam's mouth mask lays the target's mouth over the swap).
  */
-import { labToRgb, rgbToLab } from './color.js';
+import { labToRgb, regionRgb, rgbToLab } from './color.js';
 import { boundingRegion, faceSize, type Region } from './geometry.js';
 import { featherMask, flood8, rasterizePolygon } from './mask.js';
 import { floats } from './scratch.js';
 import { mouthGap, OPEN_GAP } from './mouth.js';
+import { medianOf } from './select.js';
 import type { Point, RgbImage } from './types.js';
 import { warpPiecewiseAffine } from './warp.js';
 
@@ -51,7 +52,7 @@ function lipColour(lab: Float32Array, lips: Uint8Array): { L: number; C: number 
   }
   px.sort((a, b) => b.C - a.C);
   const half = px.slice(0, Math.max(1, px.length >> 1));
-  return { L: median(half.map((p) => p.L)), C: median(half.map((p) => p.C)) };
+  return { L: medianOf(half.map((p) => p.L)), C: medianOf(half.map((p) => p.C)) };
 }
 
 /** Medians of L*, C* and C* / L* of the skin 6-12% of the face size outside the outer lip line. */
@@ -68,23 +69,14 @@ function skinColour(lab: Float32Array, outer: readonly Point[], size: number, re
     C.push(c);
     S.push(c / Math.max(1, lab[i * 3]!));
   }
-  return { L: median(L), C: median(C), S: median(S) };
-}
-
-function median(v: number[]): number {
-  return v.sort((a, b) => a - b)[v.length >> 1] ?? NaN;
+  return { L: medianOf(L), C: medianOf(C), S: medianOf(S) };
 }
 
 /** 1 (sure) or 2 (possible) where a pixel of `region` near the mouth looks like teeth or the throat's dark. */
 function classify(img: RgbImage, lm: readonly Point[], region: Region): Uint8Array {
   const size = faceSize(lm);
   const { width: w, height: h } = region;
-  const rgb = new Float32Array(w * h * 3);
-  for (let y = 0; y < h; y++) {
-    const row = ((region.top + y) * img.width + region.left) * 3;
-    for (let i = 0; i < w * 3; i++) rgb[y * w * 3 + i] = img.data[row + i]!;
-  }
-  const lab = rgbToLab(rgb);
+  const lab = rgbToLab(regionRgb(img, region));
   const outer = lm.slice(48, 60);
   const lip = lipColour(lab, rasterizePolygon(outer, region));
   const skin = skinColour(lab, outer, size, region);

@@ -3,7 +3,7 @@
  * blend. Pure computation apart from an optional sharp resize of the source.
  */
 import { cloneCorrection, composite } from './blend.js';
-import { channelStats, labToRgb, rgbToLab, type ColorStats } from './color.js';
+import { channelStats, labToRgb, regionRgb, rgbToLab, type ColorStats } from './color.js';
 export type { ColorStats } from './color.js';
 import { boundingRegion, convexHull, faceSize, type Region } from './geometry.js';
 import { resizeRegion } from './image.js';
@@ -484,17 +484,6 @@ interface FacePlanes {
   nonSkin: Uint8Array;
   /** The lips (1) and their opening (2) (the source's only: its colour step needs them). */
   lips?: Uint8Array | undefined;
-}
-
-/** The pixels of `img` inside `region`, as floats (3 a pixel, scratch). */
-function regionRgb(img: RgbImage, region: Region): Float32Array {
-  const { width: w, height: h } = region;
-  const rgb = floats(w * h * 3);
-  for (let y = 0; y < h; y++) {
-    const row = ((region.top + y) * img.width + region.left) * 3;
-    for (let i = 0; i < w * 3; i++) rgb[y * w * 3 + i] = img.data[row + i]!;
-  }
-  return rgb;
 }
 
 /**
