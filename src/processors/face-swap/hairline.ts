@@ -10,7 +10,7 @@
  * skin's, joined to the outline through such pixels, are hair.
  */
 import { distanceInside, type Window } from './mask.js';
-import { medianInPlace } from './select.js';
+import { medianAndSpread } from './select.js';
 import { bytes, floats, ints } from './scratch.js';
 import { eyeLine, zoneMoments, type EyeLine } from './zone-moments.js';
 
@@ -200,10 +200,7 @@ function fit(sp: SidePlanes, s: number, kind: number): Model | undefined {
   const model: Model = { m: [0, 0, 0], s: [0, 0, 0] };
   for (let c = 0; c < 3; c++) {
     for (let k = 0; k < count; k++) v[k] = lab[at[k]! * 3 + c]!;
-    const med = medianInPlace(v);
-    for (let k = 0; k < count; k++) v[k] = Math.abs(v[k]! - med);
-    model.m[c] = med;
-    model.s[c] = 1.4826 * medianInPlace(v);
+    ({ m: model.m[c], s: model.s[c] } = medianAndSpread(v));
   }
   return model;
 }

@@ -46,6 +46,16 @@ export function medianInPlace(a: Numbers, n: number = a.length): number {
   return kthSmallest(a, n >> 1, n);
 }
 
+/**
+ * The median of `a[0..n)` and its robust spread: 1.4826 × the median absolute deviation (the
+ * standard deviation of a normal sample, unmoved by a minority of outliers). `a` is overwritten.
+ */
+export function medianAndSpread(a: Numbers, n: number = a.length): { m: number; s: number } {
+  const m = medianInPlace(a, n);
+  for (let k = 0; k < n; k++) a[k] = Math.abs(a[k]! - m);
+  return { m, s: 1.4826 * medianInPlace(a, n) };
+}
+
 /** medianInPlace of a plain list (copied: the list is left as it is); NaN when it is empty. */
 export function medianOf(values: readonly number[]): number {
   return values.length ? medianInPlace(Float64Array.from(values)) : Number.NaN;

@@ -11,7 +11,7 @@
  */
 
 import { dilate, featherMask } from './mask.js';
-import { medianInPlace } from './select.js';
+import { medianAndSpread, medianInPlace } from './select.js';
 import { bytes, floats, ints } from './scratch.js';
 
 export interface SkinModel {
@@ -49,9 +49,7 @@ export function fitSkinModel(lab: Float32Array, sample: Uint8Array): SkinModel |
   const v = new Float32Array(Math.ceil(count / step));
   const med = (c: number) => {
     for (let k = 0, j = 0; k < count; k += step, j++) v[j] = lab[idx[k]! * 3 + c]!;
-    const m = medianInPlace(v);
-    for (let k = 0; k < v.length; k++) v[k] = Math.abs(v[k]! - m);
-    return { m, s: 1.4826 * medianInPlace(v) };
+    return medianAndSpread(v);
   };
   const L = med(0);
   const A = med(1);
