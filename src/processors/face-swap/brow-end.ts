@@ -7,7 +7,7 @@
  * cheeks moved the landmarks found on its result and narrowed its mouth (gap 0.55 of the target's).
  */
 import { bytes } from './scratch.js';
-import { eyeLine, zoneMoments } from './zone-moments.js';
+import { browsAndEyes } from './zone-moments.js';
 
 /**
  * The outer share of a brow's zone (along it) where hair entering from the temple is kept over it.
@@ -45,12 +45,10 @@ interface BrowAxis {
 export function browEndBand(p: BrowEndPlanes, browZones: readonly number[], eyeZones: readonly number[]): Uint8Array {
   const { width: w, height: h } = p;
   const band = bytes(w * h);
-  const m = zoneMoments(p.zoneOf, w, [...browZones, ...eyeZones]);
-  const brows = browZones.map((z) => m.get(z)!);
-  if (brows.length !== 2 || eyeZones.length !== 2 || brows.some((b) => !b.n)) return band;
-  const mid = { x: (brows[0]!.x + brows[1]!.x) / 2, y: (brows[0]!.y + brows[1]!.y) / 2 };
-  const eyes = eyeLine(m.get(eyeZones[0]!), m.get(eyeZones[1]!), mid);
-  if (!eyes) return band;
+  const found = browsAndEyes(p.zoneOf, w, browZones, eyeZones);
+  // Both brows: each has its own outer end.
+  if (!found || browZones.length !== 2 || found.brows.length !== 2) return band;
+  const { brows, centre: mid, eyes } = found;
   const axes: BrowAxis[] = browZones.map((zone, k) => {
     const b = brows[k]!;
     const angle = 0.5 * Math.atan2(2 * b.xy, b.xx - b.yy);

@@ -12,7 +12,7 @@
 import { distanceInside, type Window } from './mask.js';
 import { medianAndSpread } from './select.js';
 import { bytes, floats, ints } from './scratch.js';
-import { eyeLine, zoneMoments, type EyeLine } from './zone-moments.js';
+import { browsAndEyes, type EyeLine } from './zone-moments.js';
 
 /** Width (of the face size) of the band just outside the outline the hair's colour is read from. */
 const HAIR_BAND = 0.08;
@@ -74,14 +74,7 @@ export function hairlineHair(p: HairlinePlanes, eyeZones: readonly number[], bro
   const { width: w, height: h, size } = p;
   const hair = bytes(w * h);
   if (!knownBeyond(p)) return hair;
-  const m = zoneMoments(p.zoneOf, w, [...eyeZones, ...browZones]);
-  const brows = browZones.map((z) => m.get(z)).filter((b) => b?.n);
-  if (brows.length === 0 || eyeZones.length !== 2) return hair;
-  const up = {
-    x: brows.reduce((s, b) => s + b!.x, 0) / brows.length,
-    y: brows.reduce((s, b) => s + b!.y, 0) / brows.length,
-  };
-  const eyes = eyeLine(m.get(eyeZones[0]!), m.get(eyeZones[1]!), up);
+  const eyes = browsAndEyes(p.zoneOf, w, browZones, eyeZones)?.eyes;
   if (!eyes) return hair;
   const side = sides(w, h, eyes);
   const win = window(side, w, h, Math.ceil(REACH * size) + 1);

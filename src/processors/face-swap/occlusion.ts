@@ -136,14 +136,14 @@ export function occlusionMask(p: OcclusionPlanes, anywhere = false): Uint8Array 
   let innerArea = 0;
   for (let i = 0; i < n; i++) innerArea += p.innerCore[i]!;
   const minArea = MIN_OCCLUDER_AREA * p.size * p.size;
-  let temple: Uint8Array | undefined;
+  const rules: MarkRules = { zones: zoneArea, inner: innerArea, anywhere, temple: undefined };
   let comp = 0;
   for (let s = 0; s < n; s++) {
     if (!p.nonSkin[s] || label[s]! >= 0) continue;
     const c = floodComponent(p, s, comp++, label, queue, anywhere);
     if (!c.touches || c.outside < minArea) continue;
-    if (!anywhere) temple ??= browEndBand(p, BROW_ZONES, p.eyeZones ?? EYE_ZONES);
-    markOccluder(p, c, queue, occluded, { zones: zoneArea, inner: innerArea }, temple);
+    if (!anywhere) rules.temple ??= browEndBand(p, BROW_ZONES, p.eyeZones ?? EYE_ZONES);
+    markOccluder(p, c, queue, occluded, rules);
   }
   if (anywhere) {
     if (p.inside && p.covered) {
@@ -404,21 +404,24 @@ function floodComponent(
   return c;
 }
 
+/** What markOccluder marks an occluder by. */
+interface MarkRules {
+  /** Each zone's pixel count, and the inner core's. */
+  zones: Map<number, number>;
+  inner: number;
+  /** Wherever the component reaches, inside zones by colour only (occlusionMask's `anywhere`). */
+  anywhere: boolean;
+  /** The band over the brows' outer ends (browEndBand) where the lock is kept; none when `anywhere`. */
+  temple: Uint8Array | undefined;
+}
+
 /**
  * Marks an occluding component's pixels in `occluded`: into the inner face (brows to mouth) only
  * when it really crosses it (a strand of hair merely touching a brow's end does not make the brow
  * an occluder); into a zone (unless `anywhere`) only when it covers much of it, and there by colour.
- * `area`: each zone's pixel count, and the inner core's.
  */
-function markOccluder(
-  p: OcclusionPlanes,
-  c: Component,
-  queue: Int32Array,
-  occluded: Uint8Array,
-  area: { zones: Map<number, number>; inner: number },
-  temple: Uint8Array | undefined,
-): void {
-  const anywhere = !temple;
+function markOccluder(p: OcclusionPlanes, c: Component, queue: Int32Array, occluded: Uint8Array, r: MarkRules): void {
+  const { anywhere, temple } = r;
   const cover = new Map<number, number>();
   let inInner = 0;
   for (let k = 0; k < c.count; k++) {
@@ -430,8 +433,8 @@ function markOccluder(
   // Inside the inner face and the zones only in the colour it has where it enters: dark eye
   // make-up touching dark hair at the temple joins the hair's region, but is not hair.
   const own = entryColour(p, c, queue) ?? c;
-  const crosses = anywhere || inInner >= INNER_COVER * area.inner || coreSpan(p, c, queue) >= INNER_SPAN * p.size;
-  const shown = anywhere ? [] : featuresShown(p, own, cover, area.zones);
+  const crosses = anywhere || inInner >= INNER_COVER * r.inner || coreSpan(p, c, queue) >= INNER_SPAN * p.size;
+  const shown = anywhere ? [] : featuresShown(p, own, cover, r.zones);
   const onFeature = shown.length > 0 ? nearerFeature(p, c, queue, shown) : undefined;
   for (let k = 0; k < c.count; k++) {
     const i = queue[k]!;
@@ -450,7 +453,7 @@ function markOccluder(
       occluded[i] = 1;
       continue;
     }
-    if (z && !anywhere && cover.get(z)! < ZONE_COVER * area.zones.get(z)!) continue;
+    if (z && !anywhere && cover.get(z)! < ZONE_COVER * r.zones.get(z)!) continue;
     const dE = Math.hypot(p.lab[i * 3]! - own.l, p.lab[i * 3 + 1]! - own.a, p.lab[i * 3 + 2]! - own.b);
     if (dE < ZONE_DELTA_E) occluded[i] = 1;
   }

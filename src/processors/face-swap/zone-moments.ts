@@ -1,7 +1,7 @@
 /**
  * The feature zones' moments (pixel count, centroid, second moments about it), read from a zone
- * plane: where the brows and the eyes' line are (hairline.ts), for a rolled face as for an upright
- * one.
+ * plane: where the brows and the eyes' line are (hairline.ts, brow-end.ts), for a rolled face as for
+ * an upright one.
  */
 
 /** A zone's pixel count, centroid and second central moments (px², per pixel). */
@@ -68,4 +68,37 @@ export function eyeLine(
   const y = (e0.y + e1.y) / 2;
   const sign = (up.x - x) * -uy + (up.y - y) * ux < 0 ? -1 : 1;
   return { x, y, ux, uy, nx: -uy * sign, ny: ux * sign };
+}
+
+/** Where a face's brows and eyes are, read from its zone plane (browsAndEyes). */
+export interface BrowsAndEyes {
+  /** The moments of the brow zones that have pixels, in the order of the zones asked for. */
+  brows: Moments[];
+  /** The mean of their centroids: "up" on the face. */
+  centre: { x: number; y: number };
+  /** The line through the two eye zones' centroids, its normal towards `centre`. */
+  eyes: EyeLine;
+}
+
+/**
+ * The brows (those of `browZones` with pixels), their centre and the eye line of the two `eyeZones`
+ * in the plane `zoneOf` (`w` wide); undefined when no brow zone has pixels, `eyeZones` are not two,
+ * or an eye zone is empty.
+ */
+export function browsAndEyes(
+  zoneOf: Uint8Array,
+  w: number,
+  browZones: readonly number[],
+  eyeZones: readonly number[],
+): BrowsAndEyes | undefined {
+  if (eyeZones.length !== 2) return undefined;
+  const m = zoneMoments(zoneOf, w, [...browZones, ...eyeZones]);
+  const brows = browZones.map((z) => m.get(z)!).filter((b) => b.n > 0);
+  if (brows.length === 0) return undefined;
+  const centre = {
+    x: brows.reduce((s, b) => s + b.x, 0) / brows.length,
+    y: brows.reduce((s, b) => s + b.y, 0) / brows.length,
+  };
+  const eyes = eyeLine(m.get(eyeZones[0]!), m.get(eyeZones[1]!), centre);
+  return eyes && { brows, centre, eyes };
 }
