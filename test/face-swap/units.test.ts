@@ -4,13 +4,21 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { JobError } from '../../src/errors.js';
 import { solveMembrane } from '../../src/processors/face-swap/blend.js';
-import { channelStats, labToRgb, rgbToLab, transferStats } from '../../src/processors/face-swap/color.js';
+import {
+  channelStats,
+  labToRgb,
+  regionLab,
+  regionRgb,
+  rgbToLab,
+  transferStats,
+} from '../../src/processors/face-swap/color.js';
 import { boundingRegion, convexHull, polygonArea } from '../../src/processors/face-swap/geometry.js';
 import { CONTENT_TYPES, decodeImage, encodeImage } from '../../src/processors/face-swap/image.js';
 import { createFaceSwapJobType, faceSwapOptionsSchema } from '../../src/processors/face-swap/index.js';
 import { distanceInside, featherAlpha, rasterizePolygon } from '../../src/processors/face-swap/mask.js';
 import { checkInputs, effectiveFaceMode } from '../../src/processors/face-swap/pipeline.js';
 import { matchDetail } from '../../src/processors/face-swap/detail.js';
+import { browsAndEyes } from '../../src/processors/face-swap/zone-moments.js';
 import { arenaBytes, floats, withScratch } from '../../src/processors/face-swap/scratch.js';
 import { kthSmallest, medianInPlace } from '../../src/processors/face-swap/select.js';
 import { alignSimilarity, foldedFraction } from '../../src/processors/face-swap/swap.js';
@@ -251,6 +259,30 @@ describe('colour', () => {
     expect(white[0]).toBeCloseTo(100, 1);
   });
 
+  it("reads a region's Lab through the colour cache exactly as rgbToLab reads its pixels", () => {
+    // 120 k pixels: random colours (more than the cache's 65 536 slots: they collide) and runs of
+    // repeated ones, read twice (the second time from a warm cache) and where a mask allows.
+    const width = 400;
+    const height = 300;
+    const data = new Uint8Array(width * height * 3);
+    let seed = 7;
+    for (let i = 0; i < data.length; i += 3) {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      const v = i % 7 === 0 ? seed : (i / 3) % 5 === 0 ? 0xc08060 : seed >>> 3;
+      data.set([v & 255, (v >>> 8) & 255, (v >>> 16) & 255], i);
+    }
+    const img = { data, width, height };
+    const region = { left: 13, top: 7, width: 350, height: 280 };
+    const use = new Uint8Array(region.width * region.height).map((_, i) => +(i % 3 !== 1));
+    for (const mask of [undefined, use, undefined]) {
+      const want = rgbToLab(regionRgb(img, region), mask);
+      const got = regionLab(img, region, mask);
+      let differ = 0;
+      for (let i = 0; i < want.length; i++) if (!Object.is(want[i], got[i])) differ++;
+      expect(differ).toBe(0);
+    }
+  });
+
   it('moves mean and spread to the target statistics', () => {
     const n = 1000;
     const a = new Float32Array(n * 3);
@@ -392,6 +424,51 @@ describe('a face swapped at the work size', () => {
     expect(k).toBeGreaterThan(0);
     expect(k).toBeLessThan(3); // under the gain cap: the target was reachable
     expect(lapVar(rgb) / (before * 1.5)).toBeCloseTo(1, 2);
+  });
+});
+
+describe('the brows and the eye line from a zone plane', () => {
+  /** A 60 × 60 zone plane with 6 × 4 blocks of `zones` at their top-left corners, turned by quarter turns. */
+  function plane(blocks: [zone: number, x: number, y: number][], turns = 0): Uint8Array {
+    const zoneOf = new Uint8Array(60 * 60);
+    for (const [zone, x0, y0] of blocks) {
+      for (let y = y0; y < y0 + 4; y++) {
+        for (let x = x0; x < x0 + 6; x++) {
+          const [tx, ty] = turns % 2 === 0 ? [x, y] : [59 - y, x];
+          zoneOf[ty * 60 + tx] = zone;
+        }
+      }
+    }
+    return zoneOf;
+  }
+  const face: [number, number, number][] = [
+    [1, 10, 10],
+    [2, 40, 10],
+    [3, 10, 25],
+    [4, 40, 25],
+  ];
+
+  it('finds the brows, their centre and the eye line, its normal towards the brows, upright or turned', () => {
+    const up = browsAndEyes(plane(face), 60, [1, 2], [3, 4])!;
+    expect(up.brows.map((b) => [b.x, b.y])).toEqual([
+      [12.5, 11.5],
+      [42.5, 11.5],
+    ]);
+    expect(up.centre).toEqual({ x: 27.5, y: 11.5 });
+    expect(up.eyes).toMatchObject({ x: 27.5, y: 26.5, ux: 1, uy: 0, ny: -1 });
+    // A quarter turn: the brows now lie on the right of the eyes.
+    const turned = browsAndEyes(plane(face, 1), 60, [1, 2], [3, 4])!;
+    expect(turned.eyes.nx).toBeCloseTo(1, 9);
+    expect(turned.eyes.ny).toBeCloseTo(0, 9);
+  });
+
+  it('takes the brows that have pixels, and gives nothing without a brow or an eye', () => {
+    const oneBrow = browsAndEyes(plane(face.filter(([z]) => z !== 1)), 60, [1, 2], [3, 4])!;
+    expect(oneBrow.brows).toHaveLength(1);
+    expect(oneBrow.centre).toEqual({ x: 42.5, y: 11.5 });
+    expect(browsAndEyes(plane(face.filter(([z]) => z > 2)), 60, [1, 2], [3, 4])).toBeUndefined();
+    expect(browsAndEyes(plane(face.filter(([z]) => z !== 4)), 60, [1, 2], [3, 4])).toBeUndefined();
+    expect(browsAndEyes(plane(face), 60, [1, 2], [3])).toBeUndefined();
   });
 });
 

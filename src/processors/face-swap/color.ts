@@ -69,15 +69,62 @@ export function rgbToLab(rgb: Float32Array, use?: Uint8Array): Float32Array {
   for (let i = 0; i < n; i++) {
     if (use && !use[i]) continue;
     const o = i * 3;
-    const r = srgbLinear(rgb[o]!);
-    const g = srgbLinear(rgb[o + 1]!);
-    const b = srgbLinear(rgb[o + 2]!);
-    const x = fLab((0.4124564 * r + 0.3575761 * g + 0.1804375 * b) / XN);
-    const y = fLab((0.2126729 * r + 0.7151522 * g + 0.072175 * b) / YN);
-    const z = fLab((0.0193339 * r + 0.119192 * g + 0.9503041 * b) / ZN);
-    out[o] = 116 * y - 16;
-    out[o + 1] = 500 * (x - y);
-    out[o + 2] = 200 * (y - z);
+    linearToLab(srgbLinear(rgb[o]!), srgbLinear(rgb[o + 1]!), srgbLinear(rgb[o + 2]!), out, o);
+  }
+  return out;
+}
+
+/** Lab of linear r, g, b (0..1) into out[o..o + 3]. */
+function linearToLab(r: number, g: number, b: number, out: Float32Array, o: number): void {
+  const x = fLab((0.4124564 * r + 0.3575761 * g + 0.1804375 * b) / XN);
+  const y = fLab((0.2126729 * r + 0.7151522 * g + 0.072175 * b) / YN);
+  const z = fLab((0.0193339 * r + 0.119192 * g + 0.9503041 * b) / ZN);
+  out[o] = 116 * y - 16;
+  out[o + 1] = 500 * (x - y);
+  out[o + 2] = 200 * (y - z);
+}
+
+/**
+ * The Lab of the last sRGB colours converted from bytes, by colour (24 bits) hashed into 2^16
+ * slots: a face region repeats most of its colours, and a hit costs a copy instead of three cube
+ * roots (the same numbers: a slot holds what linearToLab gave for that colour).
+ */
+const CACHE_BITS = 16;
+const cachedColour = new Int32Array(1 << CACHE_BITS).fill(-1);
+const cachedLab = new Float32Array(3 << CACHE_BITS);
+
+/**
+ * The Lab (3 per pixel, scratch) of `img`'s pixels inside `region`, where `use` (region-sized) is
+ * non-zero: rgbToLab(regionRgb(img, region), use) without the float copy, whole-number colours
+ * read through the colour cache.
+ */
+export function regionLab(img: RgbImage, region: Region, use?: Uint8Array): Float32Array {
+  const { width: w, height: h } = region;
+  const out = floats(w * h * 3);
+  const data = img.data;
+  for (let y = 0; y < h; y++) {
+    for (let x = 0, i = y * w, p = ((region.top + y) * img.width + region.left) * 3; x < w; x++, i++, p += 3) {
+      if (use && !use[i]) continue;
+      const colour = (data[p]! << 16) | (data[p + 1]! << 8) | data[p + 2]!;
+      // Fibonacci hashing: neighbouring colours land in different slots.
+      const slot = Math.imul(colour, 0x9e3779b1) >>> (32 - CACHE_BITS);
+      const c = slot * 3;
+      if (cachedColour[slot] !== colour) {
+        cachedColour[slot] = colour;
+        // Whole numbers: what srgbLinear gives them, exactly.
+        linearToLab(
+          SRGB_TO_LINEAR[data[p]!]!,
+          SRGB_TO_LINEAR[data[p + 1]!]!,
+          SRGB_TO_LINEAR[data[p + 2]!]!,
+          cachedLab,
+          c,
+        );
+      }
+      const o = i * 3;
+      out[o] = cachedLab[c]!;
+      out[o + 1] = cachedLab[c + 1]!;
+      out[o + 2] = cachedLab[c + 2]!;
+    }
   }
   return out;
 }

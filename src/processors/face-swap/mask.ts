@@ -14,17 +14,10 @@ import { bytes, copyOf, doubles, floats, ints } from './scratch.js';
  * Only the polygon's own rows and spans are visited.
  */
 export function fillPolygon(out: Uint8Array, poly: readonly Point[], region: Region, value: number): void {
-  const { width: w, height: h } = region;
+  const w = region.width;
   const n = poly.length;
   if (n < 3) return;
-  let ymin = Infinity;
-  let ymax = -Infinity;
-  for (const p of poly) {
-    ymin = Math.min(ymin, p.y);
-    ymax = Math.max(ymax, p.y);
-  }
-  const y0 = Math.max(0, Math.floor(ymin - region.top - 0.5));
-  const y1 = Math.min(h - 1, Math.ceil(ymax - region.top - 0.5));
+  const { y0, y1 } = polygonRows(poly, region);
   for (let y = y0; y <= y1; y++) {
     const py = region.top + y + 0.5;
     let xmin = Infinity;
@@ -44,6 +37,20 @@ export function fillPolygon(out: Uint8Array, poly: readonly Point[], region: Reg
     const to = Math.min(w - 1, Math.floor(xmax - region.left - 0.5));
     if (to >= from) out.fill(value, y * w + from, y * w + to + 1);
   }
+}
+
+/** The rows y0..y1 of the region (clipped to it; none when y1 < y0) that fillPolygon may fill for `poly`. */
+export function polygonRows(poly: readonly Point[], region: Region): { y0: number; y1: number } {
+  let ymin = Infinity;
+  let ymax = -Infinity;
+  for (const p of poly) {
+    ymin = Math.min(ymin, p.y);
+    ymax = Math.max(ymax, p.y);
+  }
+  return {
+    y0: Math.max(0, Math.floor(ymin - region.top - 0.5)),
+    y1: Math.min(region.height - 1, Math.ceil(ymax - region.top - 0.5)),
+  };
 }
 
 /** 1 for pixels (centres) inside the convex polygon, region-sized. */

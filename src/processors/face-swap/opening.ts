@@ -5,7 +5,7 @@
  * over the teeth. Here the opening is found within the outer lip line (48-59): teeth (lighter than
  * the skin around the mouth, and less saturated) and the throat's dark, in a band along the mouth.
  */
-import { regionRgb, rgbToLab } from './color.js';
+import { regionLab } from './color.js';
 import { boundingRegion, faceSize, type Region } from './geometry.js';
 import { flood8, rasterizePolygon } from './mask.js';
 import { innerMouthHole, mouthGap, OPEN_GAP } from './mouth.js';
@@ -100,7 +100,7 @@ export function openingMask(img: RgbImage, lm: readonly Point[]): OpeningMask {
   const outer = lm.slice(48, 60);
   const region = boundingRegion(outer, 0.12 * size, img.width, img.height);
   const { width: w, height: h } = region;
-  const lab = rgbToLab(regionRgb(img, region));
+  const lab = regionLab(img, region);
   const inside = rasterizePolygon(grown(outer, OPENING.grow * size), region);
   const around = rasterizePolygon(grown(outer, 0.08 * size), region);
   const near = rasterizePolygon(grown(outer, 0.03 * size), region);

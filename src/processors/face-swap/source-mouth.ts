@@ -8,7 +8,7 @@
  * the face, and the target's own lips are shown there, shifted to the colour of the new lips around
  * them (as Deep-Live-Cam's mouth mask lays the target's mouth over the swap).
  */
-import { labToRgb, regionRgb, rgbToLab } from './color.js';
+import { labToRgb, regionLab, rgbToLab } from './color.js';
 import { boundingRegion, faceSize, type Region } from './geometry.js';
 import { featherMask, flood8, rasterizePolygon } from './mask.js';
 import { floats } from './scratch.js';
@@ -76,7 +76,7 @@ function skinColour(lab: Float32Array, outer: readonly Point[], size: number, re
 function classify(img: RgbImage, lm: readonly Point[], region: Region): Uint8Array {
   const size = faceSize(lm);
   const { width: w, height: h } = region;
-  const lab = rgbToLab(regionRgb(img, region));
+  const lab = regionLab(img, region);
   const outer = lm.slice(48, 60);
   const lip = lipColour(lab, rasterizePolygon(outer, region));
   const skin = skinColour(lab, outer, size, region);
@@ -242,12 +242,7 @@ export function showTargetLips(
   const opening = warpedOpening(w, region, faceSize(targetLm));
   if (!opening) return false;
   const n = region.width * region.height;
-  const rgb = floats(n * 3);
-  for (let y = 0; y < region.height; y++) {
-    const row = ((region.top + y) * target.width + region.left) * 3;
-    for (let i = 0; i < region.width * 3; i++) rgb[y * region.width * 3 + i] = target.data[row + i]!;
-  }
-  const lab = rgbToLab(rgb);
+  const lab = regionLab(target, region);
   const newLips = rasterizePolygon(w.dstPts.slice(48, 60), region);
   const oldLips = rasterizePolygon(targetLm.slice(48, 60), region);
   const to = lipMean(rgbToLab(face), newLips);

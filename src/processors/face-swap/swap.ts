@@ -3,11 +3,19 @@
  * blend. Pure computation apart from an optional sharp resize of the source.
  */
 import { cloneCorrection, composite } from './blend.js';
-import { channelStats, labToRgb, regionRgb, rgbToLab, type ColorStats } from './color.js';
+import { channelStats, labToRgb, regionLab, regionRgb, rgbToLab, type ColorStats } from './color.js';
 export type { ColorStats } from './color.js';
 import { boundingRegion, convexHull, faceSize, type Region } from './geometry.js';
 import { resizeRegion } from './image.js';
-import { dilate, distanceInside, featherAlpha, fillFromSurroundings, fillPolygon, rasterizePolygon } from './mask.js';
+import {
+  dilate,
+  distanceInside,
+  featherAlpha,
+  fillFromSurroundings,
+  fillPolygon,
+  polygonRows,
+  rasterizePolygon,
+} from './mask.js';
 import type { BlendMode } from './options.js';
 import { laplacianVariance, matchDetail } from './detail.js';
 import { keepTargetGrey } from './grey.js';
@@ -579,7 +587,7 @@ export function withoutSourceHair(source: RgbImage, srcLm: readonly Point[], tun
     const inside = rasterizePolygon(convexHull(OUTLINE.map((i) => pts[i]!)), region);
     const dist = distanceInside(inside, w, h);
     const alpha = featherAlpha(dist, tuning.erode * size, tuning.feather * size);
-    const lab = rgbToLab(regionRgb(source, region), covered);
+    const lab = regionLab(source, region, covered);
     const before = copyOf(lab);
     const canvas: Canvas = { region, covered, size, margin: FEATURE_MARGIN * size };
     if (!fillSourceHair(canvas, { inside, dist }, facePlanes(lab, pts, canvas, { inside, alpha }))) return source;
@@ -632,12 +640,21 @@ function keepBrows(c: Canvas, o: Outline, src: FacePlanes, hair: Uint8Array): vo
   const skin = channelStats(src.lab, weight).mean;
   let keep = bytes(w * h);
   for (const brow of BROWS) {
-    const inner = rasterizePolygon(grow(convexHull(brow.slice(3).map((i) => src.lm[i]!)), band), c.region);
-    for (let i = 0; i < w * h; i++) weight[i] = inner[i]! & src.nonSkin[i]!;
-    const { mean } = channelStats(src.lab, weight);
+    const innerHull = grow(convexHull(brow.slice(3).map((i) => src.lm[i]!)), band);
+    const inner = rasterizePolygon(innerHull, c.region);
+    // Only the rows the polygon fills: the statistics skip every pixel of weight 0, in the same order.
+    const span = rowSpan(innerHull, c.region);
+    for (let i = span.from; i < span.to; i++) weight[i] = inner[i]! & src.nonSkin[i]!;
+    const { mean } = channelStats(src.lab.subarray(3 * span.from, 3 * span.to), weight.subarray(span.from, span.to));
     // A brow's hue is near the skin's (brown, black, blonde): a blue strand over the brow is not one.
-    if (!weight.includes(1) || Math.hypot(mean[1] - skin[1], mean[2] - skin[2]) > BROW_FROM_SKIN_AB) continue;
-    const whole = rasterizePolygon(grow(convexHull(brow.map((i) => src.lm[i]!)), band), c.region);
+    if (
+      !weight.subarray(span.from, span.to).includes(1) ||
+      Math.hypot(mean[1] - skin[1], mean[2] - skin[2]) > BROW_FROM_SKIN_AB
+    ) {
+      continue;
+    }
+    const wholeHull = grow(convexHull(brow.map((i) => src.lm[i]!)), band);
+    const whole = rasterizePolygon(wholeHull, c.region);
     // Not along its outer end (measured along the brow, from its inner end): that is temple hair.
     const from = src.lm[brow[4]!]!;
     const to = src.lm[brow[0]!]!;
@@ -646,7 +663,8 @@ function keepBrows(c: Canvas, o: Outline, src: FacePlanes, hair: Uint8Array): vo
     const beyond = (i: number) =>
       ((i % w) + c.region.left + 0.5 - from.x) * ux + (Math.floor(i / w) + c.region.top + 0.5 - from.y) * uy >
       BROW_KEPT_LENGTH * (ux * ux + uy * uy);
-    for (let i = 0; i < whole.length; i++) {
+    const rows = rowSpan(wholeHull, c.region);
+    for (let i = rows.from; i < rows.to; i++) {
       if (!whole[i] || !hair[i] || beyond(i)) continue;
       const q = i * 3;
       const d = Math.hypot(src.lab[q]! - mean[0], src.lab[q + 1]! - mean[1], src.lab[q + 2]! - mean[2]);
@@ -656,6 +674,12 @@ function keepBrows(c: Canvas, o: Outline, src: FacePlanes, hair: Uint8Array): vo
   // With its soft edge (as far as the hair mask was grown), which would otherwise be cut as a ring.
   keep = dilate(dilate(keep, w, h), w, h);
   for (let i = 0; i < w * h; i++) if (keep[i]) hair[i] = 0;
+}
+
+/** The pixel indices [from, to) of the region's rows that `poly` may cover (polygonRows). */
+function rowSpan(poly: readonly Point[], region: Region): { from: number; to: number } {
+  const { y0, y1 } = polygonRows(poly, region);
+  return { from: y0 * region.width, to: Math.max(y0, y1 + 1) * region.width };
 }
 
 /**
@@ -725,7 +749,7 @@ function renderFace(
   const canvas: Canvas = { region, covered, size, margin: FEATURE_MARGIN * size };
   const srcLab = rgbToLab(warped, covered);
   const source = { ...facePlanes(srcLab, dstPts, canvas, { inside, alpha }), lips: lipsOf(dstPts, region) };
-  const dest = facePlanes(rgbToLab(dstRgb, covered), targetLm, canvas, { inside, alpha });
+  const dest = facePlanes(regionLab(target, region, covered), targetLm, canvas, { inside, alpha });
   if (!skip('hairFill') && fillSourceHair(canvas, { inside, dist }, source) && !opts.colorCorrection) {
     warped.set(labToRgb(srcLab, covered));
   }
