@@ -108,8 +108,14 @@ export const DEFAULT_DISABLE_AFTER_MS = 5 * 86_400_000;
  */
 const CLAIM_AHEAD_MS = 2_000;
 const MAX_AHEAD_ROUNDS = 512;
-/** All destinations together: at most concurrency × this held (queued or in flight); room for one full claim-ahead. */
-const HELD_ROUNDS = 32;
+/**
+ * All destinations together: at most concurrency × this held (queued or in flight). At the default
+ * concurrency (4 slots a destination) that is two destinations' full claim-ahead: one fast receiver
+ * never holds all of it, and another destination's events still get claimed.
+ */
+const HELD_ROUNDS = 64;
+/** Finished attempts waiting for their recording past which no more are claimed: concurrency × this, at least two batches. */
+const RECORDING_ROUNDS = 16;
 /** A claimed event is sent only while its lease has the timeout plus this left; else handed back. */
 const LEASE_RESERVE_MS = 5_000;
 /**
@@ -317,9 +323,9 @@ export class WebhookDispatcher {
     return n;
   }
 
-  /** Finished attempts waiting for the database past which no more are claimed (two batches' worth, or an outage). */
+  /** Finished attempts waiting for the database past which no more are claimed (RECORDING_ROUNDS, or an outage). */
   private get recordingLimit(): number {
-    return Math.max(this.opts.concurrency * HELD_ROUNDS, 2 * MAX_RECORD_BATCH[this.opts.store.dialect]);
+    return Math.max(this.opts.concurrency * RECORDING_ROUNDS, 2 * MAX_RECORD_BATCH[this.opts.store.dialect]);
   }
 
   /** One look at the table: claims what this dispatcher has room for. Returns how long to sleep. */
