@@ -1,10 +1,10 @@
 /**
  * How many terms the lightness surface (recolor.ts) may have: the polynomial degree, up to the
- * highest allowed, that best predicts each part of the skin sample from the rest (cross-validation
- * over blocks of the sample). A cubic fitted to a face lit from one side, or to a sample that skin
- * covers on one side only (hair over a temple, a blown cheek left to the fit's robust cut), swings
- * wherever its data thin out; held out, such a part shows it, and a lower degree, which follows the
- * light there as well as the cubic follows the rest, is taken instead.
+ * highest allowed, that best predicts each ninth of the skin sample from the other eight
+ * (cross-validation over a 3 × 3 grid of blocks). A cubic follows a side light's curve where the
+ * whole sample shows it; where its data thin out or stop (hair over a temple, the eyes and mouth
+ * left out, skin on one side only) it swings with the texture and shading it was fitted to. Held
+ * out, such a part shows the swing, and the lower degree that predicts it better is taken.
  */
 import { medianInPlace } from './select.js';
 import { fillBasis, polyBasis, solve, type SurfaceData } from './skin.js';
@@ -20,7 +20,7 @@ const SPARSER = 2;
 /** Terms of a polynomial of `degree` in x and y (skin.ts orders them by degree: a lower degree is a prefix). */
 const termCount = (degree: number) => ((degree + 1) * (degree + 2)) / 2;
 
-/** The skin samples (every `step` px, weight > 0): pixel, block and the difference dst − src fitted. */
+/** The skin samples (every SPARSER × step px, weight > 0): pixel, block, the difference dst − src fitted, weight. */
 interface Samples {
   x: Int32Array;
   y: Int32Array;

@@ -125,7 +125,7 @@ export function softenMask(mask: Uint8Array, w: number, h: number): Float32Array
   return a;
 }
 
-/** Monomials x^i y^j with i + j <= degree, in a fixed order. */
+/** Monomials x^i y^j with i + j <= degree, by degree (a lower degree's are a prefix: light-order.ts reads them so). */
 function terms(degree: number): [number, number][] {
   const out: [number, number][] = [];
   for (let d = 0; d <= degree; d++) for (let i = d; i >= 0; i--) out.push([i, d - i]);
