@@ -180,6 +180,38 @@ describe('visible flaws on the sample photos', () => {
   );
 
   it(
+    "moves sample3 face 1's blue-lit neck with her jaw: no lilac streaks held where her old cheek was",
+    async () => {
+      const { target, result, lm } = await sheetSwap(jt, 3, 1);
+      // The band inside her right jaw (landmarks 9-14, a fifth of the way to the nose tip), where the
+      // narrower new jaw leaves the photo stretched in from the neck: the share of neighbouring
+      // pixels whose a* steps by more than 4.
+      const band = [9, 10, 11, 12, 13, 14].map((i) => lm[i]!);
+      const poly = [...band, ...band.map((p) => mid(p, lm[30]!, 0.2)).reverse()];
+      const inBand = rasterizePolygon(poly, { left: 0, top: 0, width: target.width, height: target.height });
+      const steps = (img: RgbImage) => {
+        const a = (i: number) => rgbToLab(Float32Array.from(img.data.subarray(i * 3, i * 3 + 3)))[1]!;
+        let n = 0;
+        let big = 0;
+        for (let i = 0; i < inBand.length; i++) {
+          if (!inBand[i] || !inBand[i + 1] || !inBand[i + img.width]) continue;
+          for (const j of [i + 1, i + img.width]) {
+            n++;
+            if (Math.abs(a(j) - a(i)) > 4) big++;
+          }
+        }
+        return big / n;
+      };
+      // Her blue-lit jaw and neck (a* -4, b* -36), 44 a*b* from her two cheeks' mean, were taken
+      // for a flat painted thing and held pixel by pixel while the rest moved: 0.038 against the
+      // photo's 0.007 (lilac steps at 2x). Against each cheek on its own (outline.ts flatKinds;
+      // 26 from her blue-lit one) they move: 0.014 (the new jaw's edge).
+      expect(steps(result)).toBeLessThan(3 * steps(target));
+    },
+    LONG,
+  );
+
+  it(
     "keeps the source's skin texture as a ratio on sample5's dark faces: no pale or dark strands",
     async () => {
       // The sheet's source (skin L* ~71) into sample5's faces 0 and 1 (L* ~29 and ~45). Matched in
