@@ -501,6 +501,13 @@ export function chromaBandExcess(
  * mostly its own colour (a source's eyeliner), but partly a light's that changes across it.
  */
 const FEATURE_SPREAD_MIN = 0.75;
+/**
+ * ...and stretched no further than this: a target whose skin's chroma spreads wider (darker, more
+ * saturated skin, or two lights) does not make the source's lips redder. Stretched with the skin
+ * (up to 1.33), sample5 face 4's new lips came out a deeper red than her own (lips less cheeks, a*
+ * 10.1 against her 8.9; now 8.5); the sheet's medians 0.409 -> 0.407 raw, 0.393 -> 0.390 upright.
+ */
+const FEATURE_SPREAD_MAX = 1;
 
 /** What settleChroma needs besides the corrected colours. */
 export interface ChromaSettle {
@@ -561,14 +568,15 @@ function zoneMeans(after: Float32Array, use: Uint8Array, p: ChromaSettle): ZoneM
  *   lies nearest, the chin below the lower lip or the lid above an iris, and tints the parts apart);
  * - the compression is split into the light's share, the skin around the pixel compressed as skin
  *   is, and the feature's own colour against that skin, across the source's light axis (`axis`),
- *   compressed no further than FEATURE_SPREAD_MIN: along the axis, the difference is as much the
- *   light's change between the pixel and the skin around as the feature's (acrossAxis). The chroma is relative to L* + 16 (toRelativeChroma), so the light's share
- *   and the field, back in a*, b*, scale with the pixel's lightness: a dark iris carries less of a
- *   light's cast (and of the skin's mean shift) than the cheek beside it. Compressed about the
- *   skin's mean as a whole, a blue-lit iris and an orange-lit one (one albedo) came out 6 a* and
+ *   held between FEATURE_SPREAD_MIN and FEATURE_SPREAD_MAX: along the axis, the difference is as
+ *   much the light's change between the pixel and the skin around as the feature's (acrossAxis).
+ *   The chroma is relative to L* + 16 (toRelativeChroma), so the light's share and the field,
+ *   back in a*, b*, scale with the pixel's lightness: a dark iris carries less of a light's cast
+ *   (and of the skin's mean shift) than the cheek beside it. Compressed about the skin's mean as
+ *   a whole, a blue-lit iris and an orange-lit one (one albedo) came out 6 a* and
  *   b* units apart; so they agree, and keep the source's own colour relations.
  * - an even feature (the lips) is compressed as skin is, all of it, and its own colour, the mean
- *   over it against the skin around, added back compressed no further than FEATURE_SPREAD_MIN; the
+ *   over it against the skin around, added back held between FEATURE_SPREAD_MIN and MAX; the
  *   rest of its zone but its opening is skin. The skin around, a blur the face's scale wide, does
  *   not follow two lights meeting across the mouth: read per pixel against it, the README
  *   example's lips came out two-tone (lilac, orange at a corner and on the skin above it).
@@ -587,9 +595,9 @@ function settlePixel(after: Float32Array, i: number, p: ChromaSettle, means: Zon
     const spread = (p.gains[c]! - 1) * (p.orig[o]! - p.from.mean[c]!);
     let local = after[o]! - p.smooth[o]!;
     if (t > 0) local += t * (means.local[z * 3 + c]! - local);
-    // Compressed as skin is, but for the feature's own colour, compressed no further than
-    // FEATURE_SPREAD_MIN (where the skin's chroma is compressed past it: a coloured light taken off).
-    const feature = Math.max(p.gains[c]!, FEATURE_SPREAD_MIN) - p.gains[c]!;
+    // Compressed (or stretched) as skin is, but for the feature's own colour, held within
+    // FEATURE_SPREAD_MIN and FEATURE_SPREAD_MAX.
+    const feature = Math.min(Math.max(p.gains[c]!, FEATURE_SPREAD_MIN), FEATURE_SPREAD_MAX) - p.gains[c]!;
     const field = p.smooth[o]! - p.orig[o]! - spread + local;
     after[o] = p.orig[o]! + field + spread + t * feature * own[c - 1]!;
   }
