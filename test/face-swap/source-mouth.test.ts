@@ -96,6 +96,9 @@ describe('a smiling source onto a closed mouth', { timeout: LONG }, () => {
     };
     expect(await open((await exampleFaces()).source)).toBe(true);
     expect(await open(await portrait('darkHair'))).toBe(true);
+    // sample4's third woman: her teeth in warm light as saturated as 0.8 of her skin's, read only
+    // by opening.ts's reading of a target's opening (undefined before).
+    expect(await open(await portrait('sample4third'))).toBe(true);
     // The contact sheet's source and the expression test's: closed lips.
     expect(await open(await sheetSource())).toBe(false);
     expect(await open(await portrait('curlyBlonde'))).toBe(false);

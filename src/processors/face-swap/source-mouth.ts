@@ -4,8 +4,8 @@
  * the teeth (the README example's source: inner lips 1% of the face size apart, the lower outer lip
  * through the middle of the teeth): the warp then takes the teeth as lower lip and lays them over a
  * closed target's lower lip, a toothy grin on a closed mouth. Here the opening is read from the
- * source's pixels (teeth: lighter and less chromatic than its lips; the throat's dark), warped with
- * the face, and the target's own lips are shown there, shifted to the colour of the new lips around
+ * source's pixels (teeth: lighter and less chromatic than its lips; the throat's dark; and the
+ * opening opening.ts reads on a target), warped with the face, and the target's own lips are shown there, shifted to the colour of the new lips around
  * them (as Deep-Live-Cam's mouth mask lays the target's mouth over the swap).
  */
 import { labToRgb, regionRgb, rgbToLab } from './color.js';
@@ -13,13 +13,18 @@ import { boundingRegion, faceSize, type Region } from './geometry.js';
 import { featherMask, flood8, rasterizePolygon } from './mask.js';
 import { floats } from './scratch.js';
 import { mouthGap, OPEN_GAP } from './mouth.js';
+import { openingMask } from './opening.js';
 import { medianOf } from './select.js';
 import type { Point, RgbImage } from './types.js';
 import { warpPiecewiseAffine } from './warp.js';
 
 export const SOURCE_MOUTH = {
-  /** The outer lip line grown by this (of the face size) to look for the opening: the net can draw it across the teeth. */
-  grow: 0.05,
+  /**
+   * The outer lip line grown by this (of the face size) to look for the opening: the net can draw
+   * it across the teeth, and the teeth must lie inside, lips around them (keepOpenings: 0.05 cut
+   * the README example's source's teeth at its edge).
+   */
+  grow: 0.08,
   /** A tooth is at least this much lighter (L*) than the lips, [sure, possible]... */
   teethLighter: [6, 3],
   /** ...and at most this share of their chroma. */
@@ -38,8 +43,14 @@ export const SOURCE_MOUTH = {
   minWidth: 0.35,
   /** ...is on average this thick (of the face size) across its span... */
   minThick: 0.025,
-  /** ...and this share of its pixels are surely teeth or dark. */
+  /** ...and this share of its pixels are surely teeth or dark... */
   sure: 0.25,
+  /**
+   * ...and it touches the edge of where it is looked for (pixels) along less than this share of its
+   * span: skin runs on out of it (sample1's purple lips, sample2's pale ones: their borders read as
+   * an opening before; sample3's dark-haired woman: the skin above her upper lip).
+   */
+  edgeContact: 0.25,
   /** Soft edge of the warped opening (of the target's face size). */
   edge: 0.01,
 };
@@ -73,14 +84,13 @@ function skinColour(lab: Float32Array, outer: readonly Point[], size: number, re
 }
 
 /** 1 (sure) or 2 (possible) where a pixel of `region` near the mouth looks like teeth or the throat's dark. */
-function classify(img: RgbImage, lm: readonly Point[], region: Region): Uint8Array {
+function classify(img: RgbImage, lm: readonly Point[], region: Region, near: Uint8Array): Uint8Array {
   const size = faceSize(lm);
   const { width: w, height: h } = region;
   const lab = rgbToLab(regionRgb(img, region));
   const outer = lm.slice(48, 60);
   const lip = lipColour(lab, rasterizePolygon(outer, region));
   const skin = skinColour(lab, outer, size, region);
-  const near = rasterizePolygon(grownPolygon(outer, SOURCE_MOUTH.grow * size), region);
   const mask = new Uint8Array(w * h);
   const { teethLighter, teethChroma, skinLight, skinSaturation, dark } = SOURCE_MOUTH;
   for (let i = 0; i < w * h; i++) {
@@ -114,9 +124,13 @@ function grownPolygon(poly: readonly Point[], d: number): Point[] {
 
 /**
  * Keeps (sets to 3) the 8-connected components of `mask` that cross the mouth's middle (between
- * its corners), span enough of its width, are thick enough and hold enough sure pixels.
+ * its corners), span enough of its width, are thick enough, hold enough sure pixels and lie
+ * between the lips: skin beside them can pass for teeth (sample3's dark-haired woman: a band above
+ * her upper lip, lighter than the skin around and as little saturated as teeth), but runs on out of
+ * `near`, where the opening is looked for. Possible pixels joined to that edge through possible
+ * ones only are skin's too, and do not join teeth to it.
  */
-function keepOpenings(mask: Uint8Array, region: Region, lm: readonly Point[]): void {
+function keepOpenings(mask: Uint8Array, near: Uint8Array, region: Region, lm: readonly Point[]): void {
   const { width: w, height: h } = region;
   const a = lm[48]!;
   const b = lm[54]!;
@@ -124,6 +138,20 @@ function keepOpenings(mask: Uint8Array, region: Region, lm: readonly Point[]): v
   const along = (i: number) =>
     (((i % w) + region.left + 0.5 - a.x) * (b.x - a.x) + (Math.floor(i / w) + region.top + 0.5 - a.y) * (b.y - a.y)) /
     width;
+  const atEdge = (i: number) => {
+    const x = i % w;
+    return (
+      x === 0 ||
+      x === w - 1 ||
+      i < w ||
+      i >= w * (h - 1) ||
+      !near[i - 1] ||
+      !near[i + 1] ||
+      !near[i - w] ||
+      !near[i + w]
+    );
+  };
+  dropEdgeJoined(mask, atEdge, w, h);
   const seen = new Uint8Array(w * h);
   const queue = new Int32Array(w * h);
   for (let s = 0; s < w * h; s++) {
@@ -134,17 +162,35 @@ function keepOpenings(mask: Uint8Array, region: Region, lm: readonly Point[]): v
     let u0 = Infinity;
     let u1 = -Infinity;
     let sure = 0;
+    let edge = 0;
     for (let q = 0; q < n; q++) {
       const i = queue[q]!;
       if (mask[i] === 1) sure++;
+      if (atEdge(i)) edge++;
       u0 = Math.min(u0, along(i));
       u1 = Math.max(u1, along(i));
     }
     const wide = u1 - u0 >= SOURCE_MOUTH.minWidth * width && u0 < width / 2 && u1 > width / 2;
     const thick = n >= SOURCE_MOUTH.minThick * faceSize(lm) * (u1 - u0);
-    if (!wide || !thick || sure < SOURCE_MOUTH.sure * n) continue;
+    const between = edge < SOURCE_MOUTH.edgeContact * (u1 - u0);
+    if (!wide || !thick || !between || sure < SOURCE_MOUTH.sure * n) continue;
     for (let q = 0; q < n; q++) mask[queue[q]!] = 3;
   }
+}
+
+/** Clears the possible pixels (2) of `mask` joined to its edge through possible ones only: skin's. */
+function dropEdgeJoined(mask: Uint8Array, atEdge: (i: number) => boolean, w: number, h: number): void {
+  const possible = Uint8Array.from(mask, (m) => (m === 2 ? 1 : 0));
+  const seen = new Uint8Array(w * h);
+  const queue = new Int32Array(w * h);
+  let n = 0;
+  for (let i = 0; i < w * h; i++) {
+    if (!possible[i] || !atEdge(i)) continue;
+    seen[i] = 1;
+    queue[n++] = i;
+  }
+  n = flood8(possible, seen, queue, n, w, h);
+  for (let q = 0; q < n; q++) mask[queue[q]!] = 0;
 }
 
 /** The source's opening, by image and landmarks: video swaps one source into every frame. */
@@ -169,10 +215,24 @@ function readOpening(img: RgbImage, lm: readonly Point[]): SourceOpening | undef
   const size = faceSize(lm);
   const region = boundingRegion(lm.slice(48, 60), 0.13 * size, img.width, img.height);
   if (region.width < 4 || region.height < 4) return undefined;
-  const mask = classify(img, lm, region);
-  keepOpenings(mask, region, lm);
+  const near = rasterizePolygon(grownPolygon(lm.slice(48, 60), SOURCE_MOUTH.grow * size), region);
+  const mask = classify(img, lm, region, near);
+  keepOpenings(mask, near, region, lm);
   const open = new Uint8Array(mask.length);
   for (let i = 0; i < mask.length; i++) open[i] = mask[i] === 3 ? 1 : 0;
+  // And the opening a target's mouth shows by the same pixels (opening.ts): a source whose
+  // landmarks draw its smile about right, in warm light (sample4's third woman: her teeth as
+  // saturated as 0.8 of the skin's, which the reading above takes for skin).
+  const t = openingMask(img, lm);
+  for (let y = 0; y < t.region.height; y++) {
+    const yy = y + t.region.top - region.top;
+    for (let x = 0; x < t.region.width; x++) {
+      const xx = x + t.region.left - region.left;
+      if (t.mask[y * t.region.width + x]! >= 3 && xx >= 0 && yy >= 0 && xx < region.width && yy < region.height) {
+        open[yy * region.width + xx] = 1;
+      }
+    }
+  }
   return open.includes(1) ? { region, open } : undefined;
 }
 
