@@ -8,6 +8,7 @@
  *     [FF=webhook_events' fillfactor on PostgreSQL, for A/B runs: 100 is the one before migration 013]
  *     [JOB_INDEX=btree: on PostgreSQL, the job index before migration 016]
  *     [POLL_MS=how often the burst's end is polled for, default 50 (10 before 2026-11-26 15:00)]
+ *     [TRACE=file: the last round's claims, looks, recordings and empty send windows, timed]
  *   node --import tsx bench/dispatch-profile.ts
  *
  * Each round: WARM events delivered first (JIT warm-up, not measured), then N due events written
@@ -17,11 +18,14 @@
  * attempts included, the writing of the events not) and deliveries/s at the receiver, for both. PROFILE writes a CPU profile of
  * the last round's dispatcher burst only (a sampling heap profile, allocations, if named *.heapprofile).
  * On PostgreSQL it prints the server backends' CPU per delivery too, and the tables' HOT updates.
+ * Where the dispatcher's wall time goes: the event loop's utilisation over the burst, and the share
+ * of the burst's sending span with fewer than 4 attempts in flight, and with none (the claims did
+ * not keep up).
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
@@ -174,6 +178,54 @@ const d = new WebhookDispatcher({
 });
 d.start();
 
+/**
+ * Where the burst's wall time goes: how long the send window (IN_FLIGHT per destination) was below
+ * full, and how long it was empty, between the first attempt's start and the last one's end. Counted
+ * around the sender's start() and each attempt's end (one performance.now() each).
+ */
+const window = { inFlight: 0, since: 0, belowMs: 0, emptyMs: 0, first: 0, last: 0 };
+/**
+ * TRACE=file: the last round's timeline there, in ms from its first attempt: each claim pass that
+ * changed what is held, each look and recording, and each time the window stood empty over 1 ms.
+ */
+const trace: string[] | undefined = process.env.TRACE ? [] : undefined;
+const at = () => (performance.now() - window.first).toFixed(1);
+if (trace) {
+  const dp = d as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
+  for (const name of ['claimPass', 'write', 'look']) {
+    const f = dp[name]!.bind(d);
+    dp[name] = async (...a: unknown[]) => {
+      const held = () => (d as unknown as { totalHeld(): number }).totalHeld();
+      const t0 = at();
+      const h0 = held();
+      const n = name === 'write' ? (a[0] as unknown[]).length : '';
+      const r = await f(...a);
+      if (name !== 'claimPass' || held() !== h0)
+        trace.push(`${t0}-${at()} ${name} ${n} (held ${h0} -> ${held()}, ${d.unrecorded} unrecorded)`);
+      return r;
+    };
+  }
+}
+const tick = (delta: number) => {
+  const t = performance.now();
+  if (trace && window.inFlight === 0 && delta === 1 && window.first !== 0 && t - window.since > 1)
+    trace.push(`${(window.since - window.first).toFixed(1)}-${at()} EMPTY`);
+  if (window.first === 0) window.first = window.since = t;
+  const dt = t - window.since;
+  if (window.inFlight < IN_FLIGHT) window.belowMs += dt;
+  if (window.inFlight === 0) window.emptyMs += dt;
+  window.inFlight += delta;
+  window.since = window.last = t;
+};
+const start = sender.start.bind(sender);
+sender.start = (event, done) => {
+  tick(1);
+  return start(event, (result, aborted) => {
+    tick(-1);
+    done(result, aborted);
+  });
+};
+
 interface Burst {
   cpuUs: number;
   /** PostgreSQL's backends' CPU per delivery, and how many backends served the burst. */
@@ -183,6 +235,10 @@ interface Burst {
   /** The event loop's longest delay in the burst, and its 99th percentile (ms): how long the thread was held. */
   loopMaxMs?: number;
   loopP99Ms?: number;
+  /** The event loop's utilisation over the burst, and the shares of the sending span below full and empty. */
+  elu?: number;
+  belowFull?: number;
+  empty?: number;
   /** SQLite: what the dispatcher connection's checkpointing thread did in the burst. */
   checkpoints?: string;
 }
@@ -227,8 +283,13 @@ async function dispatcherBurst(n: number, profile?: string): Promise<Burst> {
   const cpu0 = process.cpuUsage();
   const loop = monitorEventLoopDelay({ resolution: 5 });
   loop.enable();
+  Object.assign(window, { inFlight: 0, since: 0, belowMs: 0, emptyMs: 0, first: 0, last: 0 });
+  trace?.splice(0);
+  const elu0 = performance.eventLoopUtilization();
   signals.deliver(WAKE_SIGNAL, '');
   await until('delivered', async () => (await stats()).delivered >= n);
+  const elu = performance.eventLoopUtilization(elu0).utilization;
+  const span = window.last - window.first;
   await until('recorded', async () => d.unrecorded === 0 && (await pending()) === 0);
   const cpu = process.cpuUsage(cpu0);
   loop.disable();
@@ -242,6 +303,9 @@ async function dispatcherBurst(n: number, profile?: string): Promise<Burst> {
     connections: s.connections,
     loopMaxMs: loop.max / 1e6,
     loopP99Ms: loop.percentile(99) / 1e6,
+    elu,
+    belowFull: window.belowMs / span,
+    empty: window.emptyMs / span,
     checkpoints:
       ckpt && ckpt0
         ? `${ckpt.runs - ckpt0.runs} WAL checkpoints off the event loop, ${(ckpt.ms - ckpt0.ms).toFixed(0)} ms in all, ` +
@@ -293,10 +357,12 @@ try {
         `(${disp.connections} connections); raw undici ${ref.cpuUs.toFixed(0)} µs, ${ref.rate.toFixed(0)}/s; ` +
         `rate ${((100 * disp.rate) / ref.rate).toFixed(0)} %, CPU ${((100 * ref.cpuUs) / disp.cpuUs).toFixed(0)} %` +
         `; event loop delay max ${disp.loopMaxMs!.toFixed(0)} ms, p99 ${disp.loopP99Ms!.toFixed(0)}` +
+        `; loop busy ${(100 * disp.elu!).toFixed(0)} %, window below ${IN_FLIGHT} ${(100 * disp.belowFull!).toFixed(0)} %, empty ${(100 * disp.empty!).toFixed(1)} %` +
         (disp.checkpoints ? `; ${disp.checkpoints}` : '') +
         (disp.server ? `; server ${disp.server.us.toFixed(1)} µs CPU/delivery (${disp.server.backends} backends)` : ''),
     );
   }
+  if (trace) fs.writeFileSync(process.env.TRACE!, trace.join('\n') + '\n');
   if (admin) console.log(await tableUpdates());
 } finally {
   await d.stop();

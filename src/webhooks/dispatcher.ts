@@ -29,7 +29,7 @@ import {
   type EndpointOutcome,
 } from '../store/webhook-endpoints.js';
 import { ClaimCursors } from './claim-cursors.js';
-import { destinationOf } from './events.js';
+import { destinationOfRow } from './events.js';
 import type { Attempt, AttemptResult } from './attempt.js';
 import type { Deliverable, WebhookSender } from './send.js';
 
@@ -102,11 +102,20 @@ export const DEFAULT_DISABLE_AFTER_MS = 5 * 86_400_000;
  * A destination that answers gets claimed ahead what its slots get through in CLAIM_AHEAD_MS at its
  * recent pace, at most MAX_AHEAD_ROUNDS × perDestination: enough that a finishing attempt starts the
  * next at once, however slow the claim's database round trip, and few enough to send within the lease.
+ * A fast receiver (~0.25 ms an answer, 4 in flight) gets through 512 rounds in ~130 ms, so the claim
+ * made at half of them has ~65 ms to come back: 128 rounds left it 16 ms, and claims on a loaded
+ * machine took 15–200 ms, during which the send window ran empty (bench/dispatch-profile.ts).
  */
 const CLAIM_AHEAD_MS = 2_000;
-const MAX_AHEAD_ROUNDS = 128;
-/** All destinations together: at most concurrency × this held (queued or in flight). */
-const HELD_ROUNDS = 16;
+const MAX_AHEAD_ROUNDS = 512;
+/**
+ * All destinations together: at most concurrency × this held (queued or in flight). At the default
+ * concurrency (4 slots a destination) that is two destinations' full claim-ahead: one fast receiver
+ * never holds all of it, and another destination's events still get claimed.
+ */
+const HELD_ROUNDS = 64;
+/** Finished attempts waiting for their recording past which no more are claimed: concurrency × this, at least two batches. */
+const RECORDING_ROUNDS = 16;
 /** A claimed event is sent only while its lease has the timeout plus this left; else handed back. */
 const LEASE_RESERVE_MS = 5_000;
 /**
@@ -314,9 +323,9 @@ export class WebhookDispatcher {
     return n;
   }
 
-  /** Finished attempts waiting for the database past which no more are claimed (two batches' worth, or an outage). */
+  /** Finished attempts waiting for the database past which no more are claimed (RECORDING_ROUNDS, or an outage). */
   private get recordingLimit(): number {
-    return Math.max(this.opts.concurrency * HELD_ROUNDS, 2 * MAX_RECORD_BATCH[this.opts.store.dialect]);
+    return Math.max(this.opts.concurrency * RECORDING_ROUNDS, 2 * MAX_RECORD_BATCH[this.opts.store.dialect]);
   }
 
   /** One look at the table: claims what this dispatcher has room for. Returns how long to sleep. */
@@ -330,7 +339,30 @@ export class WebhookDispatcher {
       return this.pollMs;
     }
     const looked = this.lookAround || now - this.lastLookAround >= LOOK_AROUND_MS;
-    const candidates = looked ? await this.look(now) : [...this.knownDue];
+    if (looked) {
+      // The destinations known to have due events are claimed beside the look, not after it: a look
+      // steps over every due event still leased (held here, or waiting for its recording), thousands
+      // behind a fast receiver, and took 30–110 ms on a loaded machine, longer than their queue lasted.
+      // Both end before the pass does (a failure of either fails it): a claim never runs beside another.
+      const [found, claimed] = await Promise.allSettled([this.look(now), this.claimFor([...this.knownDue])]);
+      if (claimed.status === 'rejected') throw claimed.reason;
+      if (found.status === 'rejected') throw found.reason;
+      await this.claimFor(found.value);
+    } else await this.claimFor([...this.knownDue]);
+    if (this.knownDue.size > 0) return this.pollMs; // room frees up as attempts finish, and they poke
+    // Nothing known to be due. nextDueAt sees only what falls due after `now`: events due already
+    // that this pass did not look for (it went by knownDue, or the look stopped at a page of
+    // destinations) would wait for the poll. Look again at once instead.
+    this.lookAround = true;
+    if (!looked || this.cursor !== '') return 0;
+    const next = await nextDueAt(store.db, now);
+    return next === undefined ? this.pollMs : Math.min(this.pollMs, next - now);
+  }
+
+  /** Claims for `candidates` the room each has (within what all may hold) and starts what it can. */
+  private async claimFor(candidates: readonly string[]): Promise<void> {
+    const { store, clock } = this.opts;
+    const now = clock.now();
     let free = this.opts.concurrency * HELD_ROUNDS - this.totalHeld();
     const claims: DestinationClaim[] = [];
     for (const name of candidates) {
@@ -340,34 +372,25 @@ export class WebhookDispatcher {
       claims.push({ destination: name, limit, after: this.claimCursors.after(name, now) });
       free -= limit;
     }
-    if (claims.length > 0) {
-      const epoch = this.claimCursors.epoch;
-      const claimed = await claimDueEvents(store.db, store.dialect, {
-        leaseOwner: this.id,
-        leaseMs: this.leaseMs,
-        now,
-        destinations: claims,
-      });
-      this.claimCursors.advance(claims, claimed, now, epoch);
-      const rows = await this.withEndpointSecrets(claimed, now);
-      const got = new Map<string, number>();
-      for (const row of rows) {
-        const name = row.destination ?? destinationOf(row.url);
-        got.set(name, (got.get(name) ?? 0) + 1);
-        this.destination(name).queue.push(row);
-      }
-      // Fewer than asked: nothing more is due there for now.
-      for (const c of claims) if ((got.get(c.destination) ?? 0) < c.limit) this.knownDue.delete(c.destination);
-      this.startReady();
+    if (claims.length === 0) return;
+    const epoch = this.claimCursors.epoch;
+    const claimed = await claimDueEvents(store.db, store.dialect, {
+      leaseOwner: this.id,
+      leaseMs: this.leaseMs,
+      now,
+      destinations: claims,
+    });
+    this.claimCursors.advance(claims, claimed, now, epoch);
+    const rows = await this.withEndpointSecrets(claimed, now);
+    const got = new Map<string, number>();
+    for (const row of rows) {
+      const name = destinationOfRow(row);
+      got.set(name, (got.get(name) ?? 0) + 1);
+      this.destination(name).queue.push(row);
     }
-    if (this.knownDue.size > 0) return this.pollMs; // room frees up as attempts finish, and they poke
-    // Nothing known to be due. nextDueAt sees only what falls due after `now`: events due already
-    // that this pass did not look for (it went by knownDue, or the look stopped at a page of
-    // destinations) would wait for the poll. Look again at once instead.
-    this.lookAround = true;
-    if (!looked || this.cursor !== '') return 0;
-    const next = await nextDueAt(store.db, now);
-    return next === undefined ? this.pollMs : Math.min(this.pollMs, next - now);
+    // Fewer than asked: nothing more is due there for now.
+    for (const c of claims) if ((got.get(c.destination) ?? 0) < c.limit) this.knownDue.delete(c.destination);
+    this.startReady();
   }
 
   /**
@@ -538,7 +561,7 @@ export class WebhookDispatcher {
 
   /** Hands a claimed event back unsent: due again at once (behind its destination's claim cursor). */
   private release(event: ClaimedEventRow): void {
-    this.claimCursors.rewind(event.destination ?? destinationOf(event.url));
+    this.claimCursors.rewind(destinationOfRow(event));
     this.submit({ release: event.event_id, at: this.opts.clock.now() });
   }
 

@@ -33,3 +33,8 @@ export function destinationOf(url: string): string {
     return url;
   }
 }
+
+/** A stored delivery's destination: its row's, or its URL's origin for a row written without one. */
+export function destinationOfRow(row: { destination: string | null; url: string }): string {
+  return row.destination ?? destinationOf(row.url);
+}

@@ -68,28 +68,30 @@ describe('identity over the six sample photos', () => {
       expect(farther).toEqual([]);
       const after = others.map((r) => r.after).sort((a, b) => a - b);
       // Before round 3's identity pass: median 0.515-0.52, worst 0.64, 4 under 0.45. Now median
-      // 0.403 (0.416 before chroma moved relative to L* + 16), worst 0.638 (sample1's face 2, rolled
-      // 47° and turned), 15 under 0.45 (the raw read of
+      // 0.410 (0.416 before chroma moved relative to L* + 16), worst 0.630 (sample1's face 2, rolled
+      // 47° and turned), 16 under 0.45 (15 before the lightness surface's order was chosen by
+      // held-out skin, light-order.ts; the raw read of
       // a rolled face cannot go much under 0.6: the goals are read upright, below).
       expect(after[after.length - 1]!).toBeLessThan(0.64);
       expect(after[Math.floor(after.length / 2)]!).toBeLessThan(0.415);
-      expect(after.filter((a) => a < 0.45).length).toBeGreaterThanOrEqual(15);
+      expect(after.filter((a) => a < 0.45).length).toBeGreaterThanOrEqual(16);
       // Read upright (uprightDescriptor: the 9 faces rolled more than 15° read in their level frame,
-      // the rest as above): median 0.389, worst 0.459 (sample5's face 3), 22 under 0.45 (0.392 and
-      // 0.462 before chroma moved relative to L* + 16). Before the
+      // the rest as above): median 0.394, worst 0.442, every face under 0.45. Before the lightness
+      // surface's order was chosen by held-out skin (light-order.ts): 0.393, 0.453 (sample5's face 3,
+      // its cubic light; the quadratic's 0.442 now) and 22; 0.389, 0.459 and 22 before blown skin
+      // left the chroma fits (0.392 and 0.462 before chroma moved relative to L* + 16). Before the
       // membrane followed the agreeing part of a ring that hair mostly crosses (blend.ts,
       // MIN_AGREEING): 0.388, 0.470 (sample4's face 3, now 0.440) and 21. Before: 0.396, 0.494 and 20 before the target's liner and lashes
       // were no longer kept over the new eyes, an open mouth's outer lips moved half-way and
       // lightness was matched in ln(L* + 16) (sample6 face 1 0.465 -> 0.42, sample5 face 4 0.433 ->
-      // 0.36); 0.407, 0.529 and 18 before the outline move. Every face under 0.45 is not met
-      // (sample5 face 3: its colour step, docs/face-swap.md). The rolled faces swap as well as upright ones: sample1's
+      // 0.36); 0.407, 0.529 and 18 before the outline move. The rolled faces swap as well as upright ones: sample1's
       // face 2 (47°) 0.43; sample3's right face +25° 0.42, -25° 0.38 (0.41 upright); sample4's third
       // +25° 0.37 (0.35 upright: it keeps its teeth now, which are the target's).
       const upright = (n: string) => others.find((r) => r.name === n)!.upright;
       const read = others.map((r) => r.upright).sort((a, b) => a - b);
       expect(read[Math.floor(read.length / 2)]!).toBeLessThan(0.395);
-      expect(read[read.length - 1]!).toBeLessThan(0.47);
-      expect(read.filter((a) => a < 0.45).length).toBeGreaterThanOrEqual(22);
+      expect(read[read.length - 1]!).toBeLessThan(0.45);
+      expect(read.filter((a) => a < 0.45).length).toBe(read.length);
       expect(upright('sample1 face 2')).toBeLessThan(0.45);
       expect(others.filter((r) => r.upright >= r.uprightBefore).map((r) => r.name)).toEqual([]);
       for (const [rolled, of] of Object.entries(UPRIGHT_OF)) expect(upright(rolled)).toBeLessThan(upright(of) + 0.03);

@@ -13,20 +13,23 @@ import {
   spreadGains,
   toLogLightness,
   toRelativeChroma,
-  transferLocal,
   transferStats,
   type ColorStats,
 } from './color.js';
 import { evenEyeWhites } from './eye-whites.js';
 import type { Region } from './geometry.js';
+import { heldOutDegree } from './light-order.js';
+import { lightAxis, transferLocalChroma } from './light-axis.js';
 import { featherMask } from './mask.js';
 import { bytes, copyOf, floats } from './scratch.js';
 import { transferLighting } from './skin.js';
 import type { Point } from './types.js';
 
 /**
- * Polynomial degree of the lightness surface (target − source over skin): enough for a side light,
- * too smooth to draw the target's lips, lids or brows into the new face.
+ * Highest polynomial degree of the lightness surface (target − source over skin): enough for a side
+ * light, too smooth to draw the target's lips, lids or brows into the new face. The degree used is
+ * the one that best predicts each part of the skin from the rest (light-order.ts): a cubic where
+ * the whole sample shows the light curving, lower where it swings between or beyond its data.
  */
 const LIGHT_DEGREE = 3;
 /** Polynomial degree of the chroma surface: a light's colour gradient across the face, nothing finer. */
@@ -89,12 +92,14 @@ export function matchColour(
   const measured = { src: channelStats(src.lab, skin), dst: channelStats(dstLight, skin) };
   const use = given ?? measured;
   transferStats(src.lab, c.covered, use.src, use.dst);
-  // Lightness: a smooth surface (the target's broad light, none of its features). Chroma: first a
-  // quadratic surface (a coloured light across the source, which would tint one eye teal), then
-  // the local low-pass difference over skin only (a coloured light carries no identity); both only
-  // where the target's chroma is measured (unclippedSkin).
+  // Lightness: a smooth surface (the target's broad light, none of its features), of the order the
+  // skin's held-out parts support (heldOutDegree). Chroma: first a quadratic surface (a coloured
+  // light across the source, which would tint one eye teal), then the local low-pass difference
+  // over skin only (a coloured light carries no identity); both only where the target's chroma is
+  // measured (unclippedSkin).
   const cuts = [LOG_LIGHT_CUT, 3, 3] as const;
-  transferLighting(src.lab, dstLight, skin, c.covered, w, h, [LIGHT_DEGREE, -1, -1], 2, cuts);
+  const light = heldOutDegree({ src: src.lab, dst: dstLight, weight: skin, channel: 0, w, h, step: 2 }, LIGHT_DEGREE);
+  transferLighting(src.lab, dstLight, skin, c.covered, w, h, [light, -1, -1], 2, cuts);
   const tint = unclippedSkin(dst.lab, skin);
   transferLighting(src.lab, dstLight, tint, c.covered, w, h, [-1, CHROMA_DEGREE, CHROMA_DEGREE], 2, cuts);
   fromLogLightness(src.lab, c.covered);
@@ -102,7 +107,9 @@ export function matchColour(
   limitChromaBands(src, dstLight, tint, c, inZone);
   const smooth = copyOf(src.lab);
   const sab = tuning.sigmaAB * c.size;
-  transferLocal(src.lab, dstLight, tint, c.covered, w, h, [0, sab, sab]);
+  const axis = lightAxis(orig, dstLight, skin);
+  const local = { use: c.covered, width: w, height: h };
+  transferLocalChroma(src.lab, dstLight, tint, local, axis, { across: sab, finest: BAND_FINE * c.size });
   settleChroma(src.lab, c.covered, {
     orig,
     smooth,
@@ -112,6 +119,7 @@ export function matchColour(
     inZone,
     skin: localMean(orig, skin, c.covered, w, h, sab),
     even: src.lips ?? bytes(n),
+    axis,
   });
   if (src.lm && dst.lm) {
     const eyes = (light: Float32Array, chroma: Float32Array, lm: readonly Point[]) => ({ light, chroma, lm });

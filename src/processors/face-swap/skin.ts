@@ -125,7 +125,7 @@ export function softenMask(mask: Uint8Array, w: number, h: number): Float32Array
   return a;
 }
 
-/** Monomials x^i y^j with i + j <= degree, in a fixed order. */
+/** Monomials x^i y^j with i + j <= degree, by degree (a lower degree's are a prefix: light-order.ts reads them so). */
 function terms(degree: number): [number, number][] {
   const out: [number, number][] = [];
   for (let d = 0; d <= degree; d++) for (let i = d; i >= 0; i--) out.push([i, d - i]);
@@ -133,7 +133,7 @@ function terms(degree: number): [number, number][] {
 }
 
 /** Solves the symmetric positive (semi)definite system A x = b (Gaussian elimination, tiny ridge). */
-function solve(A: Float64Array, b: Float64Array, n: number): Float64Array {
+export function solve(A: Float64Array, b: Float64Array, n: number): Float64Array {
   const M = Float64Array.from(A);
   const x = Float64Array.from(b);
   for (let i = 0; i < n; i++) M[i * n + i] = M[i * n + i]! * (1 + 1e-9) + 1e-9;
@@ -163,7 +163,7 @@ function solve(A: Float64Array, b: Float64Array, n: number): Float64Array {
 }
 
 /** Monomials of one polynomial surface over a w × h plane, with per-column and per-row powers (no pow() per pixel). */
-interface PolyBasis {
+export interface PolyBasis {
   /** Number of terms, and degree + 1. */
   m: number;
   d1: number;
@@ -177,7 +177,7 @@ interface PolyBasis {
   basis: Float64Array;
 }
 
-function polyBasis(w: number, h: number, deg: number): PolyBasis {
+export function polyBasis(w: number, h: number, deg: number): PolyBasis {
   const cx = w / 2;
   const cy = h / 2;
   const s = 2 / Math.max(w, h);
@@ -193,7 +193,7 @@ function polyBasis(w: number, h: number, deg: number): PolyBasis {
 }
 
 /** The basis at (x, y); returns the surface `coef` there (0 when not given). */
-function fillBasis(B: PolyBasis, x: number, y: number, coef?: Float64Array): number {
+export function fillBasis(B: PolyBasis, x: number, y: number, coef?: Float64Array): number {
   for (let k = 0; k < B.m; k++) B.basis[k] = B.up[x * B.d1 + B.ti[k]!]! * B.vp[y * B.d1 + B.tj[k]!]!;
   let f = 0;
   if (coef) for (let k = 0; k < B.m; k++) f += coef[k]! * B.basis[k]!;
@@ -201,7 +201,7 @@ function fillBasis(B: PolyBasis, x: number, y: number, coef?: Float64Array): num
 }
 
 /** One channel's difference dst − src and where it is fitted (weight > 0), sampled every `step` px. */
-interface SurfaceData {
+export interface SurfaceData {
   src: Float32Array;
   dst: Float32Array;
   weight: Float32Array;
