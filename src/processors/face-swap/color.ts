@@ -240,13 +240,15 @@ const SPREAD_BOUNDS: readonly (readonly [number, number])[] = [
   [0.2, 1.33],
 ];
 
+/** A spread ratio (target / source) of channel `c` (0: lightness, 1 and 2: chroma) within SPREAD_BOUNDS. */
+export function boundedSpread(c: number, ratio: number): number {
+  return Math.min(SPREAD_BOUNDS[c]![1], Math.max(SPREAD_BOUNDS[c]![0], ratio));
+}
+
 /** The factor each channel's deviation from the mean is scaled by (see SPREAD_BOUNDS). */
 export function spreadGains(from: ChannelStats, to: ChannelStats): [number, number, number] {
   const k: [number, number, number] = [1, 1, 1];
-  for (let c = 0; c < 3; c++) {
-    const ratio = from.std[c]! > 1e-3 ? to.std[c]! / from.std[c]! : 1;
-    k[c] = Math.min(SPREAD_BOUNDS[c]![1], Math.max(SPREAD_BOUNDS[c]![0], ratio));
-  }
+  for (let c = 0; c < 3; c++) k[c] = boundedSpread(c, from.std[c]! > 1e-3 ? to.std[c]! / from.std[c]! : 1);
   return k;
 }
 
@@ -507,6 +509,13 @@ export function chromaBandExcess(
  * mostly its own colour (a source's eyeliner), but partly a light's that changes across it.
  */
 const FEATURE_SPREAD_MIN = 0.75;
+/**
+ * ...and stretched no further than this: a target whose skin's chroma spreads wider (darker, more
+ * saturated skin, or two lights) does not make the source's lips redder. Stretched with the skin
+ * (up to 1.33), sample5 face 4's new lips came out a deeper red than her own (lips less cheeks, a*
+ * 10.1 against her 8.9; now 8.5); the sheet's medians 0.409 -> 0.407 raw, 0.393 -> 0.390 upright.
+ */
+const FEATURE_SPREAD_MAX = 1;
 
 /** What settleChroma needs besides the corrected colours. */
 export interface ChromaSettle {
@@ -527,6 +536,8 @@ export interface ChromaSettle {
    * its zone the skin around it (see settleChroma).
    */
   even: Uint8Array;
+  /** The source's light axis (light-axis.ts): a feature's own colour is what lies across it. */
+  axis?: { ux: number; uy: number } | undefined;
 }
 
 /** Per zone: the local correction's mean (a*, b*), and an even feature's own colour's (see settleChroma). */
@@ -564,14 +575,16 @@ function zoneMeans(after: Float32Array, use: Uint8Array, p: ChromaSettle): ZoneM
  * - the local part is one value, its mean over the zone (per pixel it is drawn from whichever skin
  *   lies nearest, the chin below the lower lip or the lid above an iris, and tints the parts apart);
  * - the compression is split into the light's share, the skin around the pixel compressed as skin
- *   is, and the feature's own colour against that skin, compressed no further than
- *   FEATURE_SPREAD_MIN. The chroma is relative to L* + 16 (toRelativeChroma), so the light's share
- *   and the field, back in a*, b*, scale with the pixel's lightness: a dark iris carries less of a
- *   light's cast (and of the skin's mean shift) than the cheek beside it. Compressed about the
- *   skin's mean as a whole, a blue-lit iris and an orange-lit one (one albedo) came out 6 a* and
+ *   is, and the feature's own colour against that skin, across the source's light axis (`axis`),
+ *   held between FEATURE_SPREAD_MIN and FEATURE_SPREAD_MAX: along the axis, the difference is as
+ *   much the light's change between the pixel and the skin around as the feature's (acrossAxis).
+ *   The chroma is relative to L* + 16 (toRelativeChroma), so the light's share and the field,
+ *   back in a*, b*, scale with the pixel's lightness: a dark iris carries less of a light's cast
+ *   (and of the skin's mean shift) than the cheek beside it. Compressed about the skin's mean as
+ *   a whole, a blue-lit iris and an orange-lit one (one albedo) came out 6 a* and
  *   b* units apart; so they agree, and keep the source's own colour relations.
  * - an even feature (the lips) is compressed as skin is, all of it, and its own colour, the mean
- *   over it against the skin around, added back compressed no further than FEATURE_SPREAD_MIN; the
+ *   over it against the skin around, added back held between FEATURE_SPREAD_MIN and MAX; the
  *   rest of its zone but its opening is skin. The skin around, a blur the face's scale wide, does
  *   not follow two lights meeting across the mouth: read per pixel against it, the README
  *   example's lips came out two-tone (lilac, orange at a corner and on the skin above it).
@@ -584,29 +597,46 @@ export function settleChroma(after: Float32Array, use: Uint8Array, p: ChromaSett
 function settlePixel(after: Float32Array, i: number, p: ChromaSettle, means: ZoneMeans): void {
   const z = p.zone[i]!;
   const t = z ? p.inZone[i]! : 0;
-  const known = !Number.isNaN(p.skin[i * 3]!);
-  // In an even feature's zone: the feature, its opening, or skin.
-  const even = means.own[z * 3]! > 0 ? p.even[i]! : 2;
+  const own = t > 0 ? ownColour(i, z, p, means) : NO_COLOUR;
   for (let c = 1; c < 3; c++) {
     const o = i * 3 + c;
-    const k = p.gains[c]! - 1;
-    const spread = k * (p.orig[o]! - p.from.mean[c]!);
+    const spread = (p.gains[c]! - 1) * (p.orig[o]! - p.from.mean[c]!);
     let local = after[o]! - p.smooth[o]!;
-    let own = spread;
-    if (t > 0) {
-      local += t * (means.local[z * 3 + c]! - local);
-      const feature = Math.max(p.gains[c]!, FEATURE_SPREAD_MIN);
-      // The light's share (the skin around, compressed as skin is) and the feature's own
-      // colour relative to that skin, compressed mildly; an even feature's own colour is its mean.
-      const around = known ? p.skin[o]! : p.from.mean[c]!;
-      // Only where the skin's chroma is compressed past a feature's (a coloured light taken off).
-      const part = p.gains[c]! < FEATURE_SPREAD_MIN ? even : 2;
-      if (part === 1) own = spread + (feature - p.gains[c]!) * means.own[z * 3 + c]!;
-      else if (part === 2) own = k * (around - p.from.mean[c]!) + (feature - 1) * (p.orig[o]! - around);
-    }
+    if (t > 0) local += t * (means.local[z * 3 + c]! - local);
+    // Compressed (or stretched) as skin is, but for the feature's own colour, held within
+    // FEATURE_SPREAD_MIN and FEATURE_SPREAD_MAX.
+    const feature = Math.min(Math.max(p.gains[c]!, FEATURE_SPREAD_MIN), FEATURE_SPREAD_MAX) - p.gains[c]!;
     const field = p.smooth[o]! - p.orig[o]! - spread + local;
-    after[o] = p.orig[o]! + field + spread + t * (own - spread);
+    after[o] = p.orig[o]! + field + spread + t * feature * own[c - 1]!;
   }
+}
+
+const NO_COLOUR = [0, 0] as const;
+
+/**
+ * The own colour (a*, b*) of the feature at pixel `i` (zone `z`) against the skin around: an even
+ * feature's mean (the whole feature, under the lights the skin around it is under); none on the
+ * skin of its zone; else the pixel's, across the light axis only.
+ */
+function ownColour(i: number, z: number, p: ChromaSettle, means: ZoneMeans): readonly [number, number] {
+  // In an even feature's zone: the feature (1), its opening (2), or skin (0).
+  const part = means.own[z * 3]! > 0 ? p.even[i]! : 2;
+  if (part === 1) return [means.own[z * 3 + 1]!, means.own[z * 3 + 2]!];
+  if (part === 0) return NO_COLOUR;
+  const around = Number.isNaN(p.skin[i * 3]!) ? p.from.mean : p.skin.subarray(i * 3, i * 3 + 3);
+  return acrossAxis(p.orig[i * 3 + 1]! - around[1], p.orig[i * 3 + 2]! - around[2], p.axis);
+}
+
+/**
+ * The part of the chroma difference (da, db) across the source's light axis `u`: along it a
+ * difference is the light's as much as the face's (the README example's inner eye corner, in the
+ * shadow of her blue light, 11 b* warmer than the blue-lit skin around it, came out a brown patch).
+ * With no axis, the whole difference.
+ */
+function acrossAxis(da: number, db: number, u: { ux: number; uy: number } | undefined): readonly [number, number] {
+  if (!u) return [da, db];
+  const along = da * u.ux + db * u.uy;
+  return [da - along * u.ux, db - along * u.uy];
 }
 
 /**

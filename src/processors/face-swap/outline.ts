@@ -480,15 +480,17 @@ function chromaAt(img: RgbImage, p: Point): [number, number] {
 type FlatKind = 'paint' | 'neutral' | 'skin';
 
 /**
- * The kind of a flat pixel by its colour, against the face's skin (read on both cheeks, between the
- * jaw and the nose): of chroma PAINT_MIN_CHROMA or more and a*b* PAINT_CHROMA from the skin, paint;
- * under PAINT_MIN_CHROMA, neutral. Kept per colour (flat things have few).
+ * The kind of a flat pixel by its colour, against the face's skin (read on each cheek, between the
+ * jaw and the nose): of chroma PAINT_MIN_CHROMA or more and a*b* PAINT_CHROMA from both cheeks'
+ * skin, paint; under PAINT_MIN_CHROMA, neutral. Kept per colour (flat things have few). Each cheek
+ * on its own: a face lit in two colours has two skins. Against their mean, sample3 face 1's
+ * blue-lit jaw and neck (a* -4, b* -36; her cheeks 25, 20 and 16, -19) read as paint, 44 away, and
+ * were held while the photo around them moved: lilac streaks along the jaw; 26 from her blue-lit
+ * cheek.
  */
 function flatKinds(img: RgbImage, lm: readonly Point[]): (o: number) => FlatKind {
   const mid = (a: Point, b: Point) => ({ x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 });
-  const l = chromaAt(img, mid(lm[2]!, lm[31]!));
-  const r = chromaAt(img, mid(lm[14]!, lm[35]!));
-  const skin = [(l[0] + r[0]) / 2, (l[1] + r[1]) / 2];
+  const cheeks = [chromaAt(img, mid(lm[2]!, lm[31]!)), chromaAt(img, mid(lm[14]!, lm[35]!))];
   const kinds = new Map<number, FlatKind>();
   const px = new Float32Array(3);
   return (o) => {
@@ -498,7 +500,7 @@ function flatKinds(img: RgbImage, lm: readonly Point[]): (o: number) => FlatKind
       for (let k = 0; k < 3; k++) px[k] = img.data[o + k]!;
       const lab = rgbToLab(px);
       const chroma = Math.hypot(lab[1]!, lab[2]!);
-      const far = Math.hypot(lab[1]! - skin[0]!, lab[2]! - skin[1]!) > PAINT_CHROMA;
+      const far = cheeks.every((c) => Math.hypot(lab[1]! - c[0], lab[2]! - c[1]) > PAINT_CHROMA);
       kind = chroma < PAINT_MIN_CHROMA ? 'neutral' : far ? 'paint' : 'skin';
       kinds.set(key, kind);
     }

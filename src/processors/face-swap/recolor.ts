@@ -13,13 +13,13 @@ import {
   spreadGains,
   toLogLightness,
   toRelativeChroma,
-  transferLocal,
   transferStats,
   type ColorStats,
 } from './color.js';
 import { evenEyeWhites } from './eye-whites.js';
 import type { Region } from './geometry.js';
 import { chosenDegree, heldOutErrors } from './light-order.js';
+import { lightAxis, transferLocalChroma } from './light-axis.js';
 import { featherMask } from './mask.js';
 import { bytes, copyOf, floats } from './scratch.js';
 import { transferLighting } from './skin.js';
@@ -108,7 +108,9 @@ export function matchColour(
   limitChromaBands(src, dstLight, tint, c, inZone);
   const smooth = copyOf(src.lab);
   const sab = tuning.sigmaAB * c.size;
-  transferLocal(src.lab, dstLight, tint, c.covered, w, h, [0, sab, sab]);
+  const axis = lightAxis(orig, dstLight, skin);
+  const local = { use: c.covered, width: w, height: h };
+  transferLocalChroma(src.lab, dstLight, tint, local, axis, { across: sab, finest: BAND_FINE * c.size });
   settleChroma(src.lab, c.covered, {
     orig,
     smooth,
@@ -118,6 +120,7 @@ export function matchColour(
     inZone,
     skin: localMean(orig, skin, c.covered, w, h, sab),
     even: src.lips ?? bytes(n),
+    axis,
   });
   if (src.lm && dst.lm) {
     const eyes = (light: Float32Array, chroma: Float32Array, lm: readonly Point[]) => ({ light, chroma, lm });

@@ -4,22 +4,38 @@
  * the teeth (the README example's source: inner lips 1% of the face size apart, the lower outer lip
  * through the middle of the teeth): the warp then takes the teeth as lower lip and lays them over a
  * closed target's lower lip, a toothy grin on a closed mouth. Here the opening is read from the
- * source's pixels (teeth: lighter and less chromatic than its lips; the throat's dark), warped with
- * the face, and the target's own lips are shown there, shifted to the colour of the new lips around
+ * source's pixels (teeth: lighter and less chromatic than its lips; the throat's dark; and the
+ * opening opening.ts reads on a target), warped with the face, and the target's own lips are shown there, shifted to the colour of the new lips around
  * them (as Deep-Live-Cam's mouth mask lays the target's mouth over the swap).
  */
 import { labToRgb, regionRgb, rgbToLab } from './color.js';
 import { boundingRegion, faceSize, type Region } from './geometry.js';
-import { featherMask, flood8, rasterizePolygon } from './mask.js';
-import { floats } from './scratch.js';
+import { featherMask, fillFromSurroundings, flood8, rasterizePolygon } from './mask.js';
+import { bytes, floats } from './scratch.js';
 import { mouthGap, OPEN_GAP } from './mouth.js';
+import { openingMask } from './opening.js';
 import { medianOf } from './select.js';
 import type { Point, RgbImage } from './types.js';
 import { warpPiecewiseAffine } from './warp.js';
 
+export const LIP_EDGE = {
+  /** The lips' a* at least this much above the skin's for a lip below the landmarks' to be read (missedLip). */
+  contrast: 12,
+  /** How far (of the face size) outside the outer lip line it is looked for. */
+  reach: 0.12,
+  /** How far beyond a corner (of the face size) the mouth's dark is looked for (darkCorners)... */
+  corner: 0.06,
+  /** ...at most this share of the skin's lightness. */
+  dark: 0.75,
+};
+
 export const SOURCE_MOUTH = {
-  /** The outer lip line grown by this (of the face size) to look for the opening: the net can draw it across the teeth. */
-  grow: 0.05,
+  /**
+   * The outer lip line grown by this (of the face size) to look for the opening: the net can draw
+   * it across the teeth, and the teeth must lie inside, lips around them (keepOpenings: 0.05 cut
+   * the README example's source's teeth at its edge).
+   */
+  grow: 0.08,
   /** A tooth is at least this much lighter (L*) than the lips, [sure, possible]... */
   teethLighter: [6, 3],
   /** ...and at most this share of their chroma. */
@@ -38,8 +54,14 @@ export const SOURCE_MOUTH = {
   minWidth: 0.35,
   /** ...is on average this thick (of the face size) across its span... */
   minThick: 0.025,
-  /** ...and this share of its pixels are surely teeth or dark. */
+  /** ...and this share of its pixels are surely teeth or dark... */
   sure: 0.25,
+  /**
+   * ...and it touches the edge of where it is looked for (pixels) along less than this share of its
+   * span: skin runs on out of it (sample1's purple lips, sample2's pale ones: their borders read as
+   * an opening before; sample3's dark-haired woman: the skin above her upper lip).
+   */
+  edgeContact: 0.25,
   /** Soft edge of the warped opening (of the target's face size). */
   edge: 0.01,
 };
@@ -73,14 +95,13 @@ function skinColour(lab: Float32Array, outer: readonly Point[], size: number, re
 }
 
 /** 1 (sure) or 2 (possible) where a pixel of `region` near the mouth looks like teeth or the throat's dark. */
-function classify(img: RgbImage, lm: readonly Point[], region: Region): Uint8Array {
+function classify(img: RgbImage, lm: readonly Point[], region: Region, near: Uint8Array): Uint8Array {
   const size = faceSize(lm);
   const { width: w, height: h } = region;
   const lab = rgbToLab(regionRgb(img, region));
   const outer = lm.slice(48, 60);
   const lip = lipColour(lab, rasterizePolygon(outer, region));
   const skin = skinColour(lab, outer, size, region);
-  const near = rasterizePolygon(grownPolygon(outer, SOURCE_MOUTH.grow * size), region);
   const mask = new Uint8Array(w * h);
   const { teethLighter, teethChroma, skinLight, skinSaturation, dark } = SOURCE_MOUTH;
   for (let i = 0; i < w * h; i++) {
@@ -114,9 +135,13 @@ function grownPolygon(poly: readonly Point[], d: number): Point[] {
 
 /**
  * Keeps (sets to 3) the 8-connected components of `mask` that cross the mouth's middle (between
- * its corners), span enough of its width, are thick enough and hold enough sure pixels.
+ * its corners), span enough of its width, are thick enough, hold enough sure pixels and lie
+ * between the lips: skin beside them can pass for teeth (sample3's dark-haired woman: a band above
+ * her upper lip, lighter than the skin around and as little saturated as teeth), but runs on out of
+ * `near`, where the opening is looked for. Possible pixels joined to that edge through possible
+ * ones only are skin's too, and do not join teeth to it.
  */
-function keepOpenings(mask: Uint8Array, region: Region, lm: readonly Point[]): void {
+function keepOpenings(mask: Uint8Array, near: Uint8Array, region: Region, lm: readonly Point[]): void {
   const { width: w, height: h } = region;
   const a = lm[48]!;
   const b = lm[54]!;
@@ -124,6 +149,20 @@ function keepOpenings(mask: Uint8Array, region: Region, lm: readonly Point[]): v
   const along = (i: number) =>
     (((i % w) + region.left + 0.5 - a.x) * (b.x - a.x) + (Math.floor(i / w) + region.top + 0.5 - a.y) * (b.y - a.y)) /
     width;
+  const atEdge = (i: number) => {
+    const x = i % w;
+    return (
+      x === 0 ||
+      x === w - 1 ||
+      i < w ||
+      i >= w * (h - 1) ||
+      !near[i - 1] ||
+      !near[i + 1] ||
+      !near[i - w] ||
+      !near[i + w]
+    );
+  };
+  dropEdgeJoined(mask, atEdge, w, h);
   const seen = new Uint8Array(w * h);
   const queue = new Int32Array(w * h);
   for (let s = 0; s < w * h; s++) {
@@ -134,17 +173,35 @@ function keepOpenings(mask: Uint8Array, region: Region, lm: readonly Point[]): v
     let u0 = Infinity;
     let u1 = -Infinity;
     let sure = 0;
+    let edge = 0;
     for (let q = 0; q < n; q++) {
       const i = queue[q]!;
       if (mask[i] === 1) sure++;
+      if (atEdge(i)) edge++;
       u0 = Math.min(u0, along(i));
       u1 = Math.max(u1, along(i));
     }
     const wide = u1 - u0 >= SOURCE_MOUTH.minWidth * width && u0 < width / 2 && u1 > width / 2;
     const thick = n >= SOURCE_MOUTH.minThick * faceSize(lm) * (u1 - u0);
-    if (!wide || !thick || sure < SOURCE_MOUTH.sure * n) continue;
+    const between = edge < SOURCE_MOUTH.edgeContact * (u1 - u0);
+    if (!wide || !thick || !between || sure < SOURCE_MOUTH.sure * n) continue;
     for (let q = 0; q < n; q++) mask[queue[q]!] = 3;
   }
+}
+
+/** Clears the possible pixels (2) of `mask` joined to its edge through possible ones only: skin's. */
+function dropEdgeJoined(mask: Uint8Array, atEdge: (i: number) => boolean, w: number, h: number): void {
+  const possible = Uint8Array.from(mask, (m) => (m === 2 ? 1 : 0));
+  const seen = new Uint8Array(w * h);
+  const queue = new Int32Array(w * h);
+  let n = 0;
+  for (let i = 0; i < w * h; i++) {
+    if (!possible[i] || !atEdge(i)) continue;
+    seen[i] = 1;
+    queue[n++] = i;
+  }
+  n = flood8(possible, seen, queue, n, w, h);
+  for (let q = 0; q < n; q++) mask[queue[q]!] = 0;
 }
 
 /** The source's opening, by image and landmarks: video swaps one source into every frame. */
@@ -153,6 +210,8 @@ const lastOpening = new WeakMap<Uint8Array, { key: string; found: SourceOpening 
 interface SourceOpening {
   region: Region;
   open: Uint8Array;
+  /** The source's lower lip below its landmarks' outer lip line (missedLip), over `region`. */
+  lip: Uint8Array;
 }
 
 /** The source's opening (1) over `region` of `img`, or undefined when it shows none. */
@@ -169,11 +228,100 @@ function readOpening(img: RgbImage, lm: readonly Point[]): SourceOpening | undef
   const size = faceSize(lm);
   const region = boundingRegion(lm.slice(48, 60), 0.13 * size, img.width, img.height);
   if (region.width < 4 || region.height < 4) return undefined;
-  const mask = classify(img, lm, region);
-  keepOpenings(mask, region, lm);
+  const near = rasterizePolygon(grownPolygon(lm.slice(48, 60), SOURCE_MOUTH.grow * size), region);
+  const mask = classify(img, lm, region, near);
+  keepOpenings(mask, near, region, lm);
   const open = new Uint8Array(mask.length);
   for (let i = 0; i < mask.length; i++) open[i] = mask[i] === 3 ? 1 : 0;
-  return open.includes(1) ? { region, open } : undefined;
+  // And the opening a target's mouth shows by the same pixels (opening.ts): a source whose
+  // landmarks draw its smile about right, in warm light (sample4's third woman: her teeth as
+  // saturated as 0.8 of the skin's, which the reading above takes for skin).
+  const t = openingMask(img, lm);
+  for (let y = 0; y < t.region.height; y++) {
+    const yy = y + t.region.top - region.top;
+    for (let x = 0; x < t.region.width; x++) {
+      const xx = x + t.region.left - region.left;
+      if (t.mask[y * t.region.width + x]! >= 3 && xx >= 0 && yy >= 0 && xx < region.width && yy < region.height) {
+        open[yy * region.width + xx] = 1;
+      }
+    }
+  }
+  if (!open.includes(1)) return undefined;
+  const lip = missedLip(img, lm, region);
+  const dark = darkCorners(img, lm, region);
+  for (let i = 0; i < lip.length; i++) lip[i] = lip[i]! | dark[i]!;
+  return { region, open, lip };
+}
+
+/**
+ * 1 where the source's lower lip lies below its landmarks' outer lip line: pixels below the line
+ * between the corners, within LIP_EDGE.reach of the face size of that line, redder (a*) than
+ * halfway from the skin's to the lips' and joined to the lips. The net can draw a smile's outer
+ * lower lip along the lower teeth (sample3's dark-haired woman: her red lip 0.1 of the face size
+ * below it); onto a closed target mouth the lip there was warped under the target's lips, a red V.
+ * None when lips and skin are about as red (LIP_EDGE.contrast).
+ */
+function missedLip(img: RgbImage, lm: readonly Point[], region: Region): Uint8Array {
+  const { width: w, height: h } = region;
+  const size = faceSize(lm);
+  const lab = rgbToLab(regionRgb(img, region));
+  const outer = lm.slice(48, 60);
+  const lips = rasterizePolygon(outer, region);
+  const red = lipAndSkinRed(lab, lips, outer, size, region);
+  const out = new Uint8Array(w * h);
+  if (red.lip - red.skin < LIP_EDGE.contrast) return out;
+  const reach = rasterizePolygon(grownPolygon(outer, LIP_EDGE.reach * size), region);
+  const [a, b] = [lm[48]!, lm[54]!];
+  const below = (i: number) =>
+    (b.x - a.x) * (Math.floor(i / w) + region.top + 0.5 - a.y) - (b.y - a.y) * ((i % w) + region.left + 0.5 - a.x) > 0;
+  const candidate = new Uint8Array(w * h);
+  for (let i = 0; i < w * h; i++) {
+    candidate[i] = reach[i] && below(i) && lab[i * 3 + 1]! >= (red.lip + red.skin) / 2 ? 1 : 0;
+  }
+  const queue = new Int32Array(w * h);
+  let n = 0;
+  for (let i = 0; i < w * h; i++) if (lips[i] && candidate[i]) queue[n++] = i;
+  const seen = Uint8Array.from(lips);
+  n = flood8(candidate, seen, queue, n, w, h);
+  for (let q = 0; q < n; q++) if (!lips[queue[q]!]) out[queue[q]!] = 1;
+  return out;
+}
+
+/**
+ * 1 where the source's open mouth runs on dark beyond its landmarks' corners (48, 54): pixels
+ * outside the outer lip line within LIP_EDGE.corner of the face size of a corner and at most
+ * LIP_EDGE.dark of the skin's lightness. The net can put a smile's corners inside its dark ends
+ * (the README example's source: her right one, 5-10 px below and beyond it, L* 28-34 where the skin
+ * is 52); onto a closed target mouth that dark was warped beyond its corner, a sliver.
+ */
+function darkCorners(img: RgbImage, lm: readonly Point[], region: Region): Uint8Array {
+  const size = faceSize(lm);
+  const lab = rgbToLab(regionRgb(img, region));
+  const outer = lm.slice(48, 60);
+  const lips = rasterizePolygon(outer, region);
+  const skin = skinColour(lab, outer, size, region);
+  const out = new Uint8Array(region.width * region.height);
+  for (let i = 0; i < out.length; i++) {
+    const x = (i % region.width) + region.left + 0.5;
+    const y = Math.floor(i / region.width) + region.top + 0.5;
+    const d = Math.min(Math.hypot(x - lm[48]!.x, y - lm[48]!.y), Math.hypot(x - lm[54]!.x, y - lm[54]!.y));
+    out[i] = !lips[i] && d <= LIP_EDGE.corner * size && lab[i * 3]! <= LIP_EDGE.dark * skin.L ? 1 : 0;
+  }
+  return out;
+}
+
+/** Median a* of the more chromatic half of `lab` inside the lips, and of the skin 6-12% outside `outer`. */
+function lipAndSkinRed(lab: Float32Array, lips: Uint8Array, outer: readonly Point[], size: number, region: Region) {
+  const px: { a: number; C: number }[] = [];
+  for (let i = 0; i < lips.length; i++) {
+    if (lips[i]) px.push({ a: lab[i * 3 + 1]!, C: Math.hypot(lab[i * 3 + 1]!, lab[i * 3 + 2]!) });
+  }
+  px.sort((p, q) => q.C - p.C);
+  const ring = rasterizePolygon(grownPolygon(outer, 0.12 * size), region);
+  const near = rasterizePolygon(grownPolygon(outer, 0.06 * size), region);
+  const skin: number[] = [];
+  for (let i = 0; i < ring.length; i++) if (ring[i] && !near[i]) skin.push(lab[i * 3 + 1]!);
+  return { lip: medianOf(px.slice(0, Math.max(1, px.length >> 1)).map((p) => p.a)), skin: medianOf(skin) };
 }
 
 /** What the hook needs of the warp: the source (at its placed scale) and both point sets with their triangles. */
@@ -190,10 +338,13 @@ export interface MouthWarp {
  */
 export function warpedOpening(w: MouthWarp, region: Region, size: number): Float32Array | undefined {
   const found = sourceOpening(w.src, w.srcPts.slice(0, 68));
-  if (!found) return undefined;
-  const { region: r, open } = found;
+  return found && warpedMask(w, found.region, found.open, region, size);
+}
+
+/** 0..1 over `region`: where `mask` (over the source's `r`) lands in the result, as warpedOpening. */
+function warpedMask(w: MouthWarp, r: Region, mask: Uint8Array, region: Region, size: number): Float32Array {
   const img: RgbImage = { width: r.width, height: r.height, data: new Uint8Array(r.width * r.height * 3) };
-  for (let i = 0; i < open.length; i++) if (open[i]) img.data.fill(255, i * 3, i * 3 + 3);
+  for (let i = 0; i < mask.length; i++) if (mask[i]) img.data.fill(255, i * 3, i * 3 + 3);
   const pts = w.srcPts.map((p) => ({ x: p.x - r.left, y: p.y - r.top }));
   const mouth: number[] = [];
   for (let t = 0; t < w.triangles.length; t += 3) {
@@ -210,6 +361,41 @@ export function warpedOpening(w: MouthWarp, region: Region, size: number): Float
   return out;
 }
 
+/**
+ * Where the source's lower lip below its landmarks' line (missedLip) lands under the target's
+ * closed lips (`face` over `region`, in place): the target's own skin there, moved (L*a*b*) by the
+ * difference of the new face and the target's around it, interpolated smoothly across it (mask.ts's
+ * fillFromSurroundings), so it joins the new skin.
+ */
+function showTargetSkin(
+  target: RgbImage,
+  targetLm: readonly Point[],
+  w: MouthWarp,
+  region: Region,
+  face: Float32Array,
+) {
+  const found = sourceOpening(w.src, w.srcPts.slice(0, 68));
+  if (!found?.lip.includes(1)) return;
+  const m = warpedMask(w, found.region, found.lip, region, faceSize(targetLm));
+  const n = region.width * region.height;
+  const lab = rgbToLab(regionRgb(target, region));
+  const shift = rgbToLab(face);
+  for (let i = 0; i < n * 3; i++) shift[i] = shift[i]! - lab[i]!;
+  const hole = bytes(n);
+  const known = rasterizePolygon(targetLm.slice(48, 60), region);
+  for (let i = 0; i < n; i++) {
+    hole[i] = m[i]! > 0 ? 1 : 0;
+    known[i] = known[i] || hole[i] ? 0 : 1;
+  }
+  fillFromSurroundings(shift, hole, known, region.width, region.height);
+  for (let i = 0; i < n * 3; i++) lab[i] = lab[i]! + shift[i]!;
+  const shown = labToRgb(lab);
+  for (let i = 0; i < n * 3; i++) {
+    const a = m[(i / 3) | 0]!;
+    if (a > 0) face[i] = face[i]! * (1 - a) + Math.min(255, Math.max(0, shown[i]!)) * a;
+  }
+}
+
 /** Mean L*a*b* of the more chromatic half of `lab` where `use` is set: the lips, not teeth or a highlight (undefined if nowhere). */
 function lipMean(lab: Float32Array, use: Uint8Array): [number, number, number] | undefined {
   const idx: number[] = [];
@@ -223,11 +409,39 @@ function lipMean(lab: Float32Array, use: Uint8Array): [number, number, number] |
   return m;
 }
 
+/** The target's lower lip band: its inner lip line (60, 67-64) and its outer lower lip line (54-48). */
+const LOWER_LIP = [48, 60, 67, 66, 65, 64, 54, 55, 56, 57, 58, 59] as const;
+
+/**
+ * `opening` (0..1 over `region`) with the target's whole lower lip band where the opening reaches
+ * it, corner to corner, softened as the opening is: the source's opening lands on it (the net draws
+ * the source's lower lip across its teeth), and the target's lip shown in the opening's shape beside
+ * the source's lower lip below it read as a pale band over a pinker one (the README example: her
+ * gloss, lifted to the new lips' lightness, across the lip), with a sliver of the source's open
+ * corner beside it.
+ */
+function withLowerLip(opening: Float32Array, lm: readonly Point[], region: Region, size: number): Float32Array {
+  const band = rasterizePolygon(
+    LOWER_LIP.map((i) => lm[i]!),
+    region,
+  );
+  let reaches = false;
+  for (let i = 0; i < band.length && !reaches; i++) reaches = band[i] === 1 && opening[i]! >= 1;
+  if (!reaches) return opening;
+  const soft = featherMask(band, region.width, region.height, Math.max(1, Math.round(SOURCE_MOUTH.edge * size)));
+  const out = floats(band.length);
+  for (let i = 0; i < band.length; i++) out[i] = Math.max(opening[i]!, band[i] ? 1 : Math.min(1, 2 * soft[i]!));
+  return out;
+}
+
 /**
  * On a closed target mouth whose destination is the target's own (closesOnTarget), the target's own
- * pixels where the source's opening landed (`face`, the new face over `region`, in place): its lips
- * there moved (L*a*b*) from their mean to the new lips' (the more chromatic half of each). Returns
- * whether anything changed.
+ * pixels where the source's opening landed and over its lower lip (withLowerLip; `face`, the new
+ * face over `region`, in place): their colour (a*, b*) moved from the target's lower lip's to the
+ * new lips' (the more chromatic half of each), their lightness the target's. The lightness moved
+ * too lifted the README example's target's gloss with her lips to the pale new lips' (+15 L*), a pale
+ * streak (teeth-like pixels on her lips 0.023 -> 0.069, now 0.029). Below them, showTargetSkin.
+ * Returns whether anything changed.
  */
 export function showTargetLips(
   target: RgbImage,
@@ -239,27 +453,38 @@ export function showTargetLips(
   // Only where placeSource closed the mouth (closesOnTarget): the destination's mouth is the target's.
   for (let i = 48; i < 68; i++)
     if (w.dstPts[i]!.x !== targetLm[i]!.x || w.dstPts[i]!.y !== targetLm[i]!.y) return false;
-  const opening = warpedOpening(w, region, faceSize(targetLm));
+  const size = faceSize(targetLm);
+  const opening = warpedOpening(w, region, size);
   if (!opening) return false;
   const n = region.width * region.height;
-  const rgb = floats(n * 3);
-  for (let y = 0; y < region.height; y++) {
-    const row = ((region.top + y) * target.width + region.left) * 3;
-    for (let i = 0; i < region.width * 3; i++) rgb[y * region.width * 3 + i] = target.data[row + i]!;
-  }
-  const lab = rgbToLab(rgb);
-  const newLips = rasterizePolygon(w.dstPts.slice(48, 60), region);
-  const oldLips = rasterizePolygon(targetLm.slice(48, 60), region);
-  const to = lipMean(rgbToLab(face), newLips);
-  const from = lipMean(lab, oldLips);
+  const shownAt = withLowerLip(opening, targetLm, region, size);
+  const lab = rgbToLab(regionRgb(target, region));
+  const lips = rasterizePolygon(targetLm.slice(48, 60), region);
+  const lower = rasterizePolygon(
+    LOWER_LIP.map((i) => targetLm[i]!),
+    region,
+  );
+  // From the target's lower lip's colour to the new lips' (the more chromatic half of each: not teeth or gloss).
+  const to = lipMean(rgbToLab(face), lips);
+  const from = lipMean(lab, lower.includes(1) ? lower : lips);
+  // Each pixel by how much of a lip it is (its a*, from the skin's to the lips'): the skin at a
+  // corner, moved with the lips, came out a pale green glint.
+  const red = lipAndSkinRed(lab, lips, targetLm.slice(48, 60), size, region);
+  const lipness = (i: number) =>
+    Math.min(1, Math.max(0, (lab[i * 3 + 1]! - red.skin) / Math.max(1, red.lip - red.skin)));
   if (to && from) {
-    for (let i = 0; i < n; i++) if (oldLips[i]) for (let c = 0; c < 3; c++) lab[i * 3 + c]! += to[c]! - from[c]!;
+    for (let i = 0; i < n; i++) {
+      if (!lips[i]) continue;
+      const k = lipness(i);
+      for (let c = 1; c < 3; c++) lab[i * 3 + c]! += k * (to[c]! - from[c]!);
+    }
   }
   const shown = labToRgb(lab);
   for (let i = 0; i < n * 3; i++) {
-    const m = opening[(i / 3) | 0]!;
+    const m = shownAt[(i / 3) | 0]!;
     if (m > 0) face[i] = face[i]! * (1 - m) + Math.min(255, Math.max(0, shown[i]!)) * m;
   }
+  showTargetSkin(target, targetLm, w, region, face);
   return true;
 }
 
