@@ -236,6 +236,14 @@ export interface ChannelStats {
 export interface ColorStats {
   src: ChannelStats;
   dst: ChannelStats;
+  /** The lightness surface's degree (light-order.ts): given, the one to use; measured, the one used. */
+  light?: LightChoice | undefined;
+}
+
+/** The lightness surface's degree and the held-out error of each degree (light-order.ts heldOutErrors). */
+export interface LightChoice {
+  errors: number[];
+  degree: number;
 }
 
 /** Weighted mean and standard deviation per channel (weights: e.g. the inner face mask). */

@@ -4,9 +4,11 @@
  * (cross-validation over a 3 × 3 grid of blocks). A cubic follows a side light's curve where the
  * whole sample shows it; where its data thin out or stop (hair over a temple, the eyes and mouth
  * left out, skin on one side only) it swings with the texture and shading it was fitted to. Held
- * out, such a part shows the swing, and the lower degree that predicts it better is taken.
+ * out, such a part shows the swing, and the lower degree that predicts it better is taken. A
+ * video's followed face keeps its degree until another wins clearly (heldLight).
  */
 import { medianInPlace } from './select.js';
+import type { LightChoice } from './color.js';
 import { fillBasis, polyBasis, solve, type SurfaceData } from './skin.js';
 
 /** Blocks per side of the sample's bounding box: each ninth of the skin is predicted from the other eight. */
@@ -16,6 +18,13 @@ const BLOCKS = 3;
  * coefficients (all of a 400 px face's, every 2 px, cost 9 ms of CPU; every 4 px, 2).
  */
 const SPARSER = 2;
+/**
+ * How much lower (a fraction of its own) another degree's held-out error, averaged over a followed
+ * face's frames, must be for the face to leave the degree it holds. Frame by frame two degrees'
+ * errors move by 3-5 % (sd, the README strip's face) to 30 % (a still small face panned by 3 px);
+ * near a tie each frame's own choice flipped (8-14 times in 40 frames) and the face's light jumped.
+ */
+const SWITCH_MARGIN = 0.1;
 
 /** Terms of a polynomial of `degree` in x and y (skin.ts orders them by degree: a lower degree is a prefix). */
 const termCount = (degree: number) => ((degree + 1) * (degree + 2)) / 2;
@@ -63,14 +72,14 @@ function samplesOf(D: SurfaceData): Samples {
 }
 
 /**
- * The degree (1..`max`) of the surface fitted to D's difference whose fits without each block
- * predict that block's samples best (the smallest median absolute error; a tie keeps the lower
- * degree). Every fit comes from one pass's normal equations per block (the full system less the
- * block's), so the choice costs two passes over the sample.
+ * The held-out error of each degree 1..`max` (index degree − 1) of the surface fitted to D's
+ * difference: the median absolute error of the fits without each block on that block's samples.
+ * Empty when there is nothing to hold out. Every fit comes from one pass's normal equations per
+ * block (the full system less the block's), so this costs two passes over the sample.
  */
-export function heldOutDegree(D: SurfaceData, max: number): number {
+export function heldOutErrors(D: SurfaceData, max: number): number[] {
   const S = samplesOf(D);
-  if (S.n === 0 || max <= 1) return max;
+  if (S.n === 0 || max <= 1) return [];
   const B = polyBasis(D.w, D.h, max);
   const { m } = B;
   const nb = BLOCKS * BLOCKS;
@@ -104,13 +113,42 @@ export function heldOutDegree(D: SurfaceData, max: number): number {
       err[(deg - 1) * S.n + k] = Math.abs(S.d[k]! - f);
     }
   }
+  const out: number[] = [];
+  for (let deg = 1; deg <= max; deg++) out.push(medianInPlace(err.subarray((deg - 1) * S.n, deg * S.n)));
+  return out;
+}
+
+/**
+ * The degree held-out errors choose: the smallest error (a tie keeps the lower degree); `max`
+ * without errors. Given the degree a face `held` so far, that one unless another's error is under
+ * its own by more than SWITCH_MARGIN (see heldLight).
+ */
+export function chosenDegree(errors: readonly number[], max: number, held?: number): number {
+  if (errors.length === 0) return max;
   let best = 1;
-  let bestErr = Infinity;
-  for (let deg = 1; deg <= max; deg++) {
-    const e = medianInPlace(err.subarray((deg - 1) * S.n, deg * S.n));
-    if (e < bestErr) [best, bestErr] = [deg, e];
-  }
-  return best;
+  for (let deg = 2; deg <= errors.length; deg++) if (errors[deg - 1]! < errors[best - 1]!) best = deg;
+  if (held === undefined || held > errors.length) return best;
+  return errors[best - 1]! < (1 - SWITCH_MARGIN) * errors[held - 1]! ? best : held;
+}
+
+/** The degree (1..`max`) of the surface fitted to D's difference whose held-out error is smallest. */
+export function heldOutDegree(D: SurfaceData, max: number): number {
+  return chosenDegree(heldOutErrors(D, max), max);
+}
+
+/**
+ * A followed face's lightness degree from frame to frame (video: the running average of its colour
+ * statistics, face-swap.ts blendStats): the held-out errors averaged with weight `k` for the
+ * frame's `now`, and the degree held unless another wins clearly on the average (chosenDegree).
+ */
+export function heldLight(
+  old: LightChoice | undefined,
+  now: LightChoice | undefined,
+  k: number,
+): LightChoice | undefined {
+  if (!old || !now || old.errors.length !== now.errors.length) return now ?? old;
+  const errors = old.errors.map((e, i) => e + k * (now.errors[i]! - e));
+  return { errors, degree: chosenDegree(errors, errors.length, old.degree) };
 }
 
 /** Per degree 1..max and block: the coefficients fitted without that block (`A`, `b`: per block, then the total). */

@@ -18,7 +18,7 @@ import {
 } from './color.js';
 import { evenEyeWhites } from './eye-whites.js';
 import type { Region } from './geometry.js';
-import { heldOutDegree } from './light-order.js';
+import { chosenDegree, heldOutErrors } from './light-order.js';
 import { lightAxis, transferLocalChroma } from './light-axis.js';
 import { featherMask } from './mask.js';
 import { bytes, copyOf, floats } from './scratch.js';
@@ -89,17 +89,18 @@ export function matchColour(
   toRelativeChroma(src.lab, src.lab, c.covered, unit);
   const orig = copyOf(src.lab);
   toLogLightness(src.lab, c.covered);
-  const measured = { src: channelStats(src.lab, skin), dst: channelStats(dstLight, skin) };
+  const measured: ColorStats = { src: channelStats(src.lab, skin), dst: channelStats(dstLight, skin) };
   const use = given ?? measured;
   transferStats(src.lab, c.covered, use.src, use.dst);
   // Lightness: a smooth surface (the target's broad light, none of its features), of the order the
-  // skin's held-out parts support (heldOutDegree). Chroma: first a quadratic surface (a coloured
-  // light across the source, which would tint one eye teal), then the local low-pass difference
-  // over skin only (a coloured light carries no identity); both only where the target's chroma is
-  // measured (unclippedSkin).
+  // skin's held-out parts support (video: the degree a followed face holds, light-order.ts
+  // heldLight). Chroma: first a quadratic surface (a coloured light across the source, which would
+  // tint one eye teal), then the local low-pass difference over skin only (a coloured light carries
+  // no identity); both only where the target's chroma is measured (unclippedSkin).
   const cuts = [LOG_LIGHT_CUT, 3, 3] as const;
-  const light = heldOutDegree({ src: src.lab, dst: dstLight, weight: skin, channel: 0, w, h, step: 2 }, LIGHT_DEGREE);
-  transferLighting(src.lab, dstLight, skin, c.covered, w, h, [light, -1, -1], 2, cuts);
+  const errors = heldOutErrors({ src: src.lab, dst: dstLight, weight: skin, channel: 0, w, h, step: 2 }, LIGHT_DEGREE);
+  measured.light = { errors, degree: given?.light?.degree ?? chosenDegree(errors, LIGHT_DEGREE) };
+  transferLighting(src.lab, dstLight, skin, c.covered, w, h, [measured.light.degree, -1, -1], 2, cuts);
   const tint = unclippedSkin(dst.lab, skin);
   transferLighting(src.lab, dstLight, tint, c.covered, w, h, [-1, CHROMA_DEGREE, CHROMA_DEGREE], 2, cuts);
   fromLogLightness(src.lab, c.covered);

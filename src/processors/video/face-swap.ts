@@ -14,6 +14,7 @@ import { checkFaceInput, checkInputs, effectiveFaceMode } from '../face-swap/pip
 import { lazyThreadPool, workerBeside } from '../thread-pool.js';
 import { boxZone } from '../face-swap/guard.js';
 import { refusalError, type Refusal } from '../face-swap/profile.js';
+import { heldLight } from '../face-swap/light-order.js';
 import { DEFAULT_TUNING, extendForehead, type ColorStats } from '../face-swap/swap.js';
 import type { Box, Point, RgbImage } from '../face-swap/types.js';
 import type { JobType, ProcessorResult, RunContext } from '../types.js';
@@ -109,6 +110,7 @@ function blendStats(old: ColorStats | undefined, now: ColorStats, k: number): Co
   return {
     src: { mean: mix(old.src.mean, now.src.mean), std: mix(old.src.std, now.src.std) },
     dst: { mean: mix(old.dst.mean, now.dst.mean), std: mix(old.dst.std, now.dst.std) },
+    light: heldLight(old.light, now.light, k),
   };
 }
 
