@@ -7,7 +7,8 @@
  * (the strand a* 17-20, b* 28-35; the forehead skin beside it a* 22-23, b* 19-23). So, on each side
  * of the face above the eye line: a hair model from the pixels just outside the outline, a skin model
  * from the skin a little further in, and the pixels near the outline nearer the hair's colour than the
- * skin's, joined to the outline through such pixels, are hair.
+ * skin's, joined to the outline through such pixels, are hair; and so is the strand's edge beside
+ * them (its shadow on the skin, its lit rim), a thin band unlike the local skin.
  */
 import { distanceInside, type Window } from './mask.js';
 import { medianAndSpread } from './select.js';
@@ -36,6 +37,19 @@ const MIN_SEPARATION = 2;
 const NEARER = 3;
 /** ...and within this squared distance of it (3 spreads): a brow's dark hairs are nearer neither. */
 const HAIR_REACH2 = 9;
+/**
+ * The strand's own edge, its shadow on the skin and its lit rim: a band this wide (of the face size)
+ * beside the hair found, 2 pixels or so wide at the curly blonde's temple (L* 59-63 and b* 27-31
+ * against the forehead's 65 and 23). Left as skin, the fill took its shade, and the swap drew the
+ * band as an arc from the brow's end to the hairline on every video frame.
+ */
+const EDGE_BAND = 0.025;
+/**
+ * A pixel of that band farther than this squared distance (2 spreads) from the local skin, in the
+ * skin's own spreads and lightness weighed in full (a shadow differs from the skin by it most), is
+ * the strand's.
+ */
+const EDGE_CUT2 = 4;
 /** Share of the region beyond the outline whose colour must be known for the hair to be read. */
 const KNOWN_SHARE = 0.9;
 /** Fewest pixels (of the face size squared) a model is fitted from. */
@@ -87,6 +101,8 @@ export function hairlineHair(p: HairlinePlanes, eyeZones: readonly number[], bro
   }
   const beyond = distanceInside(outside, w, h, win);
   const candidate = bytes(w * h);
+  // Pixels unlike the local skin, where the hair found may spread by its edge band.
+  const unlikeSkin = bytes(w * h);
   // Outside the zones, or on a brow (the strand over a brow's outer end; the hair fill keeps the
   // brow's own colour short of its end).
   const brow = Uint8Array.from({ length: 256 }, (_, z) => +(z === 0 || browZones.includes(z)));
@@ -96,17 +112,20 @@ export function hairlineHair(p: HairlinePlanes, eyeZones: readonly number[], bro
     const skinModel = fit(planes, s, SKIN_PIXEL);
     if (!hairModel || !skinModel) continue;
     const spread = pooled(hairModel, skinModel);
+    const skinSpread = own(skinModel);
     if (Math.hypot(...[1, 2].map((c) => (hairModel.m[c]! - skinModel.m[c]!) / spread[c]!)) < MIN_SEPARATION) continue;
     const { left, top, width: ww, height: wh } = win;
     for (let y = 0; y < wh; y++) {
       for (let x = 0, i = (top + y) * w + left, j = y * ww; x < ww; x++, i++, j++) {
         if (side[i] !== s || !p.inside[i] || !brow[p.zoneOf[i]!] || depth[j]! > HAIR_DEPTH * size) continue;
+        if (distance2(p.lab, i, skinModel, skinSpread, 1) > EDGE_CUT2) unlikeSkin[i] = 1;
         const toHair = distance2(p.lab, i, hairModel, spread);
         if (toHair < HAIR_REACH2 && distance2(p.lab, i, skinModel, spread) - toHair > NEARER) candidate[i] = 1;
       }
     }
   }
   growFromEdge(candidate, p.edge, hair, w, h);
+  growBy(hair, unlikeSkin, w, h, Math.round(EDGE_BAND * size));
   return hair;
 }
 
@@ -231,10 +250,15 @@ function pooled(a: Model, b: Model): [number, number, number] {
   ];
 }
 
-/** Squared distance of pixel i from the model's centre, in the pooled spreads, lightness weighted by L_WEIGHT. */
-function distance2(lab: Float32Array, i: number, m: Model, spread: readonly number[]): number {
+/** A model's own spreads (at least MIN_SPREAD). */
+function own(m: Model): [number, number, number] {
+  return m.s.map((s) => Math.max(MIN_SPREAD, s)) as [number, number, number];
+}
+
+/** Squared distance of pixel i from the model's centre, in `spread`, lightness weighted by `lWeight`. */
+function distance2(lab: Float32Array, i: number, m: Model, spread: readonly number[], lWeight = L_WEIGHT): number {
   let d = 0;
-  for (let c = 0; c < 3; c++) d += (c === 0 ? L_WEIGHT : 1) * ((lab[i * 3 + c]! - m.m[c]!) / spread[c]!) ** 2;
+  for (let c = 0; c < 3; c++) d += (c === 0 ? lWeight : 1) * ((lab[i * 3 + c]! - m.m[c]!) / spread[c]!) ** 2;
   return d;
 }
 
@@ -259,5 +283,30 @@ function growFromEdge(candidate: Uint8Array, edge: Uint8Array, out: Uint8Array, 
     if (x < w - 1) visit(i + 1);
     if (i >= w) visit(i - w);
     if (i + w < w * h) visit(i + w);
+  }
+}
+
+/**
+ * Grows `mask` (in place) over the `candidate` pixels within `steps` (4-connected, through
+ * candidates) of it.
+ */
+function growBy(mask: Uint8Array, candidate: Uint8Array, w: number, h: number, steps: number): void {
+  let front: number[] = [];
+  for (let i = 0; i < w * h; i++) if (mask[i]) front.push(i);
+  for (let k = 0; k < steps && front.length; k++) {
+    const next: number[] = [];
+    const visit = (j: number) => {
+      if (mask[j] || !candidate[j]) return;
+      mask[j] = 1;
+      next.push(j);
+    };
+    for (const i of front) {
+      const x = i % w;
+      if (x > 0) visit(i - 1);
+      if (x < w - 1) visit(i + 1);
+      if (i >= w) visit(i - w);
+      if (i + w < w * h) visit(i + w);
+    }
+    front = next;
   }
 }
