@@ -670,8 +670,12 @@ function ownColour(i: number, z: number, p: ChromaSettle, means: ZoneMeans): rea
   const part = means.own[z * 3]! > 0 ? p.even[i]! : 2;
   if (part === 1) return [means.own[z * 3 + 1]!, means.own[z * 3 + 2]!];
   if (part === 0) return NO_COLOUR;
-  const around = Number.isNaN(p.skin[i * 3]!) ? p.from.mean : p.skin.subarray(i * 3, i * 3 + 3);
-  return acrossAxis(p.orig[i * 3 + 1]! - around[1], p.orig[i * 3 + 2]! - around[2], p.axis);
+  // Against the skin around (the source's mean where none is known), read without a view per pixel.
+  const q = i * 3;
+  const known = !Number.isNaN(p.skin[q]!);
+  const a = known ? p.skin[q + 1]! : p.from.mean[1];
+  const b = known ? p.skin[q + 2]! : p.from.mean[2];
+  return acrossAxis(p.orig[q + 1]! - a, p.orig[q + 2]! - b, p.axis);
 }
 
 /**

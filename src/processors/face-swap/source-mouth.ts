@@ -77,15 +77,35 @@ function lipColour(lab: Float32Array, lips: Uint8Array): { L: number; C: number 
   return { L: medianOf(half.map((p) => p.L)), C: medianOf(half.map((p) => p.C)) };
 }
 
-/** Medians of L*, C* and C* / L* of the skin 6-12% of the face size outside the outer lip line. */
-function skinColour(lab: Float32Array, outer: readonly Point[], size: number, region: Region) {
+/** A source's mouth as read once: its region's Lab, its lips and the skin around them. */
+interface MouthRead {
+  region: Region;
+  size: number;
+  /** The outer lip line (48-59). */
+  outer: readonly Point[];
+  lab: Float32Array;
+  /** 1 inside the outer lip line. */
+  lips: Uint8Array;
+  /** 1 on the skin 6-12% of the face size outside it. */
+  ring: Uint8Array;
+}
+
+function readMouth(img: RgbImage, lm: readonly Point[], region: Region, size: number): MouthRead {
+  const outer = lm.slice(48, 60);
   const ring = rasterizePolygon(grownPolygon(outer, 0.12 * size), region);
   const near = rasterizePolygon(grownPolygon(outer, 0.06 * size), region);
+  for (let i = 0; i < ring.length; i++) if (near[i]) ring[i] = 0;
+  const lips = rasterizePolygon(outer, region);
+  return { region, size, outer, lab: regionLab(img, region), lips, ring };
+}
+
+/** Medians of L*, C* and C* / L* of the skin ring. */
+function skinColour({ lab, ring }: MouthRead) {
   const L: number[] = [];
   const C: number[] = [];
   const S: number[] = [];
   for (let i = 0; i < ring.length; i++) {
-    if (!ring[i] || near[i]) continue;
+    if (!ring[i]) continue;
     const c = Math.hypot(lab[i * 3 + 1]!, lab[i * 3 + 2]!);
     L.push(lab[i * 3]!);
     C.push(c);
@@ -95,13 +115,11 @@ function skinColour(lab: Float32Array, outer: readonly Point[], size: number, re
 }
 
 /** 1 (sure) or 2 (possible) where a pixel of `region` near the mouth looks like teeth or the throat's dark. */
-function classify(img: RgbImage, lm: readonly Point[], region: Region, near: Uint8Array): Uint8Array {
-  const size = faceSize(lm);
-  const { width: w, height: h } = region;
-  const lab = regionLab(img, region);
-  const outer = lm.slice(48, 60);
-  const lip = lipColour(lab, rasterizePolygon(outer, region));
-  const skin = skinColour(lab, outer, size, region);
+function classify(m: MouthRead, near: Uint8Array): Uint8Array {
+  const { width: w, height: h } = m.region;
+  const lab = m.lab;
+  const lip = lipColour(lab, m.lips);
+  const skin = skinColour(m);
   const mask = new Uint8Array(w * h);
   const { teethLighter, teethChroma, skinLight, skinSaturation, dark } = SOURCE_MOUTH;
   for (let i = 0; i < w * h; i++) {
@@ -228,8 +246,9 @@ function readOpening(img: RgbImage, lm: readonly Point[]): SourceOpening | undef
   const size = faceSize(lm);
   const region = boundingRegion(lm.slice(48, 60), 0.13 * size, img.width, img.height);
   if (region.width < 4 || region.height < 4) return undefined;
-  const near = rasterizePolygon(grownPolygon(lm.slice(48, 60), SOURCE_MOUTH.grow * size), region);
-  const mask = classify(img, lm, region, near);
+  const m = readMouth(img, lm, region, size);
+  const near = rasterizePolygon(grownPolygon(m.outer, SOURCE_MOUTH.grow * size), region);
+  const mask = classify(m, near);
   keepOpenings(mask, near, region, lm);
   const open = new Uint8Array(mask.length);
   for (let i = 0; i < mask.length; i++) open[i] = mask[i] === 3 ? 1 : 0;
@@ -247,8 +266,8 @@ function readOpening(img: RgbImage, lm: readonly Point[]): SourceOpening | undef
     }
   }
   if (!open.includes(1)) return undefined;
-  const lip = missedLip(img, lm, region);
-  const dark = darkCorners(img, lm, region);
+  const lip = missedLip(m, lm);
+  const dark = darkCorners(m, lm);
   for (let i = 0; i < lip.length; i++) lip[i] = lip[i]! | dark[i]!;
   return { region, open, lip };
 }
@@ -261,13 +280,10 @@ function readOpening(img: RgbImage, lm: readonly Point[]): SourceOpening | undef
  * below it); onto a closed target mouth the lip there was warped under the target's lips, a red V.
  * None when lips and skin are about as red (LIP_EDGE.contrast).
  */
-function missedLip(img: RgbImage, lm: readonly Point[], region: Region): Uint8Array {
+function missedLip(m: MouthRead, lm: readonly Point[]): Uint8Array {
+  const { region, size, outer, lab, lips } = m;
   const { width: w, height: h } = region;
-  const size = faceSize(lm);
-  const lab = regionLab(img, region);
-  const outer = lm.slice(48, 60);
-  const lips = rasterizePolygon(outer, region);
-  const red = lipAndSkinRed(lab, lips, outer, size, region);
+  const red = lipAndSkinRed(m);
   const out = new Uint8Array(w * h);
   if (red.lip - red.skin < LIP_EDGE.contrast) return out;
   const reach = rasterizePolygon(grownPolygon(outer, LIP_EDGE.reach * size), region);
@@ -294,12 +310,9 @@ function missedLip(img: RgbImage, lm: readonly Point[], region: Region): Uint8Ar
  * (the README example's source: her right one, 5-10 px below and beyond it, L* 28-34 where the skin
  * is 52); onto a closed target mouth that dark was warped beyond its corner, a sliver.
  */
-function darkCorners(img: RgbImage, lm: readonly Point[], region: Region): Uint8Array {
-  const size = faceSize(lm);
-  const lab = regionLab(img, region);
-  const outer = lm.slice(48, 60);
-  const lips = rasterizePolygon(outer, region);
-  const skin = skinColour(lab, outer, size, region);
+function darkCorners(m: MouthRead, lm: readonly Point[]): Uint8Array {
+  const { region, size, lab, lips } = m;
+  const skin = skinColour(m);
   const out = new Uint8Array(region.width * region.height);
   for (let i = 0; i < out.length; i++) {
     const x = (i % region.width) + region.left + 0.5;
@@ -310,17 +323,15 @@ function darkCorners(img: RgbImage, lm: readonly Point[], region: Region): Uint8
   return out;
 }
 
-/** Median a* of the more chromatic half of `lab` inside the lips, and of the skin 6-12% outside `outer`. */
-function lipAndSkinRed(lab: Float32Array, lips: Uint8Array, outer: readonly Point[], size: number, region: Region) {
+/** Median a* of the more chromatic half of the lips, and of the skin ring. */
+function lipAndSkinRed({ lab, lips, ring }: MouthRead) {
   const px: { a: number; C: number }[] = [];
   for (let i = 0; i < lips.length; i++) {
     if (lips[i]) px.push({ a: lab[i * 3 + 1]!, C: Math.hypot(lab[i * 3 + 1]!, lab[i * 3 + 2]!) });
   }
   px.sort((p, q) => q.C - p.C);
-  const ring = rasterizePolygon(grownPolygon(outer, 0.12 * size), region);
-  const near = rasterizePolygon(grownPolygon(outer, 0.06 * size), region);
   const skin: number[] = [];
-  for (let i = 0; i < ring.length; i++) if (ring[i] && !near[i]) skin.push(lab[i * 3 + 1]!);
+  for (let i = 0; i < ring.length; i++) if (ring[i]) skin.push(lab[i * 3 + 1]!);
   return { lip: medianOf(px.slice(0, Math.max(1, px.length >> 1)).map((p) => p.a)), skin: medianOf(skin) };
 }
 
@@ -458,8 +469,8 @@ export function showTargetLips(
   if (!opening) return false;
   const n = region.width * region.height;
   const shownAt = withLowerLip(opening, targetLm, region, size);
-  const lab = regionLab(target, region);
-  const lips = rasterizePolygon(targetLm.slice(48, 60), region);
+  const read = readMouth(target, targetLm, region, size);
+  const { lab, lips } = read;
   const lower = rasterizePolygon(
     LOWER_LIP.map((i) => targetLm[i]!),
     region,
@@ -469,7 +480,7 @@ export function showTargetLips(
   const from = lipMean(lab, lower.includes(1) ? lower : lips);
   // Each pixel by how much of a lip it is (its a*, from the skin's to the lips'): the skin at a
   // corner, moved with the lips, came out a pale green glint.
-  const red = lipAndSkinRed(lab, lips, targetLm.slice(48, 60), size, region);
+  const red = lipAndSkinRed(read);
   const lipness = (i: number) =>
     Math.min(1, Math.max(0, (lab[i * 3 + 1]! - red.skin) / Math.max(1, red.lip - red.skin)));
   if (to && from) {
