@@ -124,7 +124,9 @@ export function hairlineHair(p: HairlinePlanes, eyeZones: readonly number[], bro
       }
     }
   }
-  growFromEdge(candidate, p.edge, hair, w, h);
+  // The candidates joined to the outline through candidates.
+  for (let i = 0; i < w * h; i++) hair[i] = candidate[i]! & p.edge[i]!;
+  growBy(hair, candidate, w, h);
   growBy(hair, unlikeSkin, w, h, Math.round(EDGE_BAND * size));
   return hair;
 }
@@ -262,35 +264,11 @@ function distance2(lab: Float32Array, i: number, m: Model, spread: readonly numb
   return d;
 }
 
-/** Sets `out` (in place) on the `candidate` pixels joined (4-connected, through candidates) to an `edge` one. */
-function growFromEdge(candidate: Uint8Array, edge: Uint8Array, out: Uint8Array, w: number, h: number): void {
-  const queue = ints(w * h);
-  let tail = 0;
-  for (let i = 0; i < w * h; i++) {
-    if (!candidate[i] || !edge[i]) continue;
-    out[i] = 1;
-    queue[tail++] = i;
-  }
-  const visit = (j: number) => {
-    if (out[j] || !candidate[j]) return;
-    out[j] = 1;
-    queue[tail++] = j;
-  };
-  for (let head = 0; head < tail; head++) {
-    const i = queue[head]!;
-    const x = i % w;
-    if (x > 0) visit(i - 1);
-    if (x < w - 1) visit(i + 1);
-    if (i >= w) visit(i - w);
-    if (i + w < w * h) visit(i + w);
-  }
-}
-
 /**
  * Grows `mask` (in place) over the `candidate` pixels within `steps` (4-connected, through
- * candidates) of it.
+ * candidates) of it; all those joined to it by default.
  */
-function growBy(mask: Uint8Array, candidate: Uint8Array, w: number, h: number, steps: number): void {
+function growBy(mask: Uint8Array, candidate: Uint8Array, w: number, h: number, steps = Infinity): void {
   let front: number[] = [];
   for (let i = 0; i < w * h; i++) if (mask[i]) front.push(i);
   for (let k = 0; k < steps && front.length; k++) {
