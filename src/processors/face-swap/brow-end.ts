@@ -6,6 +6,7 @@
  * (round 3's first band ran all around the landmarks), dark hair beside an open-mouthed target's
  * cheeks moved the landmarks found on its result and narrowed its mouth (gap 0.55 of the target's).
  */
+import { majorAxisAngle } from './geometry.js';
 import { bytes } from './scratch.js';
 import { browsAndEyes } from './zone-moments.js';
 
@@ -51,7 +52,7 @@ export function browEndBand(p: BrowEndPlanes, browZones: readonly number[], eyeZ
   const { brows, centre: mid, eyes } = found;
   const axes: BrowAxis[] = browZones.map((zone, k) => {
     const b = brows[k]!;
-    const angle = 0.5 * Math.atan2(2 * b.xy, b.xx - b.yy);
+    const angle = majorAxisAngle(b.xx, b.yy, b.xy);
     const sign = Math.sign((b.x - mid.x) * Math.cos(angle) + (b.y - mid.y) * Math.sin(angle)) || 1;
     return { zone, x: b.x, y: b.y, ux: sign * Math.cos(angle), uy: sign * Math.sin(angle) };
   });

@@ -106,3 +106,8 @@ export function inPolygon(x: number, y: number, poly: readonly Point[]): boolean
   }
   return inside;
 }
+
+/** The angle (radians) of the major axis of a 2-d spread with second moments xx, yy and xy. */
+export function majorAxisAngle(xx: number, yy: number, xy: number): number {
+  return 0.5 * Math.atan2(2 * xy, xx - yy);
+}

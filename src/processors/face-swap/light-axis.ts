@@ -8,6 +8,7 @@
  * the face's own colour.
  */
 import { boundedSpread, transferLocal } from './color.js';
+import { majorAxisAngle } from './geometry.js';
 
 /** A unit direction in chroma (a*, b*) and the spread ratio (target / source, bounded) along it. */
 export interface LightAxis {
@@ -54,7 +55,7 @@ export function lightAxis(src: Float32Array, dst: Float32Array, weight: Float32A
   const s = chromaMoments(src, weight);
   const t = chromaMoments(dst, weight);
   if (!s || !t) return { ux: 0, uy: 1, gain: 1 };
-  const angle = 0.5 * Math.atan2(2 * s.ab, s.aa - s.bb);
+  const angle = majorAxisAngle(s.aa, s.bb, s.ab);
   const ux = Math.cos(angle);
   const uy = Math.sin(angle);
   const along = (m: { aa: number; bb: number; ab: number }) => ux * ux * m.aa + uy * uy * m.bb + 2 * ux * uy * m.ab;
