@@ -18,6 +18,8 @@
  * attempts included, the writing of the events not) and deliveries/s at the receiver, for both. PROFILE writes a CPU profile of
  * the last round's dispatcher burst only (a sampling heap profile, allocations, if named *.heapprofile).
  * On PostgreSQL it prints the server backends' CPU per delivery too, and the tables' HOT updates.
+ * For both senders, the receiver's CPU per delivery: on two cores the three processes (sender,
+ * server, receiver) share the CPU, so the rate follows their sum per delivery.
  * Where the dispatcher's wall time goes: the event loop's utilisation over the burst, and the share
  * of the burst's sending span with fewer than 4 attempts in flight, and with none (the claims did
  * not keep up).
@@ -40,6 +42,7 @@ import { WAKE_SIGNAL, WebhookDispatcher } from '../src/webhooks/dispatcher.js';
 import { dispatchCheckpointer } from '../src/store/webhooks.js';
 import { WebhookSender } from '../src/webhooks/send.js';
 import {
+  cpuMicros,
   createPgDatabase,
   dropPgDatabase,
   freePort,
@@ -70,6 +73,8 @@ const receiver = await spawnChild('receiver', 'helper-server.ts', [], { PORT: St
 const rc = httpClient(origin, '', 1);
 const stats = async () => (await rc.call<Stats>('GET', '/stats')).json;
 const reset = () => rc.call('POST', '/reset?mode=ok');
+/** The receiver's CPU so far, µs (clock ticks of 10 ms: ~0.5 µs per delivery over 20,000). */
+const receiverCpu = () => cpuMicros(receiver.pid) ?? 0;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mj-dprof-'));
 const url = process.env.DB === 'postgres' ? await createPgDatabase() : `sqlite:${path.join(dir, 'db.sqlite')}`;
@@ -230,6 +235,8 @@ interface Burst {
   cpuUs: number;
   /** PostgreSQL's backends' CPU per delivery, and how many backends served the burst. */
   server?: { us: number; backends: number };
+  /** The receiver process's CPU per delivery (the same receiver for both senders). */
+  receiverUs: number;
   rate: number;
   connections: number;
   /** The event loop's longest delay in the burst, and its 99th percentile (ms): how long the thread was held. */
@@ -280,6 +287,7 @@ async function dispatcherBurst(n: number, profile?: string): Promise<Burst> {
   const ckpt = dispatchCheckpointer(store.db)?.done;
   const ckpt0 = ckpt && { ...ckpt };
   if (ckpt) ckpt.maxMs = ckpt.maxFrames = 0;
+  const receiver0 = receiverCpu();
   const cpu0 = process.cpuUsage();
   const loop = monitorEventLoopDelay({ resolution: 5 });
   loop.enable();
@@ -292,6 +300,7 @@ async function dispatcherBurst(n: number, profile?: string): Promise<Burst> {
   const span = window.last - window.first;
   await until('recorded', async () => d.unrecorded === 0 && (await pending()) === 0);
   const cpu = process.cpuUsage(cpu0);
+  const receiverUs = (receiverCpu() - receiver0) / n;
   loop.disable();
   const server1 = await serverCpu();
   await stopProfile();
@@ -299,6 +308,7 @@ async function dispatcherBurst(n: number, profile?: string): Promise<Burst> {
   return {
     cpuUs: (cpu.user + cpu.system) / n,
     server: server0 && server1 && { us: (server1.us - server0.us) / n, backends: server1.backends },
+    receiverUs,
     rate: s.delivered / ((s.lastOkAt - s.firstAt) / 1000),
     connections: s.connections,
     loopMaxMs: loop.max / 1e6,
@@ -318,6 +328,7 @@ async function dispatcherBurst(n: number, profile?: string): Promise<Burst> {
 async function rawBurst(events: Array<{ id: string; body: string }>, profile?: string): Promise<Burst> {
   await reset();
   const stopProfile = await startProfile(profile);
+  const receiver0 = receiverCpu();
   const cpu0 = process.cpuUsage();
   const pool = new Pool(origin, { connections: IN_FLIGHT });
   await inParallel(events.length, IN_FLIGHT, async (i) => {
@@ -326,10 +337,12 @@ async function rawBurst(events: Array<{ id: string; body: string }>, profile?: s
   });
   await pool.close();
   const cpu = process.cpuUsage(cpu0);
+  const receiverUs = (receiverCpu() - receiver0) / events.length;
   await stopProfile();
   const s = await stats();
   return {
     cpuUs: (cpu.user + cpu.system) / events.length,
+    receiverUs,
     rate: s.delivered / ((s.lastOkAt - s.firstAt) / 1000),
     connections: s.connections,
   };
@@ -359,7 +372,11 @@ try {
         `; event loop delay max ${disp.loopMaxMs!.toFixed(0)} ms, p99 ${disp.loopP99Ms!.toFixed(0)}` +
         `; loop busy ${(100 * disp.elu!).toFixed(0)} %, window below ${IN_FLIGHT} ${(100 * disp.belowFull!).toFixed(0)} %, empty ${(100 * disp.empty!).toFixed(1)} %` +
         (disp.checkpoints ? `; ${disp.checkpoints}` : '') +
-        (disp.server ? `; server ${disp.server.us.toFixed(1)} µs CPU/delivery (${disp.server.backends} backends)` : ''),
+        (disp.server
+          ? `; server ${disp.server.us.toFixed(1)} µs CPU/delivery (${disp.server.backends} backends)`
+          : '') +
+        `; receiver ${disp.receiverUs.toFixed(1)} µs CPU/delivery (raw undici's ${ref.receiverUs.toFixed(1)})` +
+        `; all three ${(disp.cpuUs + (disp.server?.us ?? 0) + disp.receiverUs).toFixed(0)} µs against raw undici's two ${(ref.cpuUs + ref.receiverUs).toFixed(0)}`,
     );
   }
   if (trace) fs.writeFileSync(process.env.TRACE!, trace.join('\n') + '\n');
