@@ -139,7 +139,9 @@ function RecentDeliveries({ deliveries }: { deliveries: EndpointDelivery[] }) {
               <td class="mono">
                 <a href={`#/jobs/${d.job_uuid}`}>{d.job_uuid.slice(0, 8)}</a>
               </td>
-              <td>{d.state}</td>
+              <td>
+                <span class={`status state-${d.state}`}>{d.state}</span>
+              </td>
               <td>{d.attempts.length}</td>
               <td>{last ? (last.http_status ?? last.error ?? '—') : '—'}</td>
             </tr>
@@ -170,10 +172,17 @@ function EndpointCard({ ep, onChange }: { ep: WebhookEndpoint; onChange: () => v
   }, [ep.id, ep.updated_at]);
   return (
     <article class="endpoint" aria-label={ep.url}>
-      <h2 class="mono">{ep.url}</h2>
-      <p>
-        <strong>{ep.status}</strong>
-        {ep.disabled_reason ? ` since ${when(ep.disabled_at)}: ${ep.disabled_reason}` : ''} · {ep.id}
+      <div class="endpoint-head">
+        <h2 class="mono">{ep.url}</h2>
+        <span class={`status endpoint-${ep.status}`}>{ep.status}</span>
+      </div>
+      {ep.disabled_reason && (
+        <p class="disabled-reason">
+          Disabled {when(ep.disabled_at)}: {ep.disabled_reason}
+        </p>
+      )}
+      <p class="meta">
+        <span class="mono">{ep.id}</span>
         {ep.description ? ` · ${ep.description}` : ''}
       </p>
       <p>
@@ -210,6 +219,7 @@ export function Endpoints() {
       <h1 tabIndex={-1}>Webhook endpoints</h1>
       <p>Every subscribed event of all your jobs is sent to each enabled endpoint, signed with its secret.</p>
       <form
+        class="add-endpoint"
         onSubmit={(e) => {
           e.preventDefault();
           api('/webhook-endpoints', { method: 'POST', body: { url, events } })
@@ -220,6 +230,7 @@ export function Endpoints() {
             .catch((err: unknown) => setError(errorText(err)));
         }}
       >
+        <h2>Add an endpoint</h2>
         <div>
           <label for="endpoint-url">URL</label>
           <input id="endpoint-url" type="url" required value={url} onInput={(e) => setUrl(e.currentTarget.value)} />

@@ -77,7 +77,8 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
       if (!body) return res.writeHead(404).end();
       res.writeHead(200, { 'content-type': 'image/jpeg', 'access-control-allow-origin': '*' }).end(body);
     });
-    receiver = await startReceiver(() => (failWebhooks ? 500 : 200));
+    // /gone answers 410 Gone (an owner endpoint's receiver saying "stop": disabled at once).
+    receiver = await startReceiver((req) => (req.path === '/gone' ? 410 : failWebhooks ? 500 : 200));
     svc = await startService(
       { WORKER_CONCURRENCY: '1' },
       { jobTypes: [...defaultJobTypes({ threads: 1 }), sleepJobType()] },
@@ -159,7 +160,34 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
     }, 'the delivery');
     await page.reload();
     await card.getByRole('link', { name: job.body.data.uuid.slice(0, 8) }).waitFor();
+    await shot(page, 'endpoints');
     await svc.call('DELETE', `/api/v1/webhook-endpoints/${before.id}`);
+    await page.getByRole('link', { name: 'Jobs' }).click();
+  });
+
+  it('shows why an endpoint was disabled and enables it again', async () => {
+    const url = receiver.url('/gone');
+    const created = await svc.call('POST', '/api/v1/webhook-endpoints', { body: { url } });
+    expect(created.status).toBe(201);
+    const id = created.body.data.id as string;
+    await svc.call('POST', '/api/v1/jobs/submit/test-sleep', {
+      body: { job_type: 'test-sleep', model: 'v1', input: { ms: 0 } },
+    });
+    await waitFor(
+      async () => (await svc.call('GET', `/api/v1/webhook-endpoints/${id}`)).body.data.status === 'disabled',
+      'the 410 to disable the endpoint',
+    );
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    const card = page.getByRole('article', { name: url });
+    // The status badge beside the URL (the note under the actions says what a button did).
+    const badge = card.locator('.endpoint-head .status');
+    await badge.getByText('disabled', { exact: true }).waitFor();
+    await card.locator('.disabled-reason', { hasText: '410' }).waitFor();
+    await card.getByRole('button', { name: 'Enable' }).click();
+    await badge.getByText('enabled', { exact: true }).waitFor();
+    expect((await svc.call('GET', `/api/v1/webhook-endpoints/${id}`)).body.data.status).toBe('enabled');
+    expect(await card.getByRole('button', { name: 'Enable' }).count()).toBe(0);
+    await svc.call('DELETE', `/api/v1/webhook-endpoints/${id}`);
     await page.getByRole('link', { name: 'Jobs' }).click();
   });
 
