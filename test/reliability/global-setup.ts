@@ -80,14 +80,18 @@ function render(fragments: Fragment[], started: Date): string {
 function summary(fragments: Fragment[]): string[] {
   const get = (name: string) => fragments.find((f) => f.name === name)?.figures;
   const out = ['## Summary', ''];
-  const fz = get('fuzzing');
-  if (fz) {
+  for (const [name, title] of [
+    ['fuzzing', 'Fuzzing'],
+    ['endpoint fuzzing', 'Fuzzing the webhook endpoint routes'],
+  ] as const) {
+    const fz = get(name);
+    if (!fz) continue;
     const props = Object.keys(fz)
       .filter((k) => k.endsWith(': cases'))
       .map((k) => k.slice(0, -': cases'.length));
     const bad = props.filter((p) => fz[`${p}: violations`] !== 0);
     out.push(
-      `- Fuzzing: ${fz['total cases']} cases (${props.map((p) => `${p} ${fz[`${p}: cases`]}`).join(', ')}), seed ${fz.seed}; ` +
+      `- ${title}: ${fz['total cases']} cases (${props.map((p) => `${p} ${fz[`${p}: cases`]}`).join(', ')}), seed ${fz.seed}; ` +
         (bad.length === 0 ? 'no violations.' : `violations in: ${bad.join(', ')} (listed below).`),
     );
   }

@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { inject } from 'vitest';
 import sharp from 'sharp';
-import { startServer, type TestServer } from '../helpers/servers.js';
+import { fakeLookup, startServer, type TestServer } from '../helpers/servers.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -60,6 +60,72 @@ export function prng(seed: number): () => number {
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------------------------------------
+// URLs
+
+/**
+ * Media and webhook URLs that are valid with the production address rule and the fake DNS below
+ * (the fuzzers' services resolve names through DNS; test/helpers/servers.ts fakeLookup).
+ */
+export const VALID_URLS = [
+  'http://media.example.com/photo.jpg',
+  'https://media.example.com/a/b.png?x=1&y=%20z',
+  'http://media.example.com:8080/p.jpg',
+  'HTTP://MEDIA.EXAMPLE.COM/UPPER.JPG',
+  'http://93.184.216.34/x.jpg',
+  'https://[2606:2800:220:1:248:1893:25c8:1946]/a.jpg',
+  'http://cdn.example.org/ü/ñ.jpg',
+  'http://bücher.example.net/a.jpg',
+  'https://media.example.com/' + 'p'.repeat(3000) + '.jpg',
+];
+export const INVALID_URLS = [
+  'http://127.0.0.1/a.jpg',
+  'http://localhost/a.jpg',
+  'http://10.0.0.1/x',
+  'http://169.254.169.254/latest/meta-data/',
+  'http://[::1]/',
+  'http://[::ffff:127.0.0.1]/',
+  'http://[::ffff:7f00:1]/',
+  'http://[64:ff9b::a00:1]/',
+  'http://2130706433/',
+  'http://0x7f.1/',
+  'http://0177.0.0.1/',
+  'http://100.64.0.1/',
+  'http://0.0.0.0/',
+  'http://192.0.2.10/doc.jpg',
+  'http://metadata/computeMetadata/v1/',
+  'http://printer.local/a.jpg',
+  'http://private.example.com/a.jpg',
+  'http://mixed.example.com/a.jpg',
+  'http://nx.example.com/a.jpg',
+  'ftp://media.example.com/a.jpg',
+  'file:///etc/passwd',
+  'javascript:alert(1)',
+  'data:image/png;base64,AAAA',
+  'gopher://media.example.com/',
+  'http://user:pw@media.example.com/a.jpg',
+  'http://user@media.example.com/a.jpg',
+  'media.example.com/a.jpg',
+  '//media.example.com/a.jpg',
+  ' http://media.example.com/a.jpg',
+  'http://media.example.com/a.jpg ',
+  'http://media.example.com/a\n.jpg',
+  'http://media.example.com/a\t.jpg',
+  '',
+  'http://',
+  'https://[fe80::1%25eth0]/',
+  'http://media.example.com/' + 'a'.repeat(8200),
+  'http://[2001:db8::1]/',
+];
+export const DNS = fakeLookup({
+  'media.example.com': ['93.184.216.34'],
+  'cdn.example.org': ['93.184.216.35', '2606:2800:220:1:248:1893:25c8:1946'],
+  'xn--bcher-kva.example.net': ['93.184.216.36'],
+  'private.example.com': ['10.1.2.3'],
+  'mixed.example.com': ['93.184.216.34', '127.0.0.1'],
+});
+export const validUrl = (s: unknown) => typeof s === 'string' && VALID_URLS.includes(s);
 
 // ---------------------------------------------------------------------------------------------
 // Raw HTTP/1.1
