@@ -8,10 +8,14 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EVENT_TYPES } from '../../src/contract/webhook.js';
 import { startService, type TestService } from '../helpers/service.js';
 import {
   DNS,
+  EVENTS,
+  has,
+  isObj,
+  type Obj,
+  validEvents,
   envelopeProblem,
   INVALID_URLS,
   normalise,
@@ -27,7 +31,6 @@ import {
 const SCALE = Number(process.env.RELIABILITY_FUZZ_SCALE ?? 1);
 const RUNS = { create: Math.round(1500 * SCALE), change: Math.round(800 * SCALE), ids: Math.round(1500 * SCALE) };
 const ENDPOINTS = '/api/v1/webhook-endpoints';
-const EVENTS: readonly string[] = EVENT_TYPES;
 
 let svc: TestService;
 let port: number;
@@ -38,14 +41,8 @@ let others: string;
 let deleted: string;
 const figures: Record<string, unknown> = {};
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const has = (o: Obj, k: string) => Object.prototype.hasOwnProperty.call(o, k);
-
 // --- The model ----------------------------------------------------------------------------------
 
-const validEvents = (e: unknown) =>
-  Array.isArray(e) && e.length > 0 && e.every((x) => EVENTS.includes(x as string)) && new Set(e).size === e.length;
 /** At most 256 characters: code points, so an emoji counts one (not its two UTF-16 units). */
 const validDescription = (d: unknown) => typeof d === 'string' && Array.from(d).length <= 256;
 

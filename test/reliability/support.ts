@@ -128,6 +128,18 @@ export const DNS = fakeLookup({
 export const validUrl = (s: unknown) => typeof s === 'string' && VALID_URLS.includes(s);
 
 // ---------------------------------------------------------------------------------------------
+// The fuzzers' models: written from the README and docs/webhooks.md, not imported from the code
+
+export type Obj = Record<string, unknown>;
+export const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const has = (o: Obj, k: string) => Object.prototype.hasOwnProperty.call(o, k);
+/** The webhook event types. */
+export const EVENTS: readonly string[] = ['job.completed', 'job.failed', 'job.cancelled'];
+/** A webhook's or endpoint's `events`: a non-empty list of event types, none twice. */
+export const validEvents = (e: unknown) =>
+  Array.isArray(e) && e.length > 0 && e.every((x) => EVENTS.includes(x as string)) && new Set(e).size === e.length;
+
+// ---------------------------------------------------------------------------------------------
 // Raw HTTP/1.1
 
 export interface RawResponse {
