@@ -109,7 +109,7 @@ async function send(method: string, target: string, text?: string, key = svc.key
   return rawRequest(port, { method, target, headers, body: text });
 }
 
-/** The model's verdict on a JSON text: 'valid', 'invalid', or undefined when it is not JSON. */
+/** The model's verdict on a JSON text: true (valid), false (invalid), or undefined when it is not JSON. */
 function verdict(text: string, valid: (b: unknown) => boolean): boolean | undefined {
   try {
     return valid(JSON.parse(text));
