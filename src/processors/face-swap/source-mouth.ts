@@ -99,7 +99,7 @@ function readMouth(img: RgbImage, lm: readonly Point[], region: Region, size: nu
   return { region, size, outer, lab: regionLab(img, region), lips, ring };
 }
 
-/** Medians of L*, C* and C* / L* of the skin ring. */
+/** Medians of L*, C* and C* / L* of the skin ring (read once per source mouth, for its teeth and corners). */
 function skinColour({ lab, ring }: MouthRead) {
   const L: number[] = [];
   const C: number[] = [];
@@ -113,13 +113,13 @@ function skinColour({ lab, ring }: MouthRead) {
   }
   return { L: medianOf(L), C: medianOf(C), S: medianOf(S) };
 }
+type SkinColour = ReturnType<typeof skinColour>;
 
 /** 1 (sure) or 2 (possible) where a pixel of `region` near the mouth looks like teeth or the throat's dark. */
-function classify(m: MouthRead, near: Uint8Array): Uint8Array {
+function classify(m: MouthRead, skin: SkinColour, near: Uint8Array): Uint8Array {
   const { width: w, height: h } = m.region;
   const lab = m.lab;
   const lip = lipColour(lab, m.lips);
-  const skin = skinColour(m);
   const mask = new Uint8Array(w * h);
   const { teethLighter, teethChroma, skinLight, skinSaturation, dark } = SOURCE_MOUTH;
   for (let i = 0; i < w * h; i++) {
@@ -247,8 +247,9 @@ function readOpening(img: RgbImage, lm: readonly Point[]): SourceOpening | undef
   const region = boundingRegion(lm.slice(48, 60), 0.13 * size, img.width, img.height);
   if (region.width < 4 || region.height < 4) return undefined;
   const m = readMouth(img, lm, region, size);
+  const skin = skinColour(m);
   const near = rasterizePolygon(grownPolygon(m.outer, SOURCE_MOUTH.grow * size), region);
-  const mask = classify(m, near);
+  const mask = classify(m, skin, near);
   keepOpenings(mask, near, region, lm);
   const open = new Uint8Array(mask.length);
   for (let i = 0; i < mask.length; i++) open[i] = mask[i] === 3 ? 1 : 0;
@@ -267,7 +268,7 @@ function readOpening(img: RgbImage, lm: readonly Point[]): SourceOpening | undef
   }
   if (!open.includes(1)) return undefined;
   const lip = missedLip(m, lm);
-  const dark = darkCorners(m, lm);
+  const dark = darkCorners(m, skin, lm);
   for (let i = 0; i < lip.length; i++) lip[i] = lip[i]! | dark[i]!;
   return { region, open, lip };
 }
@@ -310,9 +311,8 @@ function missedLip(m: MouthRead, lm: readonly Point[]): Uint8Array {
  * (the README example's source: her right one, 5-10 px below and beyond it, L* 28-34 where the skin
  * is 52); onto a closed target mouth that dark was warped beyond its corner, a sliver.
  */
-function darkCorners(m: MouthRead, lm: readonly Point[]): Uint8Array {
+function darkCorners(m: MouthRead, skin: SkinColour, lm: readonly Point[]): Uint8Array {
   const { region, size, lab, lips } = m;
-  const skin = skinColour(m);
   const out = new Uint8Array(region.width * region.height);
   for (let i = 0; i < out.length; i++) {
     const x = (i % region.width) + region.left + 0.5;
