@@ -22,6 +22,8 @@ import {
   rawRequest,
   recordFigures,
   SEED,
+  fcParams,
+  totalCases,
   validUrl,
   VALID_URLS,
   Violations,
@@ -118,7 +120,6 @@ function verdict(text: string, valid: (b: unknown) => boolean): boolean | undefi
   }
 }
 
-const fcParams = (numRuns: number) => ({ seed: SEED, numRuns, endOnFailure: true, interruptAfterTimeLimit: 120_000 });
 const statusCounts = new Map<string, Record<number, number>>();
 function count(name: string, status: number): void {
   const m = statusCounts.get(name) ?? {};
@@ -144,12 +145,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  const total = Object.entries(figures)
-    .filter(([k]) => k.endsWith(': cases'))
-    .reduce((n, [, x]) => n + Number(x), 0);
   recordFigures('endpoint fuzzing', {
     ...figures,
-    'total cases': total,
+    'total cases': totalCases(figures),
     seed: SEED,
     statuses: Object.fromEntries(statusCounts),
   });
@@ -157,75 +155,67 @@ afterAll(async () => {
 });
 
 describe('fuzzing the webhook endpoint routes (fast-check, seed fixed)', () => {
-  it(`register bodies (${RUNS.create} cases): 201 exactly when the model says valid, else 400`, async () => {
+  /**
+   * One body property: each text sent to `target`, its answer the envelope, `ok` exactly when the
+   * model calls the body valid (else 400); `accepted` checks what an accepted body did.
+   */
+  async function bodies(
+    name: string,
+    runs: number,
+    [method, target, ok]: [string, string, number],
+    valid: (b: unknown) => boolean,
+    accepted: (sent: Obj, data: Obj, ex: string, v: Violations) => Promise<void>,
+  ): Promise<void> {
     const v = new Violations();
-    let created = 0;
+    let applied = 0;
     await fc.assert(
       fc.asyncProperty(anyBody, async (text) => {
-        const res = await send('POST', ENDPOINTS, text);
-        count('register', res.status);
-        const ex = example('POST', ENDPOINTS, text, res.status, res.text);
-        const expected = verdict(text, validCreate) ? 201 : 400;
+        const res = await send(method, target, text);
+        count(name, res.status);
+        const ex = example(method, target, text, res.status, res.text);
+        const expected = verdict(text, valid) ? ok : 400;
         const problem = envelopeProblem(res);
         if (problem) v.add(normalise(problem), ex);
-        else if (res.status !== expected) v.add(`register: expected ${expected}, got ${res.status}`, ex);
-        else if (res.status === 201) {
-          created++;
-          const sent = JSON.parse(text) as Obj;
-          const d = JSON.parse(res.text).data as Obj;
-          const events = has(sent, 'events') ? sent.events : EVENTS;
-          if (
-            !/^ep_[0-9a-f]+$/.test(String(d.id)) ||
-            !/^whsec_/.test(String(d.secret)) ||
-            d.status !== 'enabled' ||
-            JSON.stringify([...(d.events as string[])].sort()) !== JSON.stringify([...(events as string[])].sort())
-          )
-            v.add('register: the endpoint answered is not the one asked for', ex);
-          // At most 20 per owner: each one made here goes again at once.
-          const gone = await send('DELETE', `${ENDPOINTS}/${String(d.id)}`);
-          if (gone.status !== 200) v.add(`delete after register: ${gone.status}`, ex);
+        else if (res.status !== expected) v.add(`${name}: expected ${expected}, got ${res.status}`, ex);
+        else if (res.status === ok) {
+          applied++;
+          await accepted(JSON.parse(text) as Obj, JSON.parse(res.text).data as Obj, ex, v);
         }
         return true;
       }),
-      fcParams(RUNS.create),
+      fcParams(runs, 120_000),
     );
-    figures['register: cases'] = RUNS.create;
-    figures['register: created (valid by the model)'] = created;
-    figures['register: violations'] = v.size === 0 ? 0 : v.summary();
-    expect(created).toBeGreaterThan(RUNS.create / 10);
+    figures[`${name}: cases`] = runs;
+    figures[`${name}: accepted (valid by the model)`] = applied;
+    figures[`${name}: violations`] = v.size === 0 ? 0 : v.summary();
+    expect(applied).toBeGreaterThan(runs / 10);
     expect(v.summary()).toEqual([]);
+  }
+
+  it(`register bodies (${RUNS.create} cases): 201 exactly when the model says valid, else 400`, async () => {
+    await bodies('register', RUNS.create, ['POST', ENDPOINTS, 201], validCreate, async (sent, d, ex, v) => {
+      const events = has(sent, 'events') ? sent.events : EVENTS;
+      if (
+        !/^ep_[0-9a-f]+$/.test(String(d.id)) ||
+        !/^whsec_/.test(String(d.secret)) ||
+        d.status !== 'enabled' ||
+        JSON.stringify([...(d.events as string[])].sort()) !== JSON.stringify([...(events as string[])].sort())
+      )
+        v.add('register: the endpoint answered is not the one asked for', ex);
+      // At most 20 per owner: each one made here goes again at once.
+      const gone = await send('DELETE', `${ENDPOINTS}/${String(d.id)}`);
+      if (gone.status !== 200) v.add(`delete after register: ${gone.status}`, ex);
+    });
   });
 
   it(`change bodies (${RUNS.change} cases): 200 exactly when the model says valid, and the change is kept`, async () => {
-    const v = new Violations();
-    let changed = 0;
     const target = `${ENDPOINTS}/${own}`;
-    await fc.assert(
-      fc.asyncProperty(anyBody, async (text) => {
-        const res = await send('PATCH', target, text);
-        count('change', res.status);
-        const ex = example('PATCH', target, text, res.status, res.text);
-        const expected = verdict(text, validChange) ? 200 : 400;
-        const problem = envelopeProblem(res);
-        if (problem) v.add(normalise(problem), ex);
-        else if (res.status !== expected) v.add(`change: expected ${expected}, got ${res.status}`, ex);
-        else if (res.status === 200) {
-          changed++;
-          const sent = JSON.parse(text) as Obj;
-          const now = (await svc.call('GET', target)).body.data as Obj;
-          for (const k of ['events', 'description'] as const)
-            if (has(sent, k) && JSON.stringify(now[k]) !== JSON.stringify(sent[k]))
-              v.add(`change: ${k} not kept`, `${ex} → now ${JSON.stringify(now[k])}`);
-        }
-        return true;
-      }),
-      fcParams(RUNS.change),
-    );
-    figures['change: cases'] = RUNS.change;
-    figures['change: applied (valid by the model)'] = changed;
-    figures['change: violations'] = v.size === 0 ? 0 : v.summary();
-    expect(changed).toBeGreaterThan(RUNS.change / 10);
-    expect(v.summary()).toEqual([]);
+    await bodies('change', RUNS.change, ['PATCH', target, 200], validChange, async (sent, _d, ex, v) => {
+      const now = (await svc.call('GET', target)).body.data as Obj;
+      for (const k of ['events', 'description'] as const)
+        if (has(sent, k) && JSON.stringify(now[k]) !== JSON.stringify(sent[k]))
+          v.add(`change: ${k} not kept`, `${ex} → now ${JSON.stringify(now[k])}`);
+    });
   });
 
   it(`ids, recover times and log queries (${RUNS.ids} cases): the caller's own endpoint only, never a 5xx`, async () => {
@@ -334,7 +324,7 @@ describe('fuzzing the webhook endpoint routes (fast-check, seed fixed)', () => {
         }
         return true;
       }),
-      fcParams(RUNS.ids),
+      fcParams(RUNS.ids, 120_000),
     );
     figures['ids: cases'] = RUNS.ids;
     figures["ids: answered about the caller's own endpoint"] = ownAnswers;

@@ -30,6 +30,8 @@ import {
   rawRequest,
   recordFigures,
   SEED,
+  fcParams,
+  totalCases,
   Violations,
   type RawRequestSpec,
   validUrl,
@@ -485,8 +487,6 @@ function report(
   figures[`${name}: violations`] = v.size === 0 ? 0 : v.summary().map((s) => mask(s).slice(0, 300));
   Object.assign(figures, Object.fromEntries(Object.entries(extra).map(([k, x]) => [`${name}: ${k}`, x])));
 }
-
-const fcParams = (numRuns: number) => ({ seed: SEED, numRuns, endOnFailure: true, interruptAfterTimeLimit: 150_000 });
 
 // --- Properties ----------------------------------------------------------------------------------
 
@@ -1252,10 +1252,7 @@ describe('fuzzing the public API (fast-check, seed fixed)', () => {
     // The service ran in this process: nothing leaked onto Object.prototype.
     const probe = {} as Record<string, unknown>;
     expect([probe.polluted, probe.width, probe.x]).toEqual([undefined, undefined, undefined]);
-    const total = Object.entries(figures)
-      .filter(([k]) => k.endsWith(': cases'))
-      .reduce((n, [, x]) => n + Number(x), 0);
-    figures['total cases'] = total;
+    figures['total cases'] = totalCases(figures);
     figures['seed'] = SEED;
     figures['healthy afterwards'] = 'GET /healthz 200, GET /readyz 200, valid submit 200, Object.prototype clean';
   });

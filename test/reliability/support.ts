@@ -46,6 +46,18 @@ export function recordFigures(name: string, figures: Record<string, unknown>): v
 
 /** The seed of every random choice in the suite (fast-check and the scenario timings). */
 export const SEED = Number(process.env.RELIABILITY_SEED ?? 20_260_707);
+/** A fuzz property's fast-check settings: the seed, `numRuns` cases, stop at the first failure or the time limit. */
+export const fcParams = (numRuns: number, timeLimitMs = 150_000) => ({
+  seed: SEED,
+  numRuns,
+  endOnFailure: true,
+  interruptAfterTimeLimit: timeLimitMs,
+});
+/** The sum of a fuzz report's `…: cases` figures. */
+export const totalCases = (figures: Record<string, unknown>) =>
+  Object.entries(figures)
+    .filter(([k]) => k.endsWith(': cases'))
+    .reduce((n, [, x]) => n + Number(x), 0);
 
 /** mulberry32: a tiny deterministic PRNG for scenario timings. */
 export function prng(seed: number): () => number {
