@@ -1,5 +1,5 @@
 import { JOB_NOT_FOUND, isTerminalStatus, type ApiJob, type JobStatus, type ResultLink } from '../contract/api.js';
-import { randomUUID } from 'node:crypto';
+import { v7 as timeOrderedUuid } from 'uuid';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import type { Clock } from '../clock.js';
@@ -237,7 +237,9 @@ export class JobService {
     const cancelAfter = body.cancel_after === undefined ? undefined : parseSubmitDuration(body.cancel_after);
     const retention = body.retention === undefined ? undefined : parseSubmitDuration(body.retention);
     const row = newJob({
-      uuid: randomUUID(),
+      // Time-ordered and monotonic in this process: two jobs of one owner made in the same
+      // millisecond keep their submission order where the queue breaks a tie by uuid.
+      uuid: timeOrderedUuid(),
       owner,
       job_type: body.job_type,
       model: body.model,

@@ -362,7 +362,8 @@ const claimSet = (spec: ClaimSpec) => {
  *
  * Priority: a picked head's slot (its vtime) is the owner's turn; the owner's best-ranked queued
  * job of that type (`jobs_queue_rank`, one seek per picked job) takes the turn, and the head takes
- * that job's later slot. An owner's set of slots never changes, so neither does the order
+ * that job's later slot. Ranks compare as (rank, uuid): two jobs made in one millisecond tie on
+ * rank, and their time-ordered uuids keep them in submission order. An owner's set of slots never changes, so neither does the order
  * between owners; without priorities the seek finds nothing (rank is created_at).
  */
 export async function claimJobs(db: Kysely<Database>, dialect: Dialect, spec: ClaimSpec): Promise<JobRow[]> {
@@ -383,7 +384,8 @@ export async function claimJobs(db: Kysely<Database>, dialect: Dialect, spec: Cl
         pick AS (SELECT * FROM (${union}) u ORDER BY vtime, created_at, uuid LIMIT ${k}),
         cand AS (SELECT p.uuid AS head, p.vtime AS head_vtime, b.uuid AS best, b.vtime AS best_vtime
           FROM pick p CROSS JOIN LATERAL (SELECT j.uuid, j.vtime FROM jobs j
-            WHERE j.status = ${from} AND j.owner = p.owner AND j.job_type = p.job_type AND j.rank < p.rank
+            WHERE j.status = ${from} AND j.owner = p.owner AND j.job_type = p.job_type
+              AND (j.rank, j.uuid) < (p.rank, p.uuid)
             ORDER BY j.rank, j.uuid LIMIT 1 FOR UPDATE SKIP LOCKED) b
           WHERE b.uuid NOT IN (SELECT uuid FROM pick)),
         swap AS (SELECT DISTINCT ON (best) head, best, best_vtime FROM cand ORDER BY best, head_vtime),
@@ -412,7 +414,7 @@ export async function claimJobs(db: Kysely<Database>, dialect: Dialect, spec: Cl
         .where('status', '=', 'queued')
         .where('owner', '=', p.owner)
         .where('job_type', '=', p.job_type)
-        .where('rank', '<', p.rank)
+        .where((eb) => eb(eb.refTuple('rank', 'uuid'), '<', eb.tuple(p.rank, p.uuid)))
         .orderBy('rank')
         .orderBy('uuid')
         .limit(1)

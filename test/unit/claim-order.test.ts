@@ -35,8 +35,8 @@ describe.each(dialects)('claim order on %s', (dialect) => {
   });
   afterAll(() => store?.close());
 
-  const submit = async (owner: string, jobType = 'a') => {
-    clock += 1;
+  const submit = async (owner: string, jobType = 'a', opts: { priority?: number; sameMs?: boolean } = {}) => {
+    if (!opts.sameMs) clock += 1;
     const uuid = `00000000-0000-4000-8000-${(++seq).toString(16).padStart(12, '0')}`;
     const row: NewJob = {
       uuid,
@@ -49,6 +49,7 @@ describe.each(dialects)('claim order on %s', (dialect) => {
       status_detail: 'waiting for a worker',
       created_at: clock,
       updated_at: clock,
+      priority: opts.priority ?? 0,
     };
     expect(await life.create(row)).toBe(true);
     return `${owner}${seq}`;
@@ -69,6 +70,23 @@ describe.each(dialects)('claim order on %s', (dialect) => {
       .execute();
     const claimed = await life.claim({ leaseOwner: 'fifo', jobTypes: ['a'], limit: 5 });
     expect(claimed.map((r) => r.uuid)).toEqual(got.map((r) => r.uuid));
+  });
+
+  it('runs a prioritised job first and the rest in submission order, even when made in one millisecond', async () => {
+    await drain();
+    const uuids = async (owner: string) =>
+      (await store.db.selectFrom('jobs').select('uuid').where('owner', '=', owner).orderBy('uuid').execute()).map(
+        (r) => r.uuid,
+      );
+    // p1 and p2 tie on rank (same created_at, priority 0); their uuids are in submission order.
+    await submit('P');
+    await submit('P', 'a', { sameMs: true });
+    await submit('P', 'a', { priority: 600 });
+    const [p1, p2, p3] = await uuids('P');
+    const order: string[] = [];
+    for (let i = 0; i < 3; i++)
+      order.push(...(await life.claim({ leaseOwner: `p/${i}`, jobTypes: ['a'], limit: 1 })).map((r) => r.uuid));
+    expect(order).toEqual([p3, p1, p2]);
   });
 
   it("interleaves a second owner's jobs with a first owner's burst (round robin)", async () => {
