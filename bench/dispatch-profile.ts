@@ -233,6 +233,8 @@ sender.start = (event, done) => {
 
 interface Burst {
   cpuUs: number;
+  /** Of cpuUs, the user-space part (JavaScript and libraries; the rest is the kernel's, the sockets' syscalls). */
+  userUs: number;
   /** PostgreSQL's backends' CPU per delivery, and how many backends served the burst. */
   server?: { us: number; backends: number };
   /** The receiver process's CPU per delivery (the same receiver for both senders). */
@@ -307,6 +309,7 @@ async function dispatcherBurst(n: number, profile?: string): Promise<Burst> {
   const s = await stats();
   return {
     cpuUs: (cpu.user + cpu.system) / n,
+    userUs: cpu.user / n,
     server: server0 && server1 && { us: (server1.us - server0.us) / n, backends: server1.backends },
     receiverUs,
     rate: s.delivered / ((s.lastOkAt - s.firstAt) / 1000),
@@ -342,6 +345,7 @@ async function rawBurst(events: Array<{ id: string; body: string }>, profile?: s
   const s = await stats();
   return {
     cpuUs: (cpu.user + cpu.system) / events.length,
+    userUs: cpu.user / events.length,
     receiverUs,
     rate: s.delivered / ((s.lastOkAt - s.firstAt) / 1000),
     connections: s.connections,
@@ -366,8 +370,8 @@ try {
       .execute();
     const ref = await rawBurst(bodies, r === ROUNDS ? process.env.PROFILE_RAW : undefined);
     console.log(
-      `round ${r} ${process.env.DB ?? 'sqlite'}: dispatcher ${disp.cpuUs.toFixed(0)} µs CPU/delivery, ${disp.rate.toFixed(0)}/s ` +
-        `(${disp.connections} connections); raw undici ${ref.cpuUs.toFixed(0)} µs, ${ref.rate.toFixed(0)}/s; ` +
+      `round ${r} ${process.env.DB ?? 'sqlite'}: dispatcher ${disp.cpuUs.toFixed(0)} µs CPU/delivery (user ${disp.userUs.toFixed(0)}), ${disp.rate.toFixed(0)}/s ` +
+        `(${disp.connections} connections); raw undici ${ref.cpuUs.toFixed(0)} µs (user ${ref.userUs.toFixed(0)}), ${ref.rate.toFixed(0)}/s; ` +
         `rate ${((100 * disp.rate) / ref.rate).toFixed(0)} %, CPU ${((100 * ref.cpuUs) / disp.cpuUs).toFixed(0)} %` +
         `; event loop delay max ${disp.loopMaxMs!.toFixed(0)} ms, p99 ${disp.loopP99Ms!.toFixed(0)}` +
         `; loop busy ${(100 * disp.elu!).toFixed(0)} %, window below ${IN_FLIGHT} ${(100 * disp.belowFull!).toFixed(0)} %, empty ${(100 * disp.empty!).toFixed(1)} %` +
