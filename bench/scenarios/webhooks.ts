@@ -257,6 +257,11 @@ export async function webhookScenario(): Promise<Row[]> {
     const svc = med(`service-${db}-${mode}`, (r) => r.deliveriesPerSecond);
     const svcAttempts = med(`service-${db}-${mode}`, (r) => r.attemptsPerSecond);
     const ceiling = med(`raw-${db}-${mode}`, (r) => r.deliveriesPerSecond);
+    // Each round's ratio to its own bracketing reference, then their median: a ratio of the two
+    // medians would pair a dispatcher burst with another round's reference, the drift back in.
+    const raws = runs[`raw-${db}-${mode}`]!;
+    const ratios = runs[`service-${db}-${mode}`]!.map((r, i) => r.deliveriesPerSecond / raws[i]!.deliveriesPerSecond);
+    const ratio = median(ratios);
     // CPU per delivery, raw over service: what the dispatcher's own work costs, whatever the load.
     const cpuRatio =
       med(`raw-${db}-${mode}`, (r) => r.cpuMsPerDelivery) / med(`service-${db}-${mode}`, (r) => r.cpuMsPerDelivery);
@@ -271,8 +276,10 @@ export async function webhookScenario(): Promise<Row[]> {
       reference: `raw undici POSTs: ${fmt.int(ceiling)} deliveries/s`,
       // Issue 30's target: at least 0.6 of the raw undici rate at the same concurrency (moonshot 0.8);
       // the CPU ratio (raw CPU per delivery / the dispatcher process's) is the same measure, robust to load.
-      target: `${fmt.pct(svc / ceiling)} of ceiling, CPU ${fmt.pct(cpuRatio)} (target ≥ 60 %)`,
-      ok: mode === 'ok' ? svc / ceiling >= 0.6 : undefined,
+      target:
+        `${fmt.pct(ratio)} of ceiling (median of the rounds' ratios, ${fmt.pct(Math.min(...ratios))}–${fmt.pct(Math.max(...ratios))}), ` +
+        `CPU ${fmt.pct(cpuRatio)} (target ≥ 60 %)`,
+      ok: mode === 'ok' ? ratio >= 0.6 : undefined,
     };
   });
 }
