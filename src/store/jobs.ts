@@ -362,9 +362,10 @@ const claimSet = (spec: ClaimSpec) => {
  *
  * Priority: a picked head's slot (its vtime) is the owner's turn; the owner's best-ranked queued
  * job of that type (`jobs_queue_rank`, one seek per picked job) takes the turn, and the head takes
- * that job's later slot. Ranks compare as (rank, uuid): two jobs made in one millisecond tie on
- * rank, and their time-ordered uuids keep them in submission order. An owner's set of slots never changes, so neither does the order
- * between owners; without priorities the seek finds nothing (rank is created_at).
+ * that job's later slot. An owner's set of slots never changes, so neither does the order between
+ * owners; without priorities the seek finds nothing (rank is created_at). Ranks compare as
+ * (rank, uuid): two jobs made in one millisecond tie on rank, and their time-ordered uuids keep
+ * them in submission order.
  */
 export async function claimJobs(db: Kysely<Database>, dialect: Dialect, spec: ClaimSpec): Promise<JobRow[]> {
   if (spec.jobTypes.length === 0 || spec.limit <= 0) return [];
