@@ -1,4 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
+import { shortJobId } from '../../src/contract/api.js';
 import {
   EVENT_TYPES,
   type EndpointDelivery,
@@ -137,7 +138,7 @@ function RecentDeliveries({ deliveries }: { deliveries: EndpointDelivery[] }) {
               <td>{when(d.created_at)}</td>
               <td>{d.event_type}</td>
               <td class="mono">
-                <a href={`#/jobs/${d.job_uuid}`}>{d.job_uuid.slice(0, 8)}</a>
+                <a href={`#/jobs/${d.job_uuid}`}>{shortJobId(d.job_uuid)}</a>
               </td>
               <td>
                 <span class={`status state-${d.state}`}>{d.state}</span>

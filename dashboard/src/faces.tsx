@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { WAITING_FOR_WORKER, isTerminalStatus, type ResultLink } from '../../src/contract/api.js';
+import { WAITING_FOR_WORKER, isTerminalStatus, shortJobId, type ResultLink } from '../../src/contract/api.js';
 import { api, type Job } from './api';
 
 /**
@@ -113,7 +113,7 @@ function statusLine(p: {
   if (p.busy) {
     const job = p.progress;
     const waiting = job?.status === 'queued' ? ` (${WAITING_FOR_WORKER})` : '';
-    return `Finding faces: face-detect job ${job ? `${job.uuid.slice(0, 8)} ${job.status}${waiting}` : 'submitted'}…`;
+    return `Finding faces: face-detect job ${job ? `${shortJobId(job.uuid)} ${job.status}${waiting}` : 'submitted'}…`;
   }
   if (p.stale)
     return `The ${p.slot} or min_confidence changed since the faces were found (the picks are cleared): find them again.`;

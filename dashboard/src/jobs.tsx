@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { JOB_STATUSES, isTerminalStatus } from '../../src/contract/api.js';
+import { JOB_STATUSES, isTerminalStatus, shortJobId } from '../../src/contract/api.js';
 import { api, when, type Job, type JobType } from './api';
 import { ErrorNote, ProgressBar, Status, errorText, useJobTypes } from './common';
 
@@ -77,7 +77,7 @@ function JobRow({ job: j }: { job: Job }) {
     <tr data-uuid={j.uuid}>
       <td>
         <a href={`#/jobs/${j.uuid}`} class="mono">
-          {j.uuid.slice(0, 8)}
+          {shortJobId(j.uuid)}
         </a>
       </td>
       <td>{j.job_type}</td>

@@ -1,4 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
+import { shortJobId } from '../../src/contract/api.js';
 import { admin, when } from './api';
 import { ErrorNote } from './common';
 import { OperatorSignIn } from './sign-in';
@@ -332,7 +333,7 @@ function FailedDeliveries({ failed }: { failed: Failed[] }) {
               <tr>
                 <td>{when(f.failed_at)}</td>
                 <td>{f.owner}</td>
-                <td class="mono">{f.job_uuid.slice(0, 8)}</td>
+                <td class="mono">{shortJobId(f.job_uuid)}</td>
                 <td>{f.event_type}</td>
                 <td class="mono">{f.url}</td>
                 <td>{f.attempts}</td>

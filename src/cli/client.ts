@@ -1,7 +1,14 @@
 import fs from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { MediaJobsClient, MediaJobsError, WaitTimeoutError } from '../client/index.js';
-import { JOB_STATUSES, isTerminalStatus, type ApiJob, type JobStatus, type ResultLink } from '../contract/api.js';
+import {
+  JOB_STATUSES,
+  isTerminalStatus,
+  shortJobId,
+  type ApiJob,
+  type JobStatus,
+  type ResultLink,
+} from '../contract/api.js';
 import { EVENT_TYPES, type EndpointDelivery, type EventType, type WebhookEndpoint } from '../contract/webhook.js';
 
 /**
@@ -219,7 +226,7 @@ class Progress {
 
   private draw(): void {
     const secs = Math.floor((Date.now() - this.started) / 1000);
-    const line = `${SPINNER[this.frame++ % SPINNER.length]} ${this.uuid.slice(0, 8)}  ${this.text}  ${secs}s`;
+    const line = `${SPINNER[this.frame++ % SPINNER.length]} ${shortJobId(this.uuid)}  ${this.text}  ${secs}s`;
     const width = Math.max(20, (this.out.columns ?? 80) - 1);
     this.out.write(`\r\x1b[2K${line.length > width ? `${line.slice(0, width - 1)}…` : line}`);
     this.drawn = true;

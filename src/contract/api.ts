@@ -26,6 +26,13 @@ export const ERROR_TYPES = [
 ] as const;
 export type ErrorType = (typeof ERROR_TYPES)[number];
 
+/**
+ * A job id shortened for people (the dashboard, the CLI's progress line): its last 8 hex digits.
+ * Job ids are UUIDv7s, whose first digits are the creation time (shared by every job of a minute);
+ * the last ones are random.
+ */
+export const shortJobId = (uuid: string): string => uuid.slice(-8);
+
 /** What a missing job and another owner's job both answer, word for word (404). */
 export const JOB_NOT_FOUND = 'job not found';
 

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { shortJobId } from '../../src/contract/api.js';
 import { DASHBOARD_DIR } from '../../src/http/routes/dashboard.js';
 import { defaultJobTypes } from '../../src/processors/catalogue.js';
 import { createAdminToken } from '../../src/store/admin-tokens.js';
@@ -159,7 +160,7 @@ describe.skipIf(!haveChromium)('dashboard in Chromium', { timeout: 120_000 }, ()
       return log.body.data.deliveries.length > 0;
     }, 'the delivery');
     await page.reload();
-    await card.getByRole('link', { name: job.body.data.uuid.slice(0, 8) }).waitFor();
+    await card.getByRole('link', { name: shortJobId(job.body.data.uuid) }).waitFor();
     await shot(page, 'endpoints');
     await svc.call('DELETE', `/api/v1/webhook-endpoints/${before.id}`);
     await page.getByRole('link', { name: 'Jobs' }).click();

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runClientCommand, type CliStream } from '../../src/cli/client.js';
+import { shortJobId } from '../../src/contract/api.js';
 import { defaultJobTypes } from '../../src/processors/catalogue.js';
 import { sleepJobType } from '../helpers/job-types.js';
 import { startMediaServer, type MediaServer } from '../helpers/media-server.js';
@@ -213,7 +214,7 @@ describe('media-jobs client commands', () => {
     const w = await run(['wait', uuid], { tty: true });
     expect(w.code).toBe(0);
     expect(w.stderr).toContain('\r\x1b[2K');
-    expect(w.stderr).toMatch(new RegExp(`${uuid.slice(0, 8)} {2}(queued|processing|completed)`));
+    expect(w.stderr).toMatch(new RegExp(`${shortJobId(uuid)} {2}(queued|processing|completed)`));
     expect(w.stderr).not.toContain('\n'); // the line is redrawn, never scrolled
     expect(w.stderr.endsWith('\r\x1b[2K')).toBe(true); // and cleared before the final output
     expect(w.stdout).toMatch(/^status {8}completed$/m);
