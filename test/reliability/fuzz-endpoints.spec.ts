@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type TestService } from '../helpers/service.js';
 import {
+  caseCounts,
   DNS,
   EVENTS,
   has,
@@ -29,9 +30,7 @@ import {
   Violations,
 } from './support.js';
 
-/** Cases per property; RELIABILITY_FUZZ_SCALE=0.2 for a quick look, 3 for a long soak. */
-const SCALE = Number(process.env.RELIABILITY_FUZZ_SCALE ?? 1);
-const RUNS = { create: Math.round(1500 * SCALE), change: Math.round(800 * SCALE), ids: Math.round(1500 * SCALE) };
+const RUNS = caseCounts({ create: 1500, change: 800, ids: 1500 });
 const ENDPOINTS = '/api/v1/webhook-endpoints';
 
 let svc: TestService;

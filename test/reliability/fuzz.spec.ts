@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey, revokeKey } from '../../src/store/keys.js';
 import { startService, type TestService } from '../helpers/service.js';
 import {
+  caseCounts,
   DNS,
   EVENTS,
   has,
@@ -39,14 +40,7 @@ import {
   INVALID_URLS,
 } from './support.js';
 
-/** Cases per property; RELIABILITY_FUZZ_SCALE=0.2 for a quick look, 3 for a long soak. */
-const SCALE = Number(process.env.RELIABILITY_FUZZ_SCALE ?? 1);
-const RUNS = {
-  bodies: Math.round(3000 * SCALE),
-  headers: Math.round(1500 * SCALE),
-  paths: Math.round(3000 * SCALE),
-  queries: Math.round(1000 * SCALE),
-};
+const RUNS = caseCounts({ bodies: 3000, headers: 1500, paths: 3000, queries: 1000 });
 const MAX_BODY_BYTES = 1024 * 1024;
 const SUBMIT = '/api/v1/jobs/submit/image-transform';
 

@@ -46,6 +46,16 @@ export function recordFigures(name: string, figures: Record<string, unknown>): v
 
 /** The seed of every random choice in the suite (fast-check and the scenario timings). */
 export const SEED = Number(process.env.RELIABILITY_SEED ?? 20_260_707);
+/**
+ * Cases per fuzz property: the given counts scaled by RELIABILITY_FUZZ_SCALE (0.2 for a quick look,
+ * 3 for a long soak; default 1).
+ */
+export function caseCounts<K extends string>(counts: Record<K, number>): Record<K, number> {
+  const scale = Number(process.env.RELIABILITY_FUZZ_SCALE ?? 1);
+  const out = {} as Record<K, number>;
+  for (const k of Object.keys(counts) as K[]) out[k] = Math.round(counts[k] * scale);
+  return out;
+}
 /** A fuzz property's fast-check settings: the seed, `numRuns` cases, stop at the first failure or the time limit. */
 export const fcParams = (numRuns: number, timeLimitMs = 150_000) => ({
   seed: SEED,
