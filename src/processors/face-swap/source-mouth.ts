@@ -64,6 +64,12 @@ export const SOURCE_MOUTH = {
   edgeContact: 0.25,
   /** Soft edge of the warped opening (of the target's face size). */
   edge: 0.01,
+  /**
+   * How far the target's shown lips move from their colour (a*, b*) towards the new lips': all of
+   * the way, a pale source's lips over the target's lightness (her lip line, her gloss) read as
+   * teeth between parted lips (the README example: a grimace); half-way they read as lips.
+   */
+  lipColour: 0.5,
 };
 
 /** Medians of L* and C* of the more chromatic half of the pixels inside the outer lip line: the lips, not the teeth. */
@@ -422,18 +428,20 @@ function lipMean(lab: Float32Array, use: Uint8Array): [number, number, number] |
 
 /** The target's lower lip band: its inner lip line (60, 67-64) and its outer lower lip line (54-48). */
 const LOWER_LIP = [48, 60, 67, 66, 65, 64, 54, 55, 56, 57, 58, 59] as const;
+/** The target's outer lip line (48-59): both lips and the line between them. */
+const OUTER_LIPS = [48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59] as const;
 
 /**
- * `opening` (0..1 over `region`) with the target's whole lower lip band where the opening reaches
- * it, corner to corner, softened as the opening is: the source's opening lands on it (the net draws
- * the source's lower lip across its teeth), and the target's lip shown in the opening's shape beside
- * the source's lower lip below it read as a pale band over a pinker one (the README example: her
- * gloss, lifted to the new lips' lightness, across the lip), with a sliver of the source's open
- * corner beside it.
+ * `opening` (0..1 over `region`) with the target's whole mouth (its outer lip line) where the
+ * opening reaches it, softened as the opening is: the source's opening lands on the lips (the net
+ * draws the source's lower lip across its teeth). The target's lip shown in the opening's shape
+ * beside the source's lower lip below it read as a pale band over a pinker one (the README example:
+ * her gloss across the lip); her lower lip alone, under the source's thin upper lip drawn along its
+ * teeth's top edge, read as a parted mouth (a grimace): her closed mouth is shown whole.
  */
-function withLowerLip(opening: Float32Array, lm: readonly Point[], region: Region, size: number): Float32Array {
+function withLips(opening: Float32Array, lm: readonly Point[], region: Region, size: number): Float32Array {
   const band = rasterizePolygon(
-    LOWER_LIP.map((i) => lm[i]!),
+    OUTER_LIPS.map((i) => lm[i]!),
     region,
   );
   let reaches = false;
@@ -447,9 +455,9 @@ function withLowerLip(opening: Float32Array, lm: readonly Point[], region: Regio
 
 /**
  * On a closed target mouth whose destination is the target's own (closesOnTarget), the target's own
- * pixels where the source's opening landed and over its lower lip (withLowerLip; `face`, the new
- * face over `region`, in place): their colour (a*, b*) moved from the target's lower lip's to the
- * new lips' (the more chromatic half of each), their lightness the target's. The lightness moved
+ * pixels where the source's opening landed and over its lips (withLips; `face`, the new face over
+ * `region`, in place): their colour (a*, b*) moved half-way from the target's lower lip's to the
+ * new lips' (the more chromatic half of each; SOURCE_MOUTH.lipColour), their lightness the target's. The lightness moved
  * too lifted the README example's target's gloss with her lips to the pale new lips' (+15 L*), a pale
  * streak (teeth-like pixels on her lips 0.023 -> 0.069, now 0.029). Below them, showTargetSkin.
  * Returns whether anything changed.
@@ -468,7 +476,7 @@ export function showTargetLips(
   const opening = warpedOpening(w, region, size);
   if (!opening) return false;
   const n = region.width * region.height;
-  const shownAt = withLowerLip(opening, targetLm, region, size);
+  const shownAt = withLips(opening, targetLm, region, size);
   const read = readMouth(target, targetLm, region, size);
   const { lab, lips } = read;
   const lower = rasterizePolygon(
@@ -487,7 +495,7 @@ export function showTargetLips(
     for (let i = 0; i < n; i++) {
       if (!lips[i]) continue;
       const k = lipness(i);
-      for (let c = 1; c < 3; c++) lab[i * 3 + c]! += k * (to[c]! - from[c]!);
+      for (let c = 1; c < 3; c++) lab[i * 3 + c]! += SOURCE_MOUTH.lipColour * k * (to[c]! - from[c]!);
     }
   }
   const shown = labToRgb(lab);
