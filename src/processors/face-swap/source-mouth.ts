@@ -5,8 +5,9 @@
  * through the middle of the teeth): the warp then takes the teeth as lower lip and lays them over a
  * closed target's lower lip, a toothy grin on a closed mouth. Here the opening is read from the
  * source's pixels (teeth: lighter and less chromatic than its lips; the throat's dark; and the
- * opening opening.ts reads on a target), warped with the face, and the target's own lips are shown there, shifted to the colour of the new lips around
- * them (as Deep-Live-Cam's mouth mask lays the target's mouth over the swap).
+ * opening opening.ts reads on a target), warped with the face, and the target's own mouth is shown
+ * there, its colour moved half-way to the new lips' (as Deep-Live-Cam's mouth mask lays the
+ * target's mouth over the swap).
  */
 import { labToRgb, regionLab, rgbToLab } from './color.js';
 import { boundingRegion, faceSize, type Region } from './geometry.js';
