@@ -11,7 +11,7 @@
  */
 import { labToRgb, regionLab, rgbToLab } from './color.js';
 import { boundingRegion, faceSize, type Region } from './geometry.js';
-import { featherMask, fillFromSurroundings, flood8, rasterizePolygon } from './mask.js';
+import { dilate, featherMask, fillFromSurroundings, flood8, rasterizePolygon } from './mask.js';
 import { bytes, floats } from './scratch.js';
 import { mouthGap, OPEN_GAP } from './mouth.js';
 import { openingMask } from './opening.js';
@@ -65,6 +65,13 @@ export const SOURCE_MOUTH = {
   edgeContact: 0.25,
   /** Soft edge of the warped opening (of the target's face size). */
   edge: 0.01,
+  /**
+   * The opening grown by this (of the source's face size) is what of the source's mouth may land
+   * beyond a closed target's lips (its lips around the opening, drawn inside the landmarks' line or
+   * not): 0.02 left a pink rim of the source's lower lip below the target's (the README example's
+   * source into sample3's curly blonde).
+   */
+  around: 0.05,
   /**
    * How far the target's shown lips move from their colour (a*, b*) towards the new lips': all of
    * the way, a pale source's lips over the target's lightness (her lip line, her gloss) read as
@@ -235,8 +242,12 @@ const lastOpening = new WeakMap<Uint8Array, { key: string; found: SourceOpening 
 interface SourceOpening {
   region: Region;
   open: Uint8Array;
-  /** The source's lower lip below its landmarks' outer lip line (missedLip), over `region`. */
-  lip: Uint8Array;
+  /**
+   * What of the source's mouth may land beyond a closed target's lips, over `region`: the opening
+   * and the lips around it (SOURCE_MOUTH.around), its lower lip below its landmarks' outer lip line
+   * (missedLip) and the dark of its corners (darkCorners).
+   */
+  beyond: Uint8Array;
 }
 
 /** The source's opening (1) over `region` of `img`, or undefined when it shows none. */
@@ -274,10 +285,12 @@ function readOpening(img: RgbImage, lm: readonly Point[]): SourceOpening | undef
     }
   }
   if (!open.includes(1)) return undefined;
+  let beyond: Uint8Array = Uint8Array.from(open);
+  for (let k = Math.round(SOURCE_MOUTH.around * size); k > 0; k--) beyond = dilate(beyond, region.width, region.height);
   const lip = missedLip(m, lm);
   const dark = darkCorners(m, skin, lm);
-  for (let i = 0; i < lip.length; i++) lip[i] = lip[i]! | dark[i]!;
-  return { region, open, lip };
+  for (let i = 0; i < lip.length; i++) beyond[i] = beyond[i]! | lip[i]! | dark[i]!;
+  return { region, open, beyond };
 }
 
 /**
@@ -380,10 +393,12 @@ function warpedMask(w: MouthWarp, r: Region, mask: Uint8Array, region: Region, s
 }
 
 /**
- * Where the source's lower lip below its landmarks' line (missedLip) lands under the target's
- * closed lips (`face` over `region`, in place): the target's own skin there, moved (L*a*b*) by the
- * difference of the new face and the target's around it, interpolated smoothly across it (mask.ts's
- * fillFromSurroundings), so it joins the new skin.
+ * Where the source's mouth lands beyond the target's closed lips (SourceOpening.beyond; `face` over
+ * `region`, in place): the target's own skin there, moved (L*a*b*) by the difference of the new face
+ * and the target's around it, interpolated smoothly across it (mask.ts's fillFromSurroundings), so
+ * it joins the new skin. Its lips are showTargetLips'. The source's opening and lower lip below the
+ * target's, left to the new face, came out as a pale V hanging from her lips (the README example's
+ * source into sample3's curly blonde) and a tooth beyond her mouth's corner (the README example).
  */
 function showTargetSkin(
   target: RgbImage,
@@ -393,8 +408,8 @@ function showTargetSkin(
   face: Float32Array,
 ) {
   const found = sourceOpening(w.src, w.srcPts.slice(0, 68));
-  if (!found?.lip.includes(1)) return;
-  const m = warpedMask(w, found.region, found.lip, region, faceSize(targetLm));
+  if (!found) return;
+  const m = warpedMask(w, found.region, found.beyond, region, faceSize(targetLm));
   const n = region.width * region.height;
   const lab = regionLab(target, region);
   const shift = rgbToLab(face);
@@ -402,6 +417,7 @@ function showTargetSkin(
   const hole = bytes(n);
   const known = rasterizePolygon(targetLm.slice(48, 60), region);
   for (let i = 0; i < n; i++) {
+    if (known[i]) m[i] = 0;
     hole[i] = m[i]! > 0 ? 1 : 0;
     known[i] = known[i] || hole[i] ? 0 : 1;
   }
@@ -460,7 +476,7 @@ function withLips(opening: Float32Array, lm: readonly Point[], region: Region, s
  * `region`, in place): their colour (a*, b*) moved half-way from the target's lower lip's to the
  * new lips' (the more chromatic half of each; SOURCE_MOUTH.lipColour), their lightness the target's. The lightness moved
  * too lifted the README example's target's gloss with her lips to the pale new lips' (+15 L*), a pale
- * streak (teeth-like pixels on her lips 0.023 -> 0.069, now 0.029). Below them, showTargetSkin.
+ * streak (teeth-like pixels on her lips 0.023 -> 0.069, now 0.029). Around them, showTargetSkin.
  * Returns whether anything changed.
  */
 export function showTargetLips(
