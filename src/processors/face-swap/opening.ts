@@ -56,6 +56,11 @@ export const OPENING = {
   inset: 0.02,
   /** The outer lip line grown by this (of the face size) to look for the opening in. */
   grow: 0.015,
+  /**
+   * A mouth whose pixels show an opening (showsOpening): one kept, or teeth or dark pixels, sure or
+   * possible, over this share of the face size squared.
+   */
+  shows: 0.0035,
 };
 
 /** Where the mouth's axis runs (corner 48 to corner 54) and its width. */
@@ -335,4 +340,20 @@ function joined(mask: Uint8Array, seed: Uint8Array, { width: w, height: h }: Reg
   for (let i = 0; i < w * h; i++) if (seed[i]) queue[n++] = i;
   flood8(mask, out, queue, n, w, h);
   return out;
+}
+
+/**
+ * Whether the pixels between `lm`'s lips show an opening (teeth or the throat's dark): a component
+ * kept as one, or OPENING.shows of such pixels. The landmarks draw some closed mouths open (full
+ * lips, a face turned down: sample2's second woman, inner lips 0.04-0.05 of the face size apart,
+ * 0.002 of such pixels), where a smiling source's teeth went onto the target's closed lips, a grin.
+ */
+export function showsOpening(img: RgbImage, lm: readonly Point[]): boolean {
+  const { mask } = openingMask(img, lm);
+  let n = 0;
+  for (const v of mask) {
+    if (v >= 3) return true;
+    if (v >= 1) n++;
+  }
+  return n >= OPENING.shows * faceSize(lm) ** 2;
 }

@@ -14,7 +14,7 @@ import { boundingRegion, faceSize, type Region } from './geometry.js';
 import { dilate, featherMask, fillFromSurroundings, flood8, rasterizePolygon } from './mask.js';
 import { bytes, floats } from './scratch.js';
 import { mouthGap, OPEN_GAP } from './mouth.js';
-import { openingMask } from './opening.js';
+import { openingMask, showsOpening } from './opening.js';
 import { medianOf } from './select.js';
 import type { Point, RgbImage } from './types.js';
 import { warpPiecewiseAffine } from './warp.js';
@@ -525,11 +525,18 @@ export function showTargetLips(
 }
 
 /**
- * Whether a swap onto `targetLm` closes the source's mouth: the target's is closed and the source
+ * Whether a swap onto `targetLm` closes the source's mouth: the target's is closed (by its
+ * landmarks, or by its pixels where the landmarks draw it open: showsOpening) and the source
  * shows an opening. Then the destination's mouth is the target's own (its expression: the source's
  * lips onto its lip bands; a smile's outline taken from the source drew a grin around the target's
  * closed lips), and showTargetLips covers where the source's opening lands.
  */
-export function closesOnTarget(src: RgbImage, srcLm: readonly Point[], targetLm: readonly Point[]): boolean {
-  return mouthGap(targetLm, faceSize(targetLm)) < OPEN_GAP && sourceOpening(src, srcLm.slice(0, 68)) !== undefined;
+export function closesOnTarget(
+  target: RgbImage,
+  targetLm: readonly Point[],
+  src: RgbImage,
+  srcLm: readonly Point[],
+): boolean {
+  const gap = mouthGap(targetLm, faceSize(targetLm));
+  return (gap < OPEN_GAP || !showsOpening(target, targetLm)) && sourceOpening(src, srcLm.slice(0, 68)) !== undefined;
 }

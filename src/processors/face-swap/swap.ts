@@ -314,7 +314,7 @@ export async function swapFace(
   const size = faceSize(targetLm);
   const work = opts.workSize ?? Math.max(MIN_WORK_SIZE, faceSize(srcLm));
   if (size <= work * WORK_SLACK) {
-    const placed = await placeSource(targetLm, source, srcLm, geometryTuning(opts, tuning));
+    const placed = await placeSource(target, targetLm, source, srcLm, geometryTuning(opts, tuning));
     return withScratch(() => {
       const r = renderFace(target, targetLm, placed, opts, tuning, true);
       if (r) writeFace(target, r.region, r.face, r.alpha, opts.alphaOut);
@@ -330,7 +330,7 @@ export async function swapFace(
   const kx = R.width / sw;
   const ky = R.height / sh;
   const lm = targetLm.map((p) => ({ x: (p.x - R.left) / kx, y: (p.y - R.top) / ky }));
-  const placed = await placeSource(lm, source, srcLm, geometryTuning(opts, tuning));
+  const placed = await placeSource(small, lm, source, srcLm, geometryTuning(opts, tuning));
   return withScratch(() => {
     const r = renderFace(small, lm, placed, opts, tuning, false);
     if (!r) return undefined;
@@ -425,6 +425,7 @@ interface Placement {
  * (the one step that awaits, so it runs before the synchronous, scratch-allocating render).
  */
 async function placeSource(
+  target: RgbImage,
   targetLm: readonly Point[],
   source: RgbImage,
   srcLm: readonly Point[],
@@ -435,7 +436,7 @@ async function placeSource(
   if (prefersMirror(srcLm, targetLm, tuning.mirror)) ({ image: source, lm: srcLm } = mirrorFace(source, srcLm));
   let srcPts = extendForehead(srcLm, tuning.forehead);
   // A smiling source onto a closed mouth: the target's mouth is the destination's (source-mouth.ts).
-  const closing = !tuning.skip?.includes('sourceMouth') && closesOnTarget(source, srcLm, targetLm);
+  const closing = !tuning.skip?.includes('sourceMouth') && closesOnTarget(target, targetLm, source, srcLm);
   // Keep as much of the source's proportions as the geometry allows: a source face much longer or
   // wider than the target's could push its features across the fixed outline and fold triangles
   // over (mirrored patches). Some folding comes from pose differences whatever `shape` is, so
@@ -770,7 +771,8 @@ function renderFace(
   // Its inner lip line, and the opening wherever the pixels show it wider than the landmarks draw it (opening.ts).
   const hole = skip('mouthHole') ? undefined : mouthHole(target, targetLm, region, size);
   if (hole) for (let i = 0; i < n; i++) alpha[i] = alpha[i]! * (1 - hole[i]!);
-  // A closed one: the target's own lips wherever the source's opening (its teeth) lands (source-mouth.ts).
-  else if (!skip('sourceMouth')) showTargetLips(target, targetLm, placed, region, face);
+  // A closed one (by its pixels, whatever its landmarks draw): the target's own lips wherever the
+  // source's opening (its teeth) lands (source-mouth.ts).
+  if (!skip('sourceMouth')) showTargetLips(target, targetLm, placed, region, face);
   return { region, face, alpha, stats: measured };
 }
