@@ -213,6 +213,38 @@ describe('a smiling source onto a closed mouth', { timeout: LONG }, () => {
     expect(teethShare(result, lm, lipL)).toBeLessThan(0.03);
   });
 
+  it("puts no second row of teeth on an open-mouthed target's lower lip", async () => {
+    // The README example's source's teeth, which her landmarks draw as her lower lip, landed on the
+    // target's lower lip below the target's own teeth. Share of the pixels in a band from the
+    // target's inner lower lip line to 0.12 of the face size below it that are over 15 L* lighter
+    // than the target's own: sample5 face 3 0.26 -> 0.14, sample4 face 3 0.35 -> 0.02.
+    const { source } = await exampleFaces();
+    const lowerLipTeeth = async (n: 4 | 5, index: number) => {
+      const target = await decode(sample(n));
+      const face = leftToRight(await findFaces(target, 0.5))[index]!;
+      const lm = await detectLandmarks(target, face.box);
+      expect(mouthGap(lm, faceSize(lm))).toBeGreaterThan(OPEN_GAP);
+      const run = runContext({ source, target: sample(n) }, { format: 'png', target_face_indices: [index] });
+      const result = await decode((await jt.run(run.ctx)).bytes);
+      const size = faceSize(lm);
+      const inner = [48, 60, 67, 66, 65, 64, 54].map((i) => lm[i]!);
+      const band = rasterizePolygon(
+        [...inner, ...[...inner].reverse().map((p) => ({ x: p.x, y: p.y + 0.12 * size }))],
+        { left: 0, top: 0, width: target.width, height: target.height },
+      );
+      const [a, b] = [rgbToLab(Float32Array.from(target.data)), rgbToLab(Float32Array.from(result.data))];
+      let [lighter, all] = [0, 0];
+      for (let i = 0; i < band.length; i++) {
+        if (!band[i]) continue;
+        all++;
+        if (b[i * 3]! > a[i * 3]! + 15) lighter++;
+      }
+      return lighter / all;
+    };
+    expect(await lowerLipTeeth(5, 3)).toBeLessThan(0.2);
+    expect(await lowerLipTeeth(4, 3)).toBeLessThan(0.1);
+  });
+
   it('finds the opening of smiling sources, and none on closed ones', async () => {
     // On the landmarks the swap reads them with (refined on the face's own crop).
     const open = async (bytes: Buffer) => {

@@ -471,13 +471,15 @@ function withLips(opening: Float32Array, lm: readonly Point[], region: Region, s
 }
 
 /**
- * On a closed target mouth whose destination is the target's own (closesOnTarget), the target's own
- * pixels where the source's opening landed and over its lips (withLips; `face`, the new face over
- * `region`, in place): their colour (a*, b*) moved half-way from the target's lower lip's to the
- * new lips' (the more chromatic half of each; SOURCE_MOUTH.lipColour), their lightness the target's. The lightness moved
- * too lifted the README example's target's gloss with her lips to the pale new lips' (+15 L*), a pale
- * streak (teeth-like pixels on her lips 0.023 -> 0.069, now 0.029). Around them, showTargetSkin.
- * Returns whether anything changed.
+ * The target's own pixels where the source's opening lands (`face`, the new face over `region`, in
+ * place), and over its whole mouth when its destination is the target's (a closed target mouth:
+ * closesOnTarget; withLips): their colour (a*, b*) moved half-way from the target's lower lip's to
+ * the new lips' (the more chromatic half of each; SOURCE_MOUTH.lipColour), their lightness the
+ * target's. The lightness moved too lifted the README example's target's gloss with her lips to the
+ * pale new lips' (+15 L*), a pale streak (teeth-like pixels on her lips 0.023 -> 0.069, now 0.029).
+ * On an open target mouth the source's teeth, which its landmarks draw as lower lip, landed on the
+ * target's lower lip below the target's own teeth: a second row of teeth (sample4 face 3, sample5
+ * faces 0 and 3). Around them, showTargetSkin. Returns whether anything changed.
  */
 export function showTargetLips(
   target: RgbImage,
@@ -486,14 +488,15 @@ export function showTargetLips(
   region: Region,
   face: Float32Array,
 ): boolean {
-  // Only where placeSource closed the mouth (closesOnTarget): the destination's mouth is the target's.
+  // Where placeSource closed the mouth (closesOnTarget), the destination's mouth is the target's.
+  let closing = true;
   for (let i = 48; i < 68; i++)
-    if (w.dstPts[i]!.x !== targetLm[i]!.x || w.dstPts[i]!.y !== targetLm[i]!.y) return false;
+    if (w.dstPts[i]!.x !== targetLm[i]!.x || w.dstPts[i]!.y !== targetLm[i]!.y) closing = false;
   const size = faceSize(targetLm);
   const opening = warpedOpening(w, region, size);
   if (!opening) return false;
   const n = region.width * region.height;
-  const shownAt = withLips(opening, targetLm, region, size);
+  const shownAt = closing ? withLips(opening, targetLm, region, size) : opening;
   const read = readMouth(target, targetLm, region, size);
   const { lab, lips } = read;
   const lower = rasterizePolygon(

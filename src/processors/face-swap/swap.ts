@@ -771,8 +771,8 @@ function renderFace(
   // Its inner lip line, and the opening wherever the pixels show it wider than the landmarks draw it (opening.ts).
   const hole = skip('mouthHole') ? undefined : mouthHole(target, targetLm, region, size);
   if (hole) for (let i = 0; i < n; i++) alpha[i] = alpha[i]! * (1 - hole[i]!);
-  // A closed one (by its pixels, whatever its landmarks draw): the target's own lips wherever the
-  // source's opening (its teeth) lands (source-mouth.ts).
+  // Open or closed, the target's own lips wherever the source's opening (its teeth) lands, and a
+  // closed one's whole mouth (source-mouth.ts): the teeth shown are only ever the target's.
   if (!skip('sourceMouth')) showTargetLips(target, targetLm, placed, region, face);
   return { region, face, alpha, stats: measured };
 }
