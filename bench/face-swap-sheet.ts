@@ -5,6 +5,10 @@
  * source, before and after) and how far the result's landmarks are from the target's.
  *
  *   npx tsx bench/face-swap-sheet.ts [out.jpg]     (default docs/face-swap-sheet.jpg)
+ *
+ * SHEET_SOURCE=smiling swaps the README example's source instead (her teeth showing: what
+ * source-mouth.ts handles) into every face; give it an out path of its own (the committed sheet is
+ * the closed-mouthed source's).
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -17,7 +21,7 @@ import {
   refineLandmarks,
 } from '../src/processors/face-swap/detect.js';
 import type { Box, RgbImage } from '../src/processors/face-swap/types.js';
-import { runContext } from '../test/face-swap/fixtures.js';
+import { exampleFaces, runContext } from '../test/face-swap/fixtures.js';
 import {
   decodeSheetImage as dec,
   landmarkError,
@@ -28,7 +32,8 @@ import {
 } from '../test/face-swap/sheet.js';
 
 const out = process.argv[2] ?? fileURLToPath(new URL('../docs/face-swap-sheet.jpg', import.meta.url));
-const { bytes: source, descriptor: srcDesc } = await sheetSourceFace();
+const smiling = process.env.SHEET_SOURCE === 'smiling' ? (await exampleFaces()).source : undefined;
+const { bytes: source, descriptor: srcDesc } = await sheetSourceFace(smiling);
 
 const SIDE = 240;
 const LABEL = 22;

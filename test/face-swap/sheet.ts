@@ -64,9 +64,12 @@ export async function* sheetFaces(only?: (name: string) => boolean): AsyncGenera
   }
 }
 
-/** The source photo, decoded, its face's landmarks and descriptor (what identity is measured against). */
-export async function sheetSourceFace() {
-  const bytes = await sheetSource();
+/**
+ * The source photo (the sheet's, or `photo`), decoded, its face's landmarks and descriptor (what
+ * identity is measured against).
+ */
+export async function sheetSourceFace(photo?: Buffer) {
+  const bytes = photo ?? (await sheetSource());
   const image = await decodeSheetImage(bytes);
   const lm = await largestFaceLandmarks(image, await findFaces(image, 0.5));
   return { bytes, image, lm, descriptor: await computeDescriptor(image, lm) };
