@@ -67,7 +67,7 @@ export const SOURCE_MOUTH = {
   edge: 0.01,
   /**
    * The opening grown by this (of the source's face size) is what of the source's mouth may land
-   * beyond a closed target's lips (its lips around the opening, drawn inside the landmarks' line or
+   * beyond the target's lips (its lips around the opening, drawn inside the landmarks' line or
    * not): 0.02 left a pink rim of the source's lower lip below the target's (the README example's
    * source into sample3's curly blonde).
    */
@@ -243,7 +243,7 @@ interface SourceOpening {
   region: Region;
   open: Uint8Array;
   /**
-   * What of the source's mouth may land beyond a closed target's lips, over `region`: the opening
+   * What of the source's mouth may land beyond the target's lips, over `region`: the opening
    * and the lips around it (SOURCE_MOUTH.around), its lower lip below its landmarks' outer lip line
    * (missedLip) and the dark of its corners (darkCorners).
    */
@@ -393,7 +393,7 @@ function warpedMask(w: MouthWarp, r: Region, mask: Uint8Array, region: Region, s
 }
 
 /**
- * Where the source's mouth lands beyond the target's closed lips (SourceOpening.beyond; `face` over
+ * Where the source's mouth lands beyond the target's lips (SourceOpening.beyond; `face` over
  * `region`, in place): the target's own skin there, moved (L*a*b*) by the difference of the new face
  * and the target's around it, interpolated smoothly across it (mask.ts's fillFromSurroundings), so
  * it joins the new skin. Its lips are showTargetLips'. The source's opening and lower lip below the
