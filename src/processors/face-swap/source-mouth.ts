@@ -540,6 +540,7 @@ export function closesOnTarget(
   src: RgbImage,
   srcLm: readonly Point[],
 ): boolean {
-  const gap = mouthGap(targetLm, faceSize(targetLm));
-  return (gap < OPEN_GAP || !showsOpening(target, targetLm)) && sourceOpening(src, srcLm.slice(0, 68)) !== undefined;
+  // The source's reading first: it is kept per source image (video swaps one into every frame).
+  if (!sourceOpening(src, srcLm.slice(0, 68))) return false;
+  return mouthGap(targetLm, faceSize(targetLm)) < OPEN_GAP || !showsOpening(target, targetLm);
 }
