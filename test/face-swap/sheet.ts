@@ -27,14 +27,19 @@ export const SELF_BEFORE = 0.3;
 export const decodeSheetImage = (bytes: Uint8Array) => decodeImage(bytes, 'sheet', 1e8);
 
 /**
- * The sheet's source swapped into face `index` of sample `n` by the job (as a user picks it), with
- * the target decoded and its landmarks there.
+ * The sheet's source (or `source`) swapped into face `index` of sample `n` by the job (as a user
+ * picks it), with the target decoded and its landmarks there.
  */
-export async function sheetSwap(jt: ReturnType<typeof createFaceSwapJobType>, n: 1 | 2 | 3 | 4 | 5 | 6, index: number) {
+export async function sheetSwap(
+  jt: ReturnType<typeof createFaceSwapJobType>,
+  n: 1 | 2 | 3 | 4 | 5 | 6,
+  index: number,
+  source?: Buffer,
+) {
   const target = await decodeSheetImage(sample(n));
   const face = leftToRight(await findFaces(target, 0.5))[index]!;
   const run = runContext(
-    { source: await sheetSource(), target: sample(n) },
+    { source: source ?? (await sheetSource()), target: sample(n) },
     { format: 'png', target_face_indices: [index] },
   );
   const result = await decodeSheetImage((await jt.run(run.ctx)).bytes);

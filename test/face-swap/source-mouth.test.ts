@@ -10,14 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rgbToLab } from '../../src/processors/face-swap/color.js';
-import {
-  detectFaces,
-  detectLandmarks,
-  findFaces,
-  leftToRight,
-  loadFaceModels,
-  refineLandmarks,
-} from '../../src/processors/face-swap/detect.js';
+import { detectFaces, loadFaceModels, refineLandmarks } from '../../src/processors/face-swap/detect.js';
 import { faceSize } from '../../src/processors/face-swap/geometry.js';
 import { decodeImage } from '../../src/processors/face-swap/image.js';
 import { createFaceSwapJobType, type FaceSwapJobType } from '../../src/processors/face-swap/index.js';
@@ -25,7 +18,8 @@ import { rasterizePolygon } from '../../src/processors/face-swap/mask.js';
 import { mouthGap, OPEN_GAP } from '../../src/processors/face-swap/mouth.js';
 import { sourceOpening } from '../../src/processors/face-swap/source-mouth.js';
 import type { Point, RgbImage } from '../../src/processors/face-swap/types.js';
-import { exampleFaces, portrait, runContext, sample, sheetSource } from './fixtures.js';
+import { exampleFaces, portrait, runContext, sheetSource } from './fixtures.js';
+import { sheetSwap } from './sheet.js';
 
 const LONG = 240_000;
 const decode = (bytes: Buffer | Uint8Array) => decodeImage(bytes, 'test', 1e9);
@@ -206,13 +200,8 @@ describe('a smiling source onto a closed mouth', { timeout: LONG }, () => {
     // size apart, so the swap took her mouth as open and laid the source's lips, teeth and all, on
     // hers (a grin: 0.093 of the pixels inside her outer lip line teeth-like). Her pixels show no
     // opening (opening.ts showsOpening), so her own mouth is kept: 0.020, her own under 0.01.
-    const { source } = await exampleFaces();
-    const target = await decode(sample(2));
-    const face = leftToRight(await findFaces(target, 0.5))[1]!;
-    const lm = await detectLandmarks(target, face.box);
+    const { target, result, lm } = await sheetSwap(jt, 2, 1, (await exampleFaces()).source);
     expect(mouthGap(lm, faceSize(lm))).toBeGreaterThan(OPEN_GAP);
-    const run = runContext({ source, target: sample(2) }, { format: 'png', target_face_indices: [1] });
-    const result = await decode((await jt.run(run.ctx)).bytes);
     const own = lipPixels(target, lm).map((p) => p.L);
     const lipL = own.sort((a, b) => a - b)[own.length >> 1]!;
     expect(teethShare(target, lm, lipL)).toBeLessThan(0.01);
@@ -226,12 +215,8 @@ describe('a smiling source onto a closed mouth', { timeout: LONG }, () => {
     // than the target's own: sample5 face 3 0.26 -> 0.14, sample4 face 3 0.35 -> 0.02.
     const { source } = await exampleFaces();
     const lowerLipTeeth = async (n: 4 | 5, index: number) => {
-      const target = await decode(sample(n));
-      const face = leftToRight(await findFaces(target, 0.5))[index]!;
-      const lm = await detectLandmarks(target, face.box);
+      const { target, result, lm } = await sheetSwap(jt, n, index, source);
       expect(mouthGap(lm, faceSize(lm))).toBeGreaterThan(OPEN_GAP);
-      const run = runContext({ source, target: sample(n) }, { format: 'png', target_face_indices: [index] });
-      const result = await decode((await jt.run(run.ctx)).bytes);
       const band = bandUnder(target, lm, [48, 60, 67, 66, 65, 64, 54], true);
       const [a, b] = [rgbToLab(Float32Array.from(target.data)), rgbToLab(Float32Array.from(result.data))];
       let [lighter, all] = [0, 0];

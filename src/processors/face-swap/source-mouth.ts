@@ -489,9 +489,7 @@ export function showTargetLips(
   face: Float32Array,
 ): boolean {
   // Where placeSource closed the mouth (closesOnTarget), the destination's mouth is the target's.
-  let closing = true;
-  for (let i = 48; i < 68; i++)
-    if (w.dstPts[i]!.x !== targetLm[i]!.x || w.dstPts[i]!.y !== targetLm[i]!.y) closing = false;
+  const closing = targetLm.slice(48, 68).every((p, k) => w.dstPts[48 + k]!.x === p.x && w.dstPts[48 + k]!.y === p.y);
   const size = faceSize(targetLm);
   const opening = warpedOpening(w, region, size);
   if (!opening) return false;
