@@ -179,7 +179,7 @@ describe('the Python package', () => {
     } finally {
       proc.kill();
     }
-  }, 120_000);
+  }, 300_000);
 });
 
 /** The ```python blocks of a Markdown file of the repository. */
